@@ -1,0 +1,41 @@
+# Thin wrapper around CMake: `make demo` and `make check` work from a fresh
+# clone (they install missing Debian packages first).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+PREFIX     ?= /usr/local
+CMAKE_ARGS ?=
+
+.PHONY: all deps build demo check check-asan bench install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/bin/rivetrun -c configs/pingpong-shm.yaml $(BUILD)/bin/rv-pingpong
+
+check: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 300
+
+check-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DRIVET_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --timeout 600
+
+bench: build
+	bench/compare-ucx.sh
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,237 @@
+/**
+ * @file rivet.h
+ * @brief rivet's core API: the job, its worker threads, handlers, messages
+ * and progress.
+ *
+ * A job is P processes, each running T worker threads (job.threads). Every
+ * worker thread has a global id (rv_tid_t, rank * T + local index) and its
+ * own transport worker. Messages target a thread; messages from one sender
+ * thread to one receiver thread run in FIFO order. A receiver runs its
+ * messages' handlers when it progresses.
+ *
+ * @code
+ * rv_context_t *ctx;
+ * rv_init(&argc, &argv, &ctx);              // config, bootstrap, transport
+ * rv_handler_register(ctx, "app.ping", on_ping, NULL, 0, &ping);
+ * rv_job_run(ctx, worker_main, NULL);       // job.threads threads
+ * rv_finalize(ctx);
+ * @endcode
+ */
+#ifndef RIVET_RIVET_H
+#define RIVET_RIVET_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rv_config.h"
+#include "rv_status.h"
+#include "rv_transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rv_context rv_context_t; /**< one per process */
+typedef struct rv_worker rv_worker_t;   /**< one per worker thread */
+typedef uint32_t rv_tid_t;              /**< global worker thread id */
+typedef uint32_t rv_handler_id_t;       /**< hash of a handler's name */
+
+#define RV_TID_NONE UINT32_MAX
+
+/* ---------------------------------------------------------------------- */
+/* Context                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * @brief Loads the configuration, joins the job and loads the transport.
+ *
+ * The configuration file comes from `-c FILE` / `--config FILE` in
+ * @p argv (removed from it), else from RIVET_CONFIG (set by rivetrun), else
+ * defaults; environment overrides RIVET_<SECTION>_<KEY> apply on top. The
+ * bootstrap is the one rivetrun started (RIVET_BOOTSTRAP), else PMIx when the
+ * process was started by mpirun/prterun/srun, else a job of one process.
+ *
+ * @param [in,out] argc, argv  the program's arguments; may be NULL
+ * @param [out]    ctx_p       the context; set only on success
+ * @return RV_OK, or an error already logged with its cause
+ * @note Call once per process, from the main thread.
+ */
+rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p);
+
+/**
+ * @brief As rv_init, with an explicit configuration (@p cfg is copied).
+ */
+rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p);
+
+/** @brief Leaves the job and frees the context. */
+void rv_finalize(rv_context_t *ctx);
+
+/** @brief Ends the whole job now (every process) with @p code. */
+void rv_abort(rv_context_t *ctx, int code, const char *why)
+    __attribute__((noreturn));
+
+int rv_rank(const rv_context_t *ctx);         /**< this process */
+int rv_size(const rv_context_t *ctx);         /**< processes in the job */
+int rv_threads(const rv_context_t *ctx);      /**< workers per process */
+uint32_t rv_nworkers(const rv_context_t *ctx); /**< workers in the job */
+const rv_config_t *rv_context_config(const rv_context_t *ctx);
+/** @brief Name of the bootstrap in use: "rivetrun", "pmix" or "singleton". */
+const char *rv_bootstrap_name(const rv_context_t *ctx);
+/** @brief The transport's capabilities, including what it really uses. */
+const rv_transport_caps_t *rv_context_caps(const rv_context_t *ctx);
+
+static inline rv_tid_t rv_tid_make(const rv_context_t *ctx, int rank,
+                                   int local)
+{
+    return (rv_tid_t)rank * (rv_tid_t)rv_threads(ctx) + (rv_tid_t)local;
+}
+static inline int rv_tid_rank(const rv_context_t *ctx, rv_tid_t tid)
+{
+    return (int)(tid / (rv_tid_t)rv_threads(ctx));
+}
+
+/** @brief Process-level collectives, from the main thread, outside
+ * rv_job_run (they do not progress workers). */
+rv_status_t rv_bootstrap_barrier(rv_context_t *ctx);
+/** @brief Gathers @p len bytes from every process into @p out
+ * (size * len bytes, in rank order). */
+rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
+                                   void *out, size_t len);
+
+/* ---------------------------------------------------------------------- */
+/* Handlers and messages                                                   */
+/* ---------------------------------------------------------------------- */
+
+/** @brief A received message, as a handler sees it. */
+typedef struct rv_msg {
+    rv_tid_t src;           /**< sending worker */
+    rv_handler_id_t handler;
+    void *data;             /**< payload, 8-byte aligned where possible */
+    size_t len;
+    void *desc_;            /**< private */
+} rv_msg_t;
+
+/**
+ * @brief A message handler. Runs on the destination worker's thread.
+ * @return RV_OK when done with msg->data (it is recycled on return), or
+ *         RV_INPROGRESS if the handler was registered with
+ *         RV_HANDLER_KEEP_DATA and keeps the message, to release it later
+ *         with rv_msg_release(). A handler may send messages and progress.
+ */
+typedef rv_status_t (*rv_handler_fn)(rv_worker_t *w, rv_msg_t *msg, void *arg);
+
+enum {
+    /** The handler may return RV_INPROGRESS to keep the payload. */
+    RV_HANDLER_KEEP_DATA = 1u << 0,
+};
+
+/**
+ * @brief Registers a handler under a stable name such as "mcts.select".
+ *
+ * The id is a 32-bit FNV-1a hash of the name, the same in every process of
+ * the job whatever the registration order or binary layout. Registering a
+ * second name with the same id is rejected (RV_ERR_EXISTS). Register every
+ * handler before rv_job_run.
+ */
+rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
+                                rv_handler_fn fn, void *arg, unsigned flags,
+                                rv_handler_id_t *id_p);
+
+/** @brief The id a name hashes to (what rv_handler_register assigns). */
+rv_handler_id_t rv_handler_id(const char *name);
+
+/** @brief Releases a message kept by a handler that returned RV_INPROGRESS. */
+void rv_msg_release(rv_worker_t *w, rv_msg_t *msg);
+
+/**
+ * @brief A synchronizer: a counter of operations outstanding.
+ * Initialise with rv_sync_init, pass to operations, wait with rv_sync_wait.
+ */
+typedef struct rv_sync {
+    atomic_long pending;
+    rv_status_t status;     /**< first error seen, else RV_OK */
+} rv_sync_t;
+
+static inline void rv_sync_init(rv_sync_t *s, long count)
+{
+    atomic_init(&s->pending, count);
+    s->status = RV_OK;
+}
+static inline bool rv_sync_done(rv_sync_t *s)
+{
+    return atomic_load_explicit(&s->pending, memory_order_acquire) <= 0;
+}
+/** @brief Marks one operation of @p s complete with @p status. */
+void rv_sync_complete(rv_sync_t *s, rv_status_t status);
+/** @brief Progresses @p w until @p s reaches zero; returns s->status. */
+rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s);
+
+/**
+ * @brief Sends @p len bytes at @p buf to worker @p dest, which runs handler
+ * @p h on them.
+ *
+ * @param sync  if NULL, the call returns once @p buf is reusable (it
+ *              progresses meanwhile). Otherwise the caller increments
+ *              nothing: rv_send adds one to @p sync and completes it when
+ *              @p buf is reusable, possibly before returning.
+ * @return RV_OK, or an error (then @p sync is left unchanged).
+ */
+rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                    const void *buf, size_t len, rv_sync_t *sync);
+
+/** @brief As rv_send, with a payload gathered from @p iovcnt pieces. */
+rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
+
+/**
+ * @brief Runs handlers of arrived messages and completes operations.
+ * @return the number of events handled (0: nothing to do). Callers that
+ *         poll in a loop should yield the CPU when it returns 0 repeatedly;
+ *         rv_sync_wait and rv_barrier do.
+ */
+unsigned rv_progress(rv_worker_t *w);
+
+/** @brief Job-wide barrier of all worker threads; progresses meanwhile. */
+rv_status_t rv_barrier(rv_worker_t *w);
+
+/* ---------------------------------------------------------------------- */
+/* Job                                                                     */
+/* ---------------------------------------------------------------------- */
+
+/** @brief A worker thread's body; a non-zero return fails the job. */
+typedef int (*rv_worker_fn)(rv_worker_t *w, void *arg);
+
+/**
+ * @brief Starts job.threads worker threads in this process, pinned per
+ * job.placement, connects every worker to every other worker of the job,
+ * runs @p fn on each, and returns when all workers of the job are done.
+ * @return RV_OK if every @p fn returned 0 here.
+ */
+rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg);
+
+rv_tid_t rv_worker_tid(const rv_worker_t *w);
+int rv_worker_local(const rv_worker_t *w);   /**< index in the process */
+rv_context_t *rv_worker_context(rv_worker_t *w);
+
+/** @brief The transport worker of @p w, for the layers above core. */
+rv_tworker_t *rv_worker_tworker(rv_worker_t *w);
+/** @brief The transport of @p ctx, for the layers above core. */
+const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
+                                               rv_transport_t **tp_p);
+
+/** @brief Counters of one worker. */
+typedef struct rv_worker_stats {
+    uint64_t tx_msgs, tx_bytes;
+    uint64_t rx_msgs, rx_bytes;
+    uint64_t rx_unknown_handler; /**< dropped: no such handler id */
+    uint64_t rx_malformed;       /**< dropped: truncated or bad header */
+} rv_worker_stats_t;
+
+void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

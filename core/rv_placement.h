@@ -1,0 +1,31 @@
+/*
+ * Placement of processes and worker threads on cores and NUMA zones
+ * (internal to core/; hwloc underneath).
+ *
+ * job.placement:
+ *   none  no binding.
+ *   core  worker thread t of local process r gets its own core,
+ *         (r * threads + t) modulo the cores of the node; the process is
+ *         bound to the union of its threads' cores.
+ *   numa  local process r is bound to NUMA zone r modulo the zones; its
+ *         threads float inside the zone.
+ */
+#ifndef RIVET_RV_PLACEMENT_H
+#define RIVET_RV_PLACEMENT_H
+
+#include "rv_config.h"
+#include "rv_status.h"
+
+/* Binds the calling process (used by rivetrun in the child before exec). */
+rv_status_t rv__placement_bind_process(rv_placement_t placement,
+                                       int local_rank, int threads);
+
+/* Binds the calling thread; *numa_node_p receives its NUMA zone (or -1). */
+rv_status_t rv__placement_bind_thread(rv_placement_t placement,
+                                      int local_rank, int threads, int thread,
+                                      int *numa_node_p);
+
+/* Describes where the calling thread may run, e.g. "core 1 (numa 0)". */
+void rv__placement_describe(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,190 @@
+/**
+ * @file rv_transport.h
+ * @brief The transport interface: what a plugin (librivet-<name>.so)
+ * implements and what the layers above core/ call for network operations.
+ *
+ * A plugin exports one symbol, `rv_transport_ops` (a const rv_transport_ops_t),
+ * found with dlsym after dlopen. Every member is set; an operation a
+ * transport cannot do points to a stub returning RV_ERR_UNSUPPORTED.
+ *
+ * Completion convention, for every operation taking a callback (as in
+ * libuv): RV_OK means the operation completed before returning and the
+ * callback will NOT be called; RV_INPROGRESS means the callback will be
+ * called exactly once, from the worker's progress; an error means the
+ * callback will never be called.
+ *
+ * Threading: a transport (rv_transport_t) is shared by the threads of a
+ * process and its operations are thread-safe. A transport worker
+ * (rv_tworker_t) belongs to one thread at a time (single-threaded), like a
+ * ucp_worker in UCS_THREAD_MODE_SINGLE.
+ */
+#ifndef RIVET_RV_TRANSPORT_H
+#define RIVET_RV_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "rv_config.h"
+#include "rv_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RV_TRANSPORT_ABI_VERSION 1
+
+typedef struct rv_transport rv_transport_t; /**< a plugin's process state */
+typedef struct rv_tworker rv_tworker_t;     /**< a plugin's per-thread state */
+typedef struct rv_tmem rv_tmem_t;           /**< registered memory */
+typedef struct rv_trkey rv_trkey_t;         /**< unpacked remote key */
+
+/** @brief What a transport can do. */
+typedef struct rv_transport_caps {
+    size_t max_am_header;   /**< largest AM header in bytes */
+    size_t max_am_size;     /**< largest AM payload in bytes */
+    size_t eager_limit;     /**< payloads above this go by rendezvous */
+    bool ordered_am;        /**< AMs between two workers arrive in order */
+    bool ordered_puts;      /**< puts to one peer land in issue order */
+    bool atomics64;         /**< 64-bit fetch-add and compare-swap */
+    bool rdma_read;         /**< get is one-sided in hardware */
+    bool mem_alloc_mapped;  /**< mem_alloc memory is load/store to peers */
+    char description[256];  /**< what is actually in use, for the user */
+} rv_transport_caps_t;
+
+/** @brief An active message as the transport delivers it to the core. */
+typedef struct rv_am_rx {
+    const void *hdr;        /**< the header; valid during the callback */
+    size_t hdr_len;
+    void *data;             /**< the payload */
+    size_t len;
+    bool persistent;        /**< data stays valid after the callback */
+} rv_am_rx_t;
+
+/**
+ * @brief Called by the transport, from worker progress, for every AM.
+ * @return RV_OK when done with rx->data; RV_INPROGRESS (only when
+ *         rx->persistent) to keep it until am_release(@p rx->desc).
+ */
+typedef rv_status_t (*rv_am_recv_fn)(void *arg, const rv_am_rx_t *rx,
+                                     void *desc);
+
+/** @brief Completion of a non-blocking operation. */
+typedef void (*rv_completion_fn)(void *arg, rv_status_t status);
+
+/** @brief Process-level parameters for init. */
+typedef struct rv_transport_params {
+    const rv_config_t *config;
+    int rank;               /**< this process */
+    int size;               /**< processes in the job */
+    int threads;            /**< worker threads per process */
+} rv_transport_params_t;
+
+/** @brief Parameters of one transport worker. */
+typedef struct rv_tworker_params {
+    uint32_t tid;           /**< global id of the owning worker thread */
+    uint32_t nworkers;      /**< workers in the job (peer ids 0..n-1) */
+    int numa_node;          /**< the thread's NUMA node, or -1 */
+    rv_am_recv_fn am_recv;  /**< AM dispatch into the core */
+    void *am_arg;
+} rv_tworker_params_t;
+
+/** @brief The operations of a transport plugin. */
+typedef struct rv_transport_ops {
+    const char *name;
+    int abi_version;        /**< RV_TRANSPORT_ABI_VERSION */
+
+    /* lifecycle ------------------------------------------------------- */
+    rv_status_t (*init)(const rv_transport_params_t *params,
+                        rv_transport_t **tp_p);
+    void (*fini)(rv_transport_t *tp);
+    void (*query)(rv_transport_t *tp, rv_transport_caps_t *caps);
+
+    /* workers and connections ----------------------------------------- */
+    rv_status_t (*worker_create)(rv_transport_t *tp,
+                                 const rv_tworker_params_t *params,
+                                 rv_tworker_t **tw_p);
+    /** Closes every endpoint without waiting for peers, then destroys. */
+    void (*worker_destroy)(rv_tworker_t *tw);
+    /** Packs the worker's address; release it with address_release. */
+    rv_status_t (*worker_address)(rv_tworker_t *tw, void **addr_p,
+                                  size_t *len_p);
+    void (*address_release)(rv_tworker_t *tw, void *addr);
+    /** Connects to worker @p peer given its packed address. */
+    rv_status_t (*connect)(rv_tworker_t *tw, uint32_t peer, const void *addr,
+                           size_t len);
+    /** Makes progress; returns the number of events handled. */
+    unsigned (*progress)(rv_tworker_t *tw);
+
+    /* active messages ------------------------------------------------- */
+    /**
+     * Sends @p hdr and the payload described by @p iov to @p peer. The
+     * header and payload buffers may be reused when the call returns RV_OK
+     * or when @p cb runs.
+     */
+    rv_status_t (*am_send)(rv_tworker_t *tw, uint32_t peer, const void *hdr,
+                           size_t hdr_len, const struct iovec *iov,
+                           size_t iovcnt, rv_completion_fn cb, void *arg);
+    /** Releases a payload kept by returning RV_INPROGRESS from am_recv. */
+    void (*am_release)(rv_tworker_t *tw, void *desc);
+
+    /* registered memory ----------------------------------------------- */
+    /** Allocates @p len bytes of registered memory, as close to the peers
+     * as the transport can make it (on shm: mapped into them). */
+    rv_status_t (*mem_alloc)(rv_transport_t *tp, size_t len,
+                             rv_tmem_t **mem_p, void **addr_p);
+    /** Registers existing memory. */
+    rv_status_t (*mem_register)(rv_transport_t *tp, void *addr, size_t len,
+                                rv_tmem_t **mem_p);
+    /** Deregisters (and, if mem_alloc'ed, frees) @p mem. */
+    void (*mem_deregister)(rv_transport_t *tp, rv_tmem_t *mem);
+    /** Packs the remote key of @p mem; release with rkey_buffer_release. */
+    rv_status_t (*rkey_pack)(rv_transport_t *tp, rv_tmem_t *mem,
+                             void **buf_p, size_t *len_p);
+    void (*rkey_buffer_release)(rv_transport_t *tp, void *buf);
+    /** Unpacks a remote key of worker @p peer's process for use by @p tw. */
+    rv_status_t (*rkey_unpack)(rv_tworker_t *tw, uint32_t peer,
+                               const void *buf, size_t len,
+                               rv_trkey_t **rkey_p);
+    void (*rkey_destroy)(rv_tworker_t *tw, rv_trkey_t *rkey);
+
+    /* one-sided operations ---------------------------------------------- */
+    /** Writes @p len bytes at @p src to @p raddr at @p peer. @p src may be
+     * reused on RV_OK or when @p cb runs (local completion). */
+    rv_status_t (*put)(rv_tworker_t *tw, uint32_t peer, const void *src,
+                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                       rv_completion_fn cb, void *arg);
+    /** Reads @p len bytes at @p raddr of @p peer into @p dst. */
+    rv_status_t (*get)(rv_tworker_t *tw, uint32_t peer, void *dst, size_t len,
+                       uint64_t raddr, rv_trkey_t *rkey, rv_completion_fn cb,
+                       void *arg);
+    /** Atomically adds @p value at @p raddr; the old value goes to
+     * @p *result (if not NULL) before completion. */
+    rv_status_t (*atomic_fadd64)(rv_tworker_t *tw, uint32_t peer,
+                                 uint64_t value, uint64_t raddr,
+                                 rv_trkey_t *rkey, uint64_t *result,
+                                 rv_completion_fn cb, void *arg);
+    /** Swaps in @p swap if the value at @p raddr equals @p compare; the old
+     * value goes to @p *result. */
+    rv_status_t (*atomic_cswap64)(rv_tworker_t *tw, uint32_t peer,
+                                  uint64_t compare, uint64_t swap,
+                                  uint64_t raddr, rv_trkey_t *rkey,
+                                  uint64_t *result, rv_completion_fn cb,
+                                  void *arg);
+    /** Orders: operations after the fence to @p peer land after earlier
+     * ones (UINT32_MAX: all peers). */
+    rv_status_t (*fence)(rv_tworker_t *tw, uint32_t peer);
+    /** Completes, remotely, every operation issued so far to @p peer
+     * (UINT32_MAX: all peers). */
+    rv_status_t (*flush)(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
+                         void *arg);
+} rv_transport_ops_t;
+
+/** @brief The symbol every plugin exports. */
+#define RV_TRANSPORT_OPS_SYMBOL "rv_transport_ops"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages rivet builds and runs with.
+# As root it runs apt-get; otherwise it prints the command and fails.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config
+  libyaml-dev libcmocka-dev libnuma-dev libhwloc-dev uthash-dev
+  libucx-dev ucx-utils
+  libpmix-dev openmpi-bin
+  libibverbs-dev
+  gnuplot-nox procps
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "rivet needs these Debian packages:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
