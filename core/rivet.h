@@ -79,8 +79,9 @@ uint32_t rv_nworkers(const rv_context_t *ctx); /**< workers in the job */
 const rv_config_t *rv_context_config(const rv_context_t *ctx);
 /** @brief Name of the bootstrap in use: "rivetrun", "pmix" or "singleton". */
 const char *rv_bootstrap_name(const rv_context_t *ctx);
-/** @brief The transport's capabilities, including what it really uses. */
-const rv_transport_caps_t *rv_context_caps(const rv_context_t *ctx);
+/** @brief The transport's capabilities, including what it really uses
+ * (known once rv_job_run has connected the workers). */
+const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx);
 
 static inline rv_tid_t rv_tid_make(const rv_context_t *ctx, int rank,
                                    int local)

@@ -1,1 +1,171 @@
-/* placeholder: filled in by its owner */
+/*
+ * The process context: configuration, bootstrap, transport plugin.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rv_core.h"
+
+/* Removes `-c FILE`, `--config FILE` or `--config=FILE` from argv. */
+static const char *take_config_arg(int *argc, char ***argv)
+{
+    if (argc == NULL || argv == NULL || *argv == NULL)
+        return NULL;
+    char **av = *argv;
+    for (int i = 1; i < *argc; i++) {
+        const char *file = NULL;
+        int used = 0;
+        if ((strcmp(av[i], "-c") == 0 || strcmp(av[i], "--config") == 0) &&
+            i + 1 < *argc) {
+            file = av[i + 1];
+            used = 2;
+        } else if (strncmp(av[i], "--config=", 9) == 0) {
+            file = av[i] + 9;
+            used = 1;
+        }
+        if (file == NULL)
+            continue;
+        memmove(&av[i], &av[i + used],
+                (size_t)(*argc - i - used + 1) * sizeof(*av));
+        *argc -= used;
+        return file;
+    }
+    return NULL;
+}
+
+rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p)
+{
+    const char *file = take_config_arg(argc, argv);
+    if (file == NULL)
+        file = getenv("RIVET_CONFIG");
+    if (file != NULL && *file == '\0')
+        file = NULL;
+
+    rv_config_t cfg;
+    rv_status_t status = rv_config_load(file, &cfg, NULL, 0);
+    if (status != RV_OK)
+        return status;
+    return rv_init_config(&cfg, ctx_p);
+}
+
+rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
+{
+    rv_status_t status;
+    rv_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return RV_ERR_NO_MEMORY;
+    ctx->config = *cfg;
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_cond_init(&ctx->cond, NULL);
+
+    status = rv__bootstrap_create(&ctx->bs);
+    if (status != RV_OK)
+        goto err_free;
+    rv_log_set_identity(ctx->bs->rank, -1);
+
+    status = rv__msg_init(ctx);
+    if (status != RV_OK)
+        goto err_bootstrap;
+
+    status = rv__plugin_load(cfg->transport.name, &ctx->plugin_handle,
+                             &ctx->ops);
+    if (status != RV_OK)
+        goto err_handlers;
+
+    rv_transport_params_t params = {
+        .config = &ctx->config,
+        .rank = ctx->bs->rank,
+        .size = ctx->bs->size,
+        .threads = (int)cfg->job.threads,
+    };
+    status = ctx->ops->init(&params, &ctx->tp);
+    if (status != RV_OK) {
+        rv_error("transport '%s' failed to start: %s", cfg->transport.name,
+                 rv_status_str(status));
+        goto err_plugin;
+    }
+    ctx->ops->query(ctx->tp, &ctx->caps);
+    rv_info("job of %d processes x %d threads, bootstrap %s, transport %s",
+            ctx->bs->size, (int)cfg->job.threads, ctx->bs->ops->name,
+            ctx->caps.description);
+    *ctx_p = ctx;
+    return RV_OK;
+
+err_plugin:
+    /* The plugin stays loaded: UCX registers atexit hooks. */
+err_handlers:
+    for (size_t i = 0; i < ctx->nhandlers; i++)
+        free(ctx->handlers[i].name);
+    free(ctx->handlers);
+err_bootstrap:
+    ctx->bs->ops->fini(ctx->bs);
+err_free:
+    free(ctx);
+    return status;
+}
+
+void rv_finalize(rv_context_t *ctx)
+{
+    if (ctx == NULL)
+        return;
+    ctx->ops->fini(ctx->tp);
+    ctx->bs->ops->fini(ctx->bs);
+    for (size_t i = 0; i < ctx->nhandlers; i++)
+        free(ctx->handlers[i].name);
+    free(ctx->handlers);
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->cond);
+    /* The plugin is not dlclose'd: UCX keeps atexit handlers in it. */
+    free(ctx);
+}
+
+void rv_abort(rv_context_t *ctx, int code, const char *why)
+{
+    rv_error("aborting the job: %s", why);
+    ctx->bs->ops->abort(ctx->bs, code, why);
+    _Exit(code ? code : 1);
+}
+
+int rv_rank(const rv_context_t *ctx) { return ctx->bs->rank; }
+int rv_size(const rv_context_t *ctx) { return ctx->bs->size; }
+int rv_threads(const rv_context_t *ctx) { return (int)ctx->config.job.threads; }
+
+uint32_t rv_nworkers(const rv_context_t *ctx)
+{
+    return (uint32_t)ctx->bs->size * (uint32_t)ctx->config.job.threads;
+}
+
+const rv_config_t *rv_context_config(const rv_context_t *ctx)
+{
+    return &ctx->config;
+}
+
+const char *rv_bootstrap_name(const rv_context_t *ctx)
+{
+    return ctx->bs->ops->name;
+}
+
+const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx)
+{
+    ctx->ops->query(ctx->tp, &ctx->caps);
+    return &ctx->caps;
+}
+
+const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
+                                               rv_transport_t **tp_p)
+{
+    if (tp_p != NULL)
+        *tp_p = ctx->tp;
+    return ctx->ops;
+}
+
+rv_status_t rv_bootstrap_barrier(rv_context_t *ctx)
+{
+    return ctx->bs->ops->barrier(ctx->bs);
+}
+
+rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
+                                   void *out, size_t len)
+{
+    return ctx->bs->ops->allgather(ctx->bs, in, out, len);
+}

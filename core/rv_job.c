@@ -1,1 +1,227 @@
-/* placeholder: filled in by its owner */
+/*
+ * rv_job_run: worker threads, wire-up and orderly shutdown.
+ *
+ * The main thread of each process coordinates its workers through stages;
+ * only it talks to the bootstrap, while the workers keep progressing so
+ * that peers are never left waiting on a worker that stopped polling.
+ *
+ *   stage 0  workers bind, create their transport worker, publish address
+ *   stage 1  main allgathered the job's addresses; workers connect to all
+ *   stage 2  every process connected (bootstrap barrier); workers run fn,
+ *            then flush and report done, progressing meanwhile
+ *   stage 3  every worker of the job is done; workers disconnect
+ *   stage 4  every worker disconnected; workers destroy and exit
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rv_core.h"
+#include "rv_placement.h"
+
+enum { STAGE_CONNECT = 1, STAGE_RUN, STAGE_DISCONNECT, STAGE_EXIT };
+
+typedef struct {
+    rv_worker_t *w;
+    rv_worker_fn fn;
+    void *arg;
+} job_thread_arg_t;
+
+/* Reports one step done and waits, progressing, for the main thread. */
+static void step(rv_worker_t *w, int *counter, int next_stage)
+{
+    rv_context_t *ctx = w->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    (*counter)++;
+    pthread_cond_broadcast(&ctx->cond);
+    pthread_mutex_unlock(&ctx->lock);
+    while (atomic_load_explicit(&ctx->stage_now, memory_order_acquire) <
+           next_stage)
+        rv_progress(w);
+}
+
+static void flush_done(void *arg, rv_status_t status)
+{
+    rv_sync_complete(arg, status);
+}
+
+static void *worker_main(void *p)
+{
+    rv_worker_t *w = p;
+    rv_context_t *ctx = w->ctx;
+    int T = rv_threads(ctx);
+    char where[128];
+    rv_status_t status;
+
+    rv_log_set_identity(rv_rank(ctx), w->local);
+    rv__placement_bind_thread(ctx->config.job.placement, ctx->bs->local_rank,
+                              T, w->local, &w->numa_node);
+    rv__placement_describe(where, sizeof(where));
+    rv_debug("worker %u runs on %s", w->tid, where);
+
+    rv_tworker_params_t params = {
+        .tid = w->tid,
+        .nworkers = rv_nworkers(ctx),
+        .numa_node = w->numa_node,
+        .am_recv = rv__msg_recv,
+        .am_arg = w,
+    };
+    status = ctx->ops->worker_create(ctx->tp, &params, &w->tw);
+    if (status == RV_OK)
+        status = ctx->ops->worker_address(w->tw, &ctx->addrs[w->local],
+                                          &ctx->addr_lens[w->local]);
+    if (status != RV_OK)
+        rv_abort(ctx, 1, "cannot create the transport worker");
+    step(w, &ctx->nready, STAGE_CONNECT);
+
+    for (uint32_t peer = 0; peer < rv_nworkers(ctx); peer++) {
+        const uint8_t *slot = ctx->all_addrs + (size_t)peer * ctx->addr_slot;
+        uint64_t len;
+        memcpy(&len, slot, sizeof(len));
+        status = ctx->ops->connect(w->tw, peer, slot + sizeof(len), len);
+        if (status != RV_OK)
+            rv_abort(ctx, 1, "cannot connect to a peer worker");
+    }
+    step(w, &ctx->nready, STAGE_RUN);
+
+    w->result = ctx->job_fn(w, ctx->job_arg);
+
+    rv_sync_t sync;
+    rv_sync_init(&sync, 1);
+    status = ctx->ops->flush(w->tw, UINT32_MAX, flush_done, &sync);
+    if (status == RV_INPROGRESS)
+        rv_sync_wait(w, &sync);
+    step(w, &ctx->ndone, STAGE_DISCONNECT);
+
+    ctx->ops->disconnect(w->tw);
+    step(w, &ctx->ndone, STAGE_EXIT);
+
+    ctx->ops->worker_destroy(w->tw);
+    w->tw = NULL;
+    return NULL;
+}
+
+/* Waits until *counter reaches want. */
+static void wait_count(rv_context_t *ctx, int *counter, int want)
+{
+    pthread_mutex_lock(&ctx->lock);
+    while (*counter < want)
+        pthread_cond_wait(&ctx->cond, &ctx->lock);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static void set_stage(rv_context_t *ctx, int stage)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ctx->stage = stage;
+    atomic_store_explicit(&ctx->stage_now, stage, memory_order_release);
+    pthread_cond_broadcast(&ctx->cond);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Allgathers the packed addresses of every worker of the job into
+ * ctx->all_addrs: one slot per worker, [u64 len][address]. */
+static rv_status_t exchange_addresses(rv_context_t *ctx)
+{
+    int T = rv_threads(ctx), P = rv_size(ctx);
+    uint64_t mine = 0, *lens = calloc((size_t)P, sizeof(*lens));
+    rv_status_t status;
+
+    if (lens == NULL)
+        return RV_ERR_NO_MEMORY;
+    for (int t = 0; t < T; t++)
+        if (ctx->addr_lens[t] > mine)
+            mine = ctx->addr_lens[t];
+    status = rv_bootstrap_allgather(ctx, &mine, lens, sizeof(mine));
+    if (status != RV_OK)
+        goto out;
+    uint64_t max = 0;
+    for (int p = 0; p < P; p++)
+        max = lens[p] > max ? lens[p] : max;
+    ctx->addr_slot = (size_t)(sizeof(uint64_t) + max + 7) & ~(size_t)7;
+
+    size_t local_bytes = (size_t)T * ctx->addr_slot;
+    uint8_t *local = calloc(1, local_bytes);
+    ctx->all_addrs = malloc(local_bytes * (size_t)P);
+    if (local == NULL || ctx->all_addrs == NULL) {
+        free(local);
+        status = RV_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int t = 0; t < T; t++) {
+        uint64_t len = ctx->addr_lens[t];
+        memcpy(local + (size_t)t * ctx->addr_slot, &len, sizeof(len));
+        memcpy(local + (size_t)t * ctx->addr_slot + sizeof(len), ctx->addrs[t],
+               len);
+    }
+    status = rv_bootstrap_allgather(ctx, local, ctx->all_addrs, local_bytes);
+    free(local);
+out:
+    free(lens);
+    return status;
+}
+
+rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg)
+{
+    int T = rv_threads(ctx);
+    rv_status_t status;
+
+    ctx->workers = calloc((size_t)T, sizeof(*ctx->workers));
+    ctx->addrs = calloc((size_t)T, sizeof(*ctx->addrs));
+    ctx->addr_lens = calloc((size_t)T, sizeof(*ctx->addr_lens));
+    if (ctx->workers == NULL || ctx->addrs == NULL || ctx->addr_lens == NULL)
+        return RV_ERR_NO_MEMORY;
+    ctx->stage = 0;
+    ctx->nready = ctx->ndone = 0;
+    atomic_store(&ctx->stage_now, 0);
+    ctx->job_fn = fn;
+    ctx->job_arg = arg;
+
+    for (int t = 0; t < T; t++) {
+        rv_worker_t *w = &ctx->workers[t];
+        w->ctx = ctx;
+        w->local = t;
+        w->tid = rv_tid_make(ctx, rv_rank(ctx), t);
+        w->numa_node = -1;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            rv_abort(ctx, 1, "cannot start a worker thread");
+    }
+
+    wait_count(ctx, &ctx->nready, T);
+    status = exchange_addresses(ctx);
+    for (int t = 0; t < T; t++)
+        ctx->ops->address_release(ctx->workers[t].tw, ctx->addrs[t]);
+    if (status != RV_OK)
+        rv_abort(ctx, 1, "worker address exchange failed");
+    set_stage(ctx, STAGE_CONNECT);
+
+    wait_count(ctx, &ctx->nready, 2 * T);
+    if (rv_bootstrap_barrier(ctx) != RV_OK)
+        rv_abort(ctx, 1, "bootstrap barrier failed");
+    set_stage(ctx, STAGE_RUN);
+
+    wait_count(ctx, &ctx->ndone, T);
+    if (rv_bootstrap_barrier(ctx) != RV_OK)
+        rv_abort(ctx, 1, "bootstrap barrier failed");
+    set_stage(ctx, STAGE_DISCONNECT);
+
+    wait_count(ctx, &ctx->ndone, 2 * T);
+    if (rv_bootstrap_barrier(ctx) != RV_OK)
+        rv_abort(ctx, 1, "bootstrap barrier failed");
+    set_stage(ctx, STAGE_EXIT);
+
+    status = RV_OK;
+    for (int t = 0; t < T; t++) {
+        pthread_join(ctx->workers[t].thread, NULL);
+        if (ctx->workers[t].result != 0)
+            status = RV_ERR_CANCELED;
+    }
+    free(ctx->all_addrs);
+    free(ctx->addrs);
+    free(ctx->addr_lens);
+    free(ctx->workers);
+    ctx->all_addrs = NULL;
+    ctx->addrs = NULL;
+    ctx->addr_lens = NULL;
+    ctx->workers = NULL;
+    return status;
+}

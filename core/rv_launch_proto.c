@@ -1,1 +1,89 @@
-/* placeholder: filled in by its owner */
+/*
+ * Framing helpers of the rivetrun protocol (see rv_launch_proto.h).
+ */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rv_launch_proto.h"
+
+const char *rv__launch_type_name(uint32_t type)
+{
+    switch (type) {
+    case RV_LAUNCH_HELLO:     return "hello";
+    case RV_LAUNCH_ALLGATHER: return "allgather";
+    case RV_LAUNCH_ABORT:     return "abort";
+    case RV_LAUNCH_FINI:      return "fini";
+    }
+    return "unknown";
+}
+
+rv_status_t rv__launch_write_full(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    int is_socket = 1;
+
+    while (len > 0) {
+        ssize_t n;
+        if (is_socket) {
+            n = send(fd, p, len, MSG_NOSIGNAL);
+            if (n < 0 && errno == ENOTSOCK) {
+                /* A pipe or a file: plain write(2) from now on. */
+                is_socket = 0;
+                continue;
+            }
+        } else {
+            n = write(fd, p, len);
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EPIPE || errno == ECONNRESET)
+                return RV_ERR_PEER;
+            return RV_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return RV_OK;
+}
+
+rv_status_t rv__launch_read_full(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == ECONNRESET)
+                return RV_ERR_PEER;
+            return RV_ERR_IO;
+        }
+        if (n == 0) {
+            errno = 0;
+            return RV_ERR_PEER;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return RV_OK;
+}
+
+rv_status_t rv__launch_send(int fd, uint32_t type, uint32_t rank,
+                            const void *payload, size_t len)
+{
+    rv_launch_hdr_t hdr = {.type = type, .rank = rank, .len = len};
+    rv_status_t status;
+
+    status = rv__launch_write_full(fd, &hdr, sizeof(hdr));
+    if (status != RV_OK || len == 0)
+        return status;
+    return rv__launch_write_full(fd, payload, len);
+}
+
+rv_status_t rv__launch_recv_hdr(int fd, rv_launch_hdr_t *hdr)
+{
+    return rv__launch_read_full(fd, hdr, sizeof(*hdr));
+}

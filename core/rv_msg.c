@@ -1,1 +1,322 @@
-/* placeholder: filled in by its owner */
+/*
+ * Handlers, messages, synchronizers, progress and the worker barrier.
+ *
+ * Progress and re-entrancy: a handler runs inside rv_progress() of its
+ * worker and may itself send and progress (rv_sync_wait inside a handler is
+ * allowed). The transport delivers each message once, and the dispatch
+ * below keeps no state across the handler call, so nested progress only
+ * delivers later messages; per-pair FIFO order of *starting* handlers is
+ * preserved, as in UCX's own AM callbacks.
+ */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rv_core.h"
+
+rv_handler_id_t rv_handler_id(const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h ^= *p;
+        h *= 16777619u;
+    }
+    return h == 0 ? 1 : h; /* 0 is never a valid id */
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    rv_handler_id_t x = ((const rv_handler_entry_t *)a)->id;
+    rv_handler_id_t y = ((const rv_handler_entry_t *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+const rv_handler_entry_t *rv__handler_find(const rv_context_t *ctx,
+                                           rv_handler_id_t id)
+{
+    rv_handler_entry_t key = {.id = id};
+    return bsearch(&key, ctx->handlers, ctx->nhandlers, sizeof(key),
+                   entry_cmp);
+}
+
+rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
+                                rv_handler_fn fn, void *arg, unsigned flags,
+                                rv_handler_id_t *id_p)
+{
+    if (name == NULL || *name == '\0' || fn == NULL)
+        return RV_ERR_INVALID;
+    if (ctx->workers != NULL) {
+        rv_error("handler '%s' registered while the job runs; register every "
+                 "handler before rv_job_run", name);
+        return RV_ERR_INVALID;
+    }
+
+    rv_handler_id_t id = rv_handler_id(name);
+    const rv_handler_entry_t *old = rv__handler_find(ctx, id);
+    if (old != NULL) {
+        if (strcmp(old->name, name) == 0)
+            rv_error("handler '%s' is already registered", name);
+        else
+            rv_error("handler name '%s' hashes to id 0x%08x, already taken "
+                     "by '%s'; choose another name", name, id, old->name);
+        return RV_ERR_EXISTS;
+    }
+    if (ctx->nhandlers == ctx->handlers_cap) {
+        size_t cap = ctx->handlers_cap ? 2 * ctx->handlers_cap : 16;
+        void *p = realloc(ctx->handlers, cap * sizeof(*ctx->handlers));
+        if (p == NULL)
+            return RV_ERR_NO_MEMORY;
+        ctx->handlers = p;
+        ctx->handlers_cap = cap;
+    }
+    char *copy = strdup(name);
+    if (copy == NULL)
+        return RV_ERR_NO_MEMORY;
+    ctx->handlers[ctx->nhandlers++] = (rv_handler_entry_t){
+        .id = id, .fn = fn, .arg = arg, .flags = flags, .name = copy};
+    qsort(ctx->handlers, ctx->nhandlers, sizeof(*ctx->handlers), entry_cmp);
+    if (id_p != NULL)
+        *id_p = id;
+    return RV_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+
+void rv_sync_complete(rv_sync_t *s, rv_status_t status)
+{
+    if (status < 0 && s->status == RV_OK)
+        s->status = status;
+    atomic_fetch_sub_explicit(&s->pending, 1, memory_order_release);
+}
+
+static void sync_completion(void *arg, rv_status_t status)
+{
+    rv_sync_complete(arg, status);
+}
+
+void rv__worker_idle(rv_worker_t *w, unsigned events)
+{
+    if (events != 0) {
+        w->idle_polls = 0;
+        return;
+    }
+    /* Spin briefly (latency), then give the core away now and then. */
+    if (++w->idle_polls > 1024 && (w->idle_polls & 15) == 0)
+        sched_yield();
+}
+
+unsigned rv_progress(rv_worker_t *w)
+{
+    unsigned n = w->ctx->ops->progress(w->tw);
+    rv__worker_idle(w, n);
+    return n;
+}
+
+rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s)
+{
+    while (!rv_sync_done(s))
+        rv_progress(w);
+    return s->status;
+}
+
+rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync)
+{
+    rv_context_t *ctx = w->ctx;
+    if (dest >= rv_nworkers(ctx)) {
+        rv_error("send to worker %u: the job has %u workers", dest,
+                 rv_nworkers(ctx));
+        return RV_ERR_INVALID;
+    }
+
+    size_t len = 0;
+    for (size_t i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    rv_msg_hdr_t hdr = {
+        .magic = RV_MSG_MAGIC, .handler = h, .src = w->tid, .len = len};
+
+    rv_sync_t local;
+    rv_sync_t *s = sync;
+    if (s == NULL) {
+        rv_sync_init(&local, 0);
+        s = &local;
+    }
+    atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
+    rv_status_t status = ctx->ops->am_send(w->tw, dest, &hdr, sizeof(hdr),
+                                           iov, iovcnt, sync_completion, s);
+    if (status != RV_INPROGRESS)
+        atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
+    if (status < 0)
+        return status;
+    w->stats.tx_msgs++;
+    w->stats.tx_bytes += len;
+    if (sync == NULL)
+        return rv_sync_wait(w, &local);
+    return RV_OK;
+}
+
+rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                    const void *buf, size_t len, rv_sync_t *sync)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return rv_sendv(w, dest, h, &iov, len ? 1 : 0, sync);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Drops a bad message: counted, and logged the first few times. */
+static rv_status_t drop(uint64_t *counter, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static rv_status_t drop(uint64_t *counter, const char *fmt, ...)
+{
+    (*counter)++;
+    if (*counter <= 10) {
+        char buf[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        rv_warn("dropped a message: %s%s", buf,
+                *counter == 10 ? " (further drops are counted, not logged)"
+                               : "");
+    }
+    return RV_OK;
+}
+
+rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
+{
+    rv_worker_t *w = arg;
+    const rv_msg_hdr_t *hdr = rx->hdr;
+
+    if (rx->hdr_len != sizeof(*hdr) || hdr->magic != RV_MSG_MAGIC)
+        return drop(&w->stats.rx_malformed,
+                    "malformed header (%zu bytes, magic 0x%08x; expected "
+                    "%zu bytes, magic 0x%08x)", rx->hdr_len,
+                    rx->hdr_len >= 4 ? hdr->magic : 0, sizeof(*hdr),
+                    RV_MSG_MAGIC);
+    if (hdr->len != rx->len)
+        return drop(&w->stats.rx_malformed,
+                    "truncated message from worker %u (handler 0x%08x): "
+                    "%llu bytes announced, %zu received", hdr->src,
+                    hdr->handler, (unsigned long long)hdr->len, rx->len);
+
+    const rv_handler_entry_t *e = rv__handler_find(w->ctx, hdr->handler);
+    if (e == NULL)
+        return drop(&w->stats.rx_unknown_handler,
+                    "unknown handler id 0x%08x from worker %u (%zu bytes); "
+                    "every process must register the same handlers",
+                    hdr->handler, hdr->src, rx->len);
+
+    w->stats.rx_msgs++;
+    w->stats.rx_bytes += rx->len;
+
+    rv_msg_t msg = {.src = hdr->src, .handler = hdr->handler,
+                    .data = rx->data, .len = rx->len, .desc_ = desc};
+    if (!(e->flags & RV_HANDLER_KEEP_DATA)) {
+        if (e->fn(w, &msg, e->arg) == RV_INPROGRESS)
+            rv_warn("handler '%s' returned RV_INPROGRESS without "
+                    "RV_HANDLER_KEEP_DATA; its data is recycled now", e->name);
+        return RV_OK;
+    }
+
+    if (!rx->persistent) {
+        /* The transport's buffer dies with this callback: copy. */
+        msg.data = malloc(rx->len ? rx->len : 1);
+        if (msg.data == NULL) {
+            rv_error("out of memory keeping a %zu-byte message", rx->len);
+            return RV_OK;
+        }
+        memcpy(msg.data, rx->data, rx->len);
+        msg.desc_ = NULL;
+        if (e->fn(w, &msg, e->arg) != RV_INPROGRESS)
+            free(msg.data);
+        return RV_OK;
+    }
+    return e->fn(w, &msg, e->arg) == RV_INPROGRESS ? RV_INPROGRESS : RV_OK;
+}
+
+void rv_msg_release(rv_worker_t *w, rv_msg_t *msg)
+{
+    if (msg->desc_ == NULL)
+        free(msg->data);
+    else
+        w->ctx->ops->am_release(w->tw, msg->desc_);
+    msg->data = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Barrier: every worker reports to worker 0, which releases them all.     */
+
+static rv_status_t on_barrier(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)msg;
+    (void)arg;
+    w->barrier_arrivals++;
+    return RV_OK;
+}
+
+static rv_status_t on_barrier_release(rv_worker_t *w, rv_msg_t *msg,
+                                      void *arg)
+{
+    uint64_t epoch;
+    (void)arg;
+    memcpy(&epoch, msg->data, sizeof(epoch));
+    if (epoch > w->barrier_released)
+        w->barrier_released = epoch;
+    return RV_OK;
+}
+
+rv_status_t rv_barrier(rv_worker_t *w)
+{
+    rv_context_t *ctx = w->ctx;
+    uint32_t n = rv_nworkers(ctx);
+    uint64_t epoch = ++w->barrier_epoch;
+    rv_status_t status;
+
+    if (w->tid != 0) {
+        status = rv_send(w, 0, ctx->barrier_id, &epoch, sizeof(epoch), NULL);
+        if (status != RV_OK)
+            return status;
+        while (w->barrier_released < epoch)
+            rv_progress(w);
+        return RV_OK;
+    }
+
+    w->barrier_arrivals++;
+    while (w->barrier_arrivals < epoch * n)
+        rv_progress(w);
+    rv_sync_t sync;
+    rv_sync_init(&sync, 0);
+    for (rv_tid_t t = 1; t < n; t++) {
+        status = rv_send(w, t, ctx->barrier_release_id, &epoch, sizeof(epoch),
+                         &sync);
+        if (status != RV_OK)
+            return status;
+    }
+    w->barrier_released = epoch;
+    return rv_sync_wait(w, &sync);
+}
+
+rv_status_t rv__msg_init(rv_context_t *ctx)
+{
+    rv_status_t status = rv_handler_register(ctx, RV_HANDLER_BARRIER,
+                                             on_barrier, NULL, 0,
+                                             &ctx->barrier_id);
+    if (status != RV_OK)
+        return status;
+    return rv_handler_register(ctx, RV_HANDLER_BARRIER_RELEASE,
+                               on_barrier_release, NULL, 0,
+                               &ctx->barrier_release_id);
+}
+
+void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats)
+{
+    *stats = w->stats;
+}
+
+rv_tid_t rv_worker_tid(const rv_worker_t *w) { return w->tid; }
+int rv_worker_local(const rv_worker_t *w) { return w->local; }
+rv_context_t *rv_worker_context(rv_worker_t *w) { return w->ctx; }
+rv_tworker_t *rv_worker_tworker(rv_worker_t *w) { return w->tw; }

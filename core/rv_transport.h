@@ -50,7 +50,7 @@ typedef struct rv_transport_caps {
     bool atomics64;         /**< 64-bit fetch-add and compare-swap */
     bool rdma_read;         /**< get is one-sided in hardware */
     bool mem_alloc_mapped;  /**< mem_alloc memory is load/store to peers */
-    char description[256];  /**< what is actually in use, for the user */
+    char description[512];  /**< what is actually in use, for the user */
 } rv_transport_caps_t;
 
 /** @brief An active message as the transport delivers it to the core. */
@@ -105,7 +105,7 @@ typedef struct rv_transport_ops {
     rv_status_t (*worker_create)(rv_transport_t *tp,
                                  const rv_tworker_params_t *params,
                                  rv_tworker_t **tw_p);
-    /** Closes every endpoint without waiting for peers, then destroys. */
+    /** Destroys the worker; disconnect first, or endpoints are dropped. */
     void (*worker_destroy)(rv_tworker_t *tw);
     /** Packs the worker's address; release it with address_release. */
     rv_status_t (*worker_address)(rv_tworker_t *tw, void **addr_p,
@@ -114,14 +114,18 @@ typedef struct rv_transport_ops {
     /** Connects to worker @p peer given its packed address. */
     rv_status_t (*connect)(rv_tworker_t *tw, uint32_t peer, const void *addr,
                            size_t len);
+    /** Closes every endpoint, progressing until the peers (which do the
+     * same at the same time) acknowledge or a timeout passes. */
+    rv_status_t (*disconnect)(rv_tworker_t *tw);
     /** Makes progress; returns the number of events handled. */
     unsigned (*progress)(rv_tworker_t *tw);
 
     /* active messages ------------------------------------------------- */
     /**
      * Sends @p hdr and the payload described by @p iov to @p peer. The
-     * header and payload buffers may be reused when the call returns RV_OK
-     * or when @p cb runs.
+     * header (at most caps.max_am_header bytes) and the iov array may be
+     * reused when the call returns; the payload buffers when it returns
+     * RV_OK or when @p cb runs.
      */
     rv_status_t (*am_send)(rv_tworker_t *tw, uint32_t peer, const void *hdr,
                            size_t hdr_len, const struct iovec *iov,

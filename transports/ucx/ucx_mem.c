@@ -1,1 +1,117 @@
-/* placeholder: filled in by its owner */
+/*
+ * UCX registered memory and remote keys.
+ *
+ * mem_alloc asks UCX to allocate (UCP_MEM_MAP_ALLOCATE): on shared memory
+ * transports UCX then places the region in a segment that peers map, so
+ * their put/get become plain loads and stores. mem_register only registers
+ * existing memory, which on shm goes through CMA or copies instead.
+ */
+#include <stdlib.h>
+
+#include "ucx_internal.h"
+
+static rv_status_t mem_map(rv_transport_t *tp, void *addr, size_t len,
+                           bool allocate, rv_tmem_t **mem_p)
+{
+    rv_tmem_t *mem = calloc(1, sizeof(*mem));
+    if (mem == NULL)
+        return RV_ERR_NO_MEMORY;
+
+    ucp_mem_map_params_t p = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+        .address = addr,
+        .length = len ? len : 1,
+        .flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0,
+    };
+    ucs_status_t s = ucp_mem_map(tp->context, &p, &mem->memh);
+    if (s != UCS_OK) {
+        rv_error("cannot %s %zu bytes with UCX: %s",
+                 allocate ? "allocate" : "register", len,
+                 ucs_status_string(s));
+        free(mem);
+        return rv_ucx_status(s);
+    }
+    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS |
+                                         UCP_MEM_ATTR_FIELD_LENGTH};
+    ucp_mem_query(mem->memh, &attr);
+    mem->addr = attr.address;
+    mem->len = attr.length;
+    mem->allocated = allocate;
+    *mem_p = mem;
+    return RV_OK;
+}
+
+rv_status_t rv_ucx_mem_alloc(rv_transport_t *tp, size_t len, rv_tmem_t **mem_p,
+                             void **addr_p)
+{
+    rv_tmem_t *mem;
+    rv_status_t status = mem_map(tp, NULL, len, true, &mem);
+    if (status != RV_OK)
+        return status;
+    *mem_p = mem;
+    *addr_p = mem->addr;
+    return RV_OK;
+}
+
+rv_status_t rv_ucx_mem_register(rv_transport_t *tp, void *addr, size_t len,
+                                rv_tmem_t **mem_p)
+{
+    if (addr == NULL)
+        return RV_ERR_INVALID;
+    return mem_map(tp, addr, len, false, mem_p);
+}
+
+void rv_ucx_mem_deregister(rv_transport_t *tp, rv_tmem_t *mem)
+{
+    ucs_status_t s = ucp_mem_unmap(tp->context, mem->memh);
+    if (s != UCS_OK)
+        rv_warn("ucp_mem_unmap: %s", ucs_status_string(s));
+    free(mem);
+}
+
+rv_status_t rv_ucx_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem, void **buf_p,
+                             size_t *len_p)
+{
+    ucs_status_t s = ucp_rkey_pack(tp->context, mem->memh, buf_p, len_p);
+    if (s != UCS_OK) {
+        rv_error("ucp_rkey_pack: %s", ucs_status_string(s));
+        return rv_ucx_status(s);
+    }
+    return RV_OK;
+}
+
+void rv_ucx_rkey_buffer_release(rv_transport_t *tp, void *buf)
+{
+    (void)tp;
+    ucp_rkey_buffer_release(buf);
+}
+
+rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
+                               const void *buf, size_t len,
+                               rv_trkey_t **rkey_p)
+{
+    (void)len;
+    if (peer >= tw->nworkers || tw->eps[peer] == NULL)
+        return RV_ERR_INVALID;
+    rv_trkey_t *rkey = malloc(sizeof(*rkey));
+    if (rkey == NULL)
+        return RV_ERR_NO_MEMORY;
+    ucs_status_t s = ucp_ep_rkey_unpack(tw->eps[peer], buf, &rkey->rkey);
+    if (s != UCS_OK) {
+        rv_error("cannot unpack a remote key of worker %u: %s", peer,
+                 ucs_status_string(s));
+        free(rkey);
+        return rv_ucx_status(s);
+    }
+    *rkey_p = rkey;
+    return RV_OK;
+}
+
+void rv_ucx_rkey_destroy(struct rv_tworker *tw, rv_trkey_t *rkey)
+{
+    (void)tw;
+    ucp_rkey_destroy(rkey->rkey);
+    free(rkey);
+}

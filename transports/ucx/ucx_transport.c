@@ -1,1 +1,176 @@
-/* placeholder: filled in by its owner */
+/*
+ * UCX transport: process-level state and the ops table.
+ *
+ * transport.ucx.tls, .net_devices and .rndv_thresh are applied through
+ * ucp_config_modify, so users configure UCX from the job file without
+ * touching UCX_* variables (which still work, and are overridden by the
+ * job file's values when both are set).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ucx_internal.h"
+
+rv_status_t rv_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:                  return RV_OK;
+    case UCS_INPROGRESS:          return RV_INPROGRESS;
+    case UCS_ERR_NO_MEMORY:       return RV_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:   return RV_ERR_INVALID;
+    case UCS_ERR_NO_ELEM:         return RV_ERR_NOT_FOUND;
+    case UCS_ERR_UNSUPPORTED:     return RV_ERR_UNSUPPORTED;
+    case UCS_ERR_NO_RESOURCE:     return RV_ERR_AGAIN;
+    case UCS_ERR_TIMED_OUT:       return RV_ERR_TIMEOUT;
+    case UCS_ERR_CANCELED:        return RV_ERR_CANCELED;
+    case UCS_ERR_NO_DEVICE:       return RV_ERR_NO_DEVICE;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+        return RV_ERR_PEER;
+    case UCS_ERR_MESSAGE_TRUNCATED: return RV_ERR_TRUNCATED;
+    default:                      return RV_ERR_TRANSPORT;
+    }
+}
+
+static rv_status_t config_set(ucp_config_t *cfg, const char *name,
+                              const char *key, const char *value)
+{
+    ucs_status_t s = ucp_config_modify(cfg, name, value);
+    if (s != UCS_OK) {
+        rv_error("%s '%s' is not accepted by UCX (UCX_%s): %s", key, value,
+                 name, ucs_status_string(s));
+        return RV_ERR_CONFIG;
+    }
+    return RV_OK;
+}
+
+static rv_status_t ucx_init(const rv_transport_params_t *params,
+                            rv_transport_t **tp_p)
+{
+    const rv_config_t *c = params->config;
+    rv_transport_t *tp = calloc(1, sizeof(*tp));
+    ucp_config_t *cfg;
+    ucs_status_t s;
+    rv_status_t status;
+
+    if (tp == NULL)
+        return RV_ERR_NO_MEMORY;
+    tp->config = *c;
+    tp->rank = params->rank;
+    tp->size = params->size;
+    tp->threads = params->threads;
+
+    unsigned major, minor, release;
+    ucp_get_version(&major, &minor, &release);
+    snprintf(tp->version, sizeof(tp->version), "%u.%u.%u", major, minor,
+             release);
+
+    s = ucp_config_read(NULL, NULL, &cfg);
+    if (s != UCS_OK) {
+        rv_error("cannot read the UCX configuration: %s", ucs_status_string(s));
+        free(tp);
+        return rv_ucx_status(s);
+    }
+    status = RV_OK;
+    if (c->transport.ucx.tls[0] != '\0')
+        status = config_set(cfg, "TLS", "transport.ucx.tls",
+                            c->transport.ucx.tls);
+    if (status == RV_OK && c->transport.ucx.net_devices[0] != '\0')
+        status = config_set(cfg, "NET_DEVICES", "transport.ucx.net_devices",
+                            c->transport.ucx.net_devices);
+    if (status == RV_OK && c->transport.ucx.rndv_thresh != 0) {
+        char v[32];
+        snprintf(v, sizeof(v), "%llu",
+                 (unsigned long long)c->transport.ucx.rndv_thresh);
+        status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
+    }
+    if (status != RV_OK) {
+        ucp_config_release(cfg);
+        free(tp);
+        return status;
+    }
+    const char *env_tls = getenv("UCX_TLS");
+    const char *tls = c->transport.ucx.tls[0] ? c->transport.ucx.tls
+                      : env_tls                ? env_tls
+                                               : "all";
+    snprintf(tp->tls, sizeof(tp->tls), "%.*s", (int)sizeof(tp->tls) - 1, tls);
+
+    ucp_params_t up = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES |
+                      UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
+                      UCP_PARAM_FIELD_NAME,
+        .features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO64,
+        .mt_workers_shared = 1,
+        .estimated_num_eps = (size_t)params->size * (size_t)params->threads,
+        .name = "rivet",
+    };
+    s = ucp_init(&up, cfg, &tp->context);
+    ucp_config_release(cfg);
+    if (s != UCS_OK) {
+        rv_error("UCX failed to start with transports '%s': %s. Check "
+                 "transport.ucx.tls (ucx_info -d lists what this machine has)",
+                 tp->tls, ucs_status_string(s));
+        free(tp);
+        return rv_ucx_status(s);
+    }
+    *tp_p = tp;
+    return RV_OK;
+}
+
+static void ucx_fini(rv_transport_t *tp)
+{
+    ucp_cleanup(tp->context);
+    free(tp);
+}
+
+static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
+{
+    memset(caps, 0, sizeof(*caps));
+    caps->max_am_header = RV_UCX_MAX_HDR;
+    caps->max_am_size = SIZE_MAX;
+    caps->eager_limit = tp->config.transport.ucx.rndv_thresh
+                            ? tp->config.transport.ucx.rndv_thresh
+                            : 8192;
+    caps->ordered_am = true;
+    caps->ordered_puts = false;
+    caps->atomics64 = true;
+    caps->rdma_read = strstr(tp->lanes, "tcp") == NULL;
+    caps->mem_alloc_mapped = strstr(tp->lanes, "posix") != NULL ||
+                             strstr(tp->lanes, "sysv") != NULL;
+    snprintf(caps->description, sizeof(caps->description),
+             "ucx %s, tls %s%s%s", tp->version, tp->tls,
+             tp->lanes[0] ? "; to peers: " : "", tp->lanes);
+}
+
+const rv_transport_ops_t rv_transport_ops = {
+    .name = "ucx",
+    .abi_version = RV_TRANSPORT_ABI_VERSION,
+    .init = ucx_init,
+    .fini = ucx_fini,
+    .query = ucx_query,
+    .worker_create = rv_ucx_worker_create,
+    .worker_destroy = rv_ucx_worker_destroy,
+    .worker_address = rv_ucx_worker_address,
+    .address_release = rv_ucx_address_release,
+    .connect = rv_ucx_connect,
+    .disconnect = rv_ucx_disconnect,
+    .progress = rv_ucx_progress,
+    .am_send = rv_ucx_am_send,
+    .am_release = rv_ucx_am_release,
+    .mem_alloc = rv_ucx_mem_alloc,
+    .mem_register = rv_ucx_mem_register,
+    .mem_deregister = rv_ucx_mem_deregister,
+    .rkey_pack = rv_ucx_rkey_pack,
+    .rkey_buffer_release = rv_ucx_rkey_buffer_release,
+    .rkey_unpack = rv_ucx_rkey_unpack,
+    .rkey_destroy = rv_ucx_rkey_destroy,
+    .put = rv_ucx_put,
+    .get = rv_ucx_get,
+    .atomic_fadd64 = rv_ucx_atomic_fadd64,
+    .atomic_cswap64 = rv_ucx_atomic_cswap64,
+    .fence = rv_ucx_fence,
+    .flush = rv_ucx_flush,
+};

@@ -1,1 +1,499 @@
-/* placeholder: filled in by its owner */
+/*
+ * UCX workers, endpoints and active messages.
+ *
+ * Every rivet message is one UCP active message (id RV_UCX_AM_ID) whose UCP
+ * header is [u32 sender worker][core header] and whose data is the payload.
+ * Eager data is delivered from the receive callback; rendezvous data
+ * (UCP_AM_RECV_ATTR_FLAG_RNDV) is fetched with ucp_am_recv_data_nbx into a
+ * buffer of ours and delivered when it has arrived.
+ *
+ * Ordering: UCP runs AM callbacks of one endpoint in order, but a
+ * rendezvous completes later than the eager messages sent after it. So
+ * while a rendezvous from a sender is in flight, that sender's later
+ * messages are held (kept by UCX when it allows, copied otherwise) and
+ * delivered behind it: per-pair FIFO holds for any mix of sizes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ucx_internal.h"
+
+#define HELD_TAG ((uintptr_t)1)  /* marks a held message in a desc */
+
+ucx_op_t *rv_ucx_op_get(struct rv_tworker *tw, rv_completion_fn cb, void *arg)
+{
+    ucx_op_t *op = tw->free_ops;
+    if (op != NULL)
+        tw->free_ops = op->next;
+    else if ((op = malloc(sizeof(*op))) == NULL)
+        return NULL;
+    op->tw = tw;
+    op->cb = cb;
+    op->arg = arg;
+    op->result_p = NULL;
+    return op;
+}
+
+void rv_ucx_op_put(struct rv_tworker *tw, ucx_op_t *op)
+{
+    op->next = tw->free_ops;
+    tw->free_ops = op;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Receive                                                                 */
+
+static void held_free(ucx_held_t *h)
+{
+    if (h->ucp_desc != NULL)
+        ucp_am_data_release(h->tw->worker, h->ucp_desc);
+    else if (h->owned)
+        free(h->data);
+    free(h);
+}
+
+/* Delivers the ready messages at the head of @p src's held queue. */
+static void deliver_held(struct rv_tworker *tw, uint32_t src)
+{
+    ucx_held_queue_t *q = &tw->held[src];
+    ucx_held_t *h;
+
+    while ((h = q->head) != NULL && h->ready) {
+        q->head = h->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+        rv_am_rx_t rx = {.hdr = h->hdr, .hdr_len = h->hdr_len,
+                         .data = h->data, .len = h->len, .persistent = true};
+        rv_status_t st = tw->am_recv(tw->am_arg, &rx,
+                                     (void *)((uintptr_t)h | HELD_TAG));
+        tw->completions++;
+        if (st != RV_INPROGRESS)
+            held_free(h);
+    }
+}
+
+static void held_enqueue(struct rv_tworker *tw, uint32_t src, ucx_held_t *h)
+{
+    ucx_held_queue_t *q = &tw->held[src];
+    h->next = NULL;
+    if (q->tail != NULL)
+        q->tail->next = h;
+    else
+        q->head = h;
+    q->tail = h;
+}
+
+static void rndv_done(void *request, ucs_status_t status, size_t length,
+                      void *user_data)
+{
+    ucx_held_t *h = user_data;
+    struct rv_tworker *tw = h->tw;
+    uint32_t src = h->src;
+    (void)request;
+
+    if (status != UCS_OK) {
+        rv_error("rendezvous data of %zu bytes from worker %u was lost: %s",
+                 h->len, src, ucs_status_string(status));
+        h->len = 0; /* the core sees a truncated message and drops it */
+    } else {
+        h->len = length;
+    }
+    h->ready = true;
+    deliver_held(tw, src);
+}
+
+static ucs_status_t am_recv_cb(void *arg, const void *header,
+                               size_t header_length, void *data,
+                               size_t length, const ucp_am_recv_param_t *param)
+{
+    struct rv_tworker *tw = arg;
+    uint32_t src;
+    bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    bool persistent = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA;
+
+    if (header_length < sizeof(src) ||
+        header_length - sizeof(src) > RV_UCX_MAX_HDR - sizeof(src)) {
+        rv_warn("dropped a message with a %zu-byte header (not from rivet?)",
+                header_length);
+        return UCS_OK;
+    }
+    memcpy(&src, header, sizeof(src));
+    if (src >= tw->nworkers) {
+        rv_warn("dropped a message from unknown worker %u", src);
+        return UCS_OK;
+    }
+    const uint8_t *hdr = (const uint8_t *)header + sizeof(src);
+    size_t hdr_len = header_length - sizeof(src);
+
+    if (!rndv && tw->held[src].head == NULL) {
+        /* The fast path: nothing from this sender is held back. */
+        rv_am_rx_t rx = {.hdr = hdr, .hdr_len = hdr_len, .data = data,
+                         .len = length, .persistent = persistent};
+        rv_status_t st = tw->am_recv(tw->am_arg, &rx, data);
+        tw->completions++;
+        return (st == RV_INPROGRESS && persistent) ? UCS_INPROGRESS : UCS_OK;
+    }
+
+    ucx_held_t *h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        rv_error("out of memory holding a message from worker %u", src);
+        return UCS_OK;
+    }
+    h->tw = tw;
+    h->hdr_len = hdr_len;
+    memcpy(h->hdr, hdr, hdr_len);
+    h->src = src;
+    h->len = length;
+
+    if (!rndv) {
+        h->ready = true;
+        if (persistent) {
+            h->ucp_desc = data;
+            h->data = data;
+        } else {
+            h->owned = true;
+            h->data = malloc(length ? length : 1);
+            if (h->data == NULL) {
+                free(h);
+                rv_error("out of memory holding a message from worker %u", src);
+                return UCS_OK;
+            }
+            memcpy(h->data, data, length);
+        }
+        held_enqueue(tw, src, h);
+        return persistent ? UCS_INPROGRESS : UCS_OK;
+    }
+
+    h->owned = true;
+    h->data = malloc(length ? length : 1);
+    if (h->data == NULL) {
+        free(h);
+        rv_error("out of memory receiving %zu bytes from worker %u", length,
+                 src);
+        return UCS_ERR_NO_MEMORY;
+    }
+    held_enqueue(tw, src, h);
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv_am = rndv_done,
+        .user_data = h,
+    };
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, data, h->data,
+                                              length, &p);
+    if (UCS_PTR_IS_ERR(r)) {
+        rndv_done(NULL, UCS_PTR_STATUS(r), 0, h);
+    } else if (r == NULL) {
+        rndv_done(NULL, UCS_OK, length, h);
+    } else {
+        ucp_request_free(r); /* the callback still runs on completion */
+    }
+    return UCS_INPROGRESS;
+}
+
+void rv_ucx_am_release(struct rv_tworker *tw, void *desc)
+{
+    if ((uintptr_t)desc & HELD_TAG)
+        held_free((ucx_held_t *)((uintptr_t)desc & ~HELD_TAG));
+    else
+        ucp_am_data_release(tw->worker, desc);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Send                                                                    */
+
+static void send_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucx_op_t *op = user_data;
+    struct rv_tworker *tw = op->tw;
+
+    if (status != UCS_OK)
+        rv_error("message send failed: %s", ucs_status_string(status));
+    ucp_request_free(request);
+    tw->completions++;
+    op->cb(op->arg, rv_ucx_status(status));
+    rv_ucx_op_put(tw, op);
+}
+
+rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
+                           const void *hdr, size_t hdr_len,
+                           const struct iovec *iov, size_t iovcnt,
+                           rv_completion_fn cb, void *arg)
+{
+    if (peer >= tw->nworkers || tw->eps[peer] == NULL)
+        return RV_ERR_INVALID;
+    if (hdr_len > RV_UCX_MAX_HDR - sizeof(uint32_t) ||
+        iovcnt > RV_UCX_MAX_IOV)
+        return RV_ERR_INVALID;
+
+    ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
+    if (op == NULL)
+        return RV_ERR_NO_MEMORY;
+    memcpy(op->hdr, &tw->tid, sizeof(tw->tid));
+    memcpy(op->hdr + sizeof(tw->tid), hdr, hdr_len);
+
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = send_done,
+        .user_data = op,
+    };
+    const void *buf = NULL;
+    size_t count = 0;
+    if (iovcnt == 1) {
+        buf = iov[0].iov_base;
+        count = iov[0].iov_len;
+    } else if (iovcnt > 1) {
+        for (size_t i = 0; i < iovcnt; i++) {
+            op->iov[i].buffer = iov[i].iov_base;
+            op->iov[i].length = iov[i].iov_len;
+        }
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        p.datatype = ucp_dt_make_iov();
+        buf = op->iov;
+        count = iovcnt;
+    }
+
+    ucs_status_ptr_t r = ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, op->hdr,
+                                         sizeof(tw->tid) + hdr_len, buf, count,
+                                         &p);
+    if (r == NULL) {
+        rv_ucx_op_put(tw, op);
+        return RV_OK;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        rv_ucx_op_put(tw, op);
+        rv_error("cannot send to worker %u: %s", peer,
+                 ucs_status_string(UCS_PTR_STATUS(r)));
+        return rv_ucx_status(UCS_PTR_STATUS(r));
+    }
+    return RV_INPROGRESS;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Worker                                                                  */
+
+rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
+                                 const rv_tworker_params_t *params,
+                                 struct rv_tworker **tw_p)
+{
+    struct rv_tworker *tw = calloc(1, sizeof(*tw));
+    ucs_status_t s;
+
+    if (tw == NULL)
+        return RV_ERR_NO_MEMORY;
+    tw->tp = tp;
+    tw->tid = params->tid;
+    tw->nworkers = params->nworkers;
+    tw->am_recv = params->am_recv;
+    tw->am_arg = params->am_arg;
+    tw->eps = calloc(params->nworkers, sizeof(*tw->eps));
+    tw->held = calloc(params->nworkers, sizeof(*tw->held));
+    if (tw->eps == NULL || tw->held == NULL)
+        goto err_free;
+
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SINGLE,
+    };
+    s = ucp_worker_create(tp->context, &wp, &tw->worker);
+    if (s != UCS_OK) {
+        rv_error("cannot create a UCX worker: %s", ucs_status_string(s));
+        goto err_free;
+    }
+
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                      UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = RV_UCX_AM_ID,
+        .flags = UCP_AM_FLAG_WHOLE_MSG,
+        .cb = am_recv_cb,
+        .arg = tw,
+    };
+    s = ucp_worker_set_am_recv_handler(tw->worker, &hp);
+    if (s != UCS_OK) {
+        rv_error("cannot set the UCX AM handler: %s", ucs_status_string(s));
+        ucp_worker_destroy(tw->worker);
+        goto err_free;
+    }
+    *tw_p = tw;
+    return RV_OK;
+
+err_free:
+    free(tw->eps);
+    free(tw->held);
+    free(tw);
+    return RV_ERR_TRANSPORT;
+}
+
+void rv_ucx_worker_destroy(struct rv_tworker *tw)
+{
+    for (uint32_t i = 0; i < tw->nworkers; i++) {
+        ucx_held_t *h = tw->held[i].head;
+        while (h != NULL) {
+            ucx_held_t *next = h->next;
+            if (h->ready)
+                held_free(h);
+            h = next;
+        }
+    }
+    ucp_worker_destroy(tw->worker);
+    while (tw->free_ops != NULL) {
+        ucx_op_t *op = tw->free_ops;
+        tw->free_ops = op->next;
+        free(op);
+    }
+    free(tw->eps);
+    free(tw->held);
+    free(tw);
+}
+
+rv_status_t rv_ucx_worker_address(struct rv_tworker *tw, void **addr_p,
+                                  size_t *len_p)
+{
+    ucp_address_t *addr;
+    size_t len;
+    ucs_status_t s = ucp_worker_get_address(tw->worker, &addr, &len);
+    if (s != UCS_OK) {
+        rv_error("cannot get the UCX worker address: %s",
+                 ucs_status_string(s));
+        return rv_ucx_status(s);
+    }
+    *addr_p = addr;
+    *len_p = len;
+    return RV_OK;
+}
+
+void rv_ucx_address_release(struct rv_tworker *tw, void *addr)
+{
+    ucp_worker_release_address(tw->worker, addr);
+}
+
+/* Records which UCX transports an endpoint to another process uses, from
+ * ucp_ep_print_info's "lane[i]: rsc:tl/dev ..." lines, e.g. "posix/memory,
+ * cma/memory". */
+static void record_lanes(rv_transport_t *tp, ucp_ep_h ep)
+{
+    char *text = NULL, out[sizeof(tp->lanes)];
+    size_t size = 0, used = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (f == NULL)
+        return;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+
+    out[0] = '\0';
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *p = strstr(line, "lane[");
+        if (p == NULL || (p = strchr(p, ':')) == NULL)
+            continue;
+        p++;
+        while (*p == ' ')
+            p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (*p == ':')
+            p++;
+        size_t n = strcspn(p, " \t");
+        if (n == 0 || n > 48)
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)n, p);
+        if (strstr(out, name) != NULL)
+            continue;
+        used += (size_t)snprintf(out + used,
+                                 used < sizeof(out) ? sizeof(out) - used : 0,
+                                 "%s%s", used ? ", " : "", name);
+    }
+    free(text);
+    if (out[0] != '\0')
+        snprintf(tp->lanes, sizeof(tp->lanes), "%s", out);
+}
+
+rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
+                           const void *addr, size_t len)
+{
+    (void)len;
+    if (peer >= tw->nworkers)
+        return RV_ERR_INVALID;
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+        .address = addr,
+    };
+    ucs_status_t s = ucp_ep_create(tw->worker, &ep, &tw->eps[peer]);
+    if (s != UCS_OK) {
+        rv_error("cannot connect to worker %u: %s", peer,
+                 ucs_status_string(s));
+        return rv_ucx_status(s);
+    }
+    /* One thread records what the first remote endpoint uses. */
+    rv_transport_t *tp = tw->tp;
+    int local = (int)(tw->tid % (uint32_t)tp->threads);
+    int peer_rank = (int)(peer / (uint32_t)tp->threads);
+    if (local == 0 && peer_rank != tp->rank && tp->lanes[0] == '\0')
+        record_lanes(tp, tw->eps[peer]);
+    else if (local == 0 && tp->size == 1 && peer != tw->tid &&
+             tp->lanes[0] == '\0')
+        record_lanes(tp, tw->eps[peer]);
+    return RV_OK;
+}
+
+rv_status_t rv_ucx_disconnect(struct rv_tworker *tw)
+{
+    void **reqs = calloc(tw->nworkers, sizeof(*reqs));
+    unsigned pending = 0;
+    if (reqs == NULL)
+        return RV_ERR_NO_MEMORY;
+
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = 0};
+    for (uint32_t i = 0; i < tw->nworkers; i++) {
+        if (tw->eps[i] == NULL)
+            continue;
+        ucs_status_ptr_t r = ucp_ep_close_nbx(tw->eps[i], &p);
+        tw->eps[i] = NULL;
+        if (UCS_PTR_IS_PTR(r)) {
+            reqs[i] = r;
+            pending++;
+        }
+    }
+
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (pending > 0) {
+        ucp_worker_progress(tw->worker);
+        pending = 0;
+        for (uint32_t i = 0; i < tw->nworkers; i++) {
+            if (reqs[i] == NULL)
+                continue;
+            if (ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
+                pending++;
+                continue;
+            }
+            ucp_request_free(reqs[i]);
+            reqs[i] = NULL;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (pending > 0 && t.tv_sec - t0.tv_sec > 5) {
+            rv_warn("%u endpoints did not close within 5 s", pending);
+            break;
+        }
+    }
+    for (uint32_t i = 0; i < tw->nworkers; i++)
+        if (reqs[i] != NULL)
+            ucp_request_free(reqs[i]);
+    free(reqs);
+    return pending ? RV_ERR_TIMEOUT : RV_OK;
+}
+
+unsigned rv_ucx_progress(struct rv_tworker *tw)
+{
+    unsigned n = ucp_worker_progress(tw->worker);
+    n += tw->completions;
+    tw->completions = 0;
+    return n;
+}

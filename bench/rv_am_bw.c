@@ -1,0 +1,185 @@
+/*
+ * rv-am-bw: one-way active-message stream from worker 0 of rank 0 to
+ * worker 0 of rank 1, with up to WINDOW sends in flight. The receiver
+ * acknowledges the last message; the rate is messages (and bytes) over the
+ * time from the first send to that acknowledgement.
+ *
+ *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-am-bw [options]
+ *   -s SIZES   comma-separated payload sizes (default 8,64,256,4096,65536,4194304)
+ *   -n ITERS   messages per size (default: scaled to about 64 MiB, at
+ *              least 1000 and at most 1000000)
+ *   -W WINDOW  sends in flight (default 64)
+ *   --csv      print "size,msgs_per_s,mb_per_s" rows only (MB = 10^6 B)
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rivet.h"
+
+typedef struct {
+    size_t sizes[32];
+    int nsizes;
+    long iters, window;
+    int csv;
+    rv_handler_id_t data, ack;
+} bw_t;
+
+static bw_t bw = {.window = 64};
+static long received, acks;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static long iters_for(size_t size)
+{
+    if (bw.iters > 0)
+        return bw.iters;
+    long n = (long)((64u << 20) / (size ? size : 1));
+    return n < 1000 ? 1000 : n > 1000000 ? 1000000 : n;
+}
+
+static rv_status_t on_data(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    long expect;
+    (void)arg;
+    received++;
+    /* The last message of a round carries the round's count. */
+    memcpy(&expect, msg->data, sizeof(expect));
+    if (expect == 0)
+        return RV_OK;
+    if (expect != received)
+        fprintf(stderr, "rv-am-bw: %ld of %ld messages arrived\n", received,
+                expect);
+    received = 0;
+    return rv_send(w, msg->src, bw.ack, NULL, 0, NULL);
+}
+
+static rv_status_t on_ack(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)w;
+    (void)msg;
+    (void)arg;
+    acks++;
+    return RV_OK;
+}
+
+/* Sends one round of n messages; returns seconds until acknowledged. */
+static double round_trip(rv_worker_t *w, rv_tid_t peer, char *buf,
+                         size_t size, long n)
+{
+    rv_sync_t sync;
+    rv_sync_init(&sync, 0);
+    long want = acks + 1;
+    memset(buf, 0, sizeof(long));
+    double t0 = now_s();
+    for (long i = 0; i < n; i++) {
+        while (atomic_load(&sync.pending) >= bw.window)
+            rv_progress(w);
+        if (i == n - 1)
+            memcpy(buf, &n, sizeof(n)); /* marks the last message */
+        if (rv_send(w, peer, bw.data, buf, size, &sync) != RV_OK)
+            return -1;
+    }
+    rv_sync_wait(w, &sync);
+    while (acks < want)
+        rv_progress(w);
+    return now_s() - t0;
+}
+
+static int worker(rv_worker_t *w, void *arg)
+{
+    rv_context_t *ctx = rv_worker_context(w);
+    (void)arg;
+    if (rv_worker_tid(w) != 0)
+        return 0;
+
+    rv_tid_t peer = rv_tid_make(ctx, 1, 0);
+    if (!bw.csv) {
+        printf("rivet AM bandwidth: %d processes, window %ld\n", rv_size(ctx),
+               bw.window);
+        printf("transport: %s\n", rv_context_caps(ctx)->description);
+        printf("%10s %10s %14s %14s\n", "size", "messages", "msgs/s", "MB/s");
+    } else {
+        printf("size,msgs_per_s,mb_per_s\n");
+    }
+    for (int s = 0; s < bw.nsizes; s++) {
+        size_t size = bw.sizes[s];
+        long n = iters_for(size);
+        char *buf = calloc(1, size);
+        if (buf == NULL)
+            return 1;
+        if (round_trip(w, peer, buf, size, n / 10 + 1) < 0) /* warm-up */
+            return 1;
+        double t = round_trip(w, peer, buf, size, n);
+        free(buf);
+        if (t < 0)
+            return 1;
+        double rate = (double)n / t;
+        if (bw.csv)
+            printf("%zu,%.0f,%.1f\n", size, rate, rate * (double)size / 1e6);
+        else
+            printf("%10zu %10ld %14.0f %14.1f\n", size, n, rate,
+                   rate * (double)size / 1e6);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    rv_context_t *ctx;
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+
+    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *sizes = "8,64,256,4096,65536,4194304";
+    int c;
+    while ((c = getopt_long(argc, argv, "s:n:W:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': sizes = optarg; break;
+        case 'n': bw.iters = atol(optarg); break;
+        case 'W': bw.window = atol(optarg); break;
+        case 'C': bw.csv = 1; break;
+        default:
+            fprintf(stderr, "usage: rivetrun -c JOB.yaml %s [-s SIZES] "
+                            "[-n ITERS] [-W WINDOW] [--csv]\n", argv[0]);
+            rv_finalize(ctx);
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    for (const char *p = sizes; *p && bw.nsizes < 32;) {
+        size_t v = strtoull(p, (char **)&p, 0);
+        if (v < sizeof(long)) {
+            fprintf(stderr, "rv-am-bw: sizes must be at least %zu bytes\n",
+                    sizeof(long));
+            rv_finalize(ctx);
+            return 2;
+        }
+        bw.sizes[bw.nsizes++] = v;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            break;
+    }
+    if (rv_size(ctx) < 2 || bw.window < 1) {
+        fprintf(stderr, "rv-am-bw needs 2 processes and a window >= 1\n");
+        rv_finalize(ctx);
+        return 2;
+    }
+    if (rv_handler_register(ctx, "ambw.data", on_data, NULL, 0, &bw.data) ||
+        rv_handler_register(ctx, "ambw.ack", on_ack, NULL, 0, &bw.ack))
+        return 1;
+
+    rv_status_t status = rv_job_run(ctx, worker, NULL);
+    rv_finalize(ctx);
+    return status == RV_OK ? 0 : 1;
+}

@@ -1,0 +1,178 @@
+/*
+ * rv-pingpong: active-message ping-pong between worker 0 of rank 0 and
+ * worker 0 of rank 1. Prints the one-way latency (half the round trip,
+ * median and mean) and the round trips per second for each size.
+ *
+ *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-pingpong [options]
+ *   -s SIZES   comma-separated payload sizes in bytes (default 8,4096)
+ *   -n ITERS   round trips per size (default 20000)
+ *   -w WARMUP  untimed round trips first (default 1000)
+ *   --csv      print "size,lat_median_us,lat_mean_us,rtt_per_s" rows only
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rivet.h"
+
+typedef struct {
+    size_t sizes[32];
+    int nsizes;
+    long iters, warmup;
+    int csv;
+    rv_handler_id_t ping, pong;
+    int failed;
+} pp_t;
+
+static pp_t pp = {.iters = 20000, .warmup = 1000};
+static volatile long pongs;
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static rv_status_t on_ping(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)arg;
+    return rv_send(w, msg->src, pp.pong, msg->data, msg->len, NULL);
+}
+
+static rv_status_t on_pong(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)w;
+    (void)msg;
+    (void)arg;
+    pongs++;
+    return RV_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int run_size(rv_worker_t *w, rv_tid_t peer, size_t size, double *rtt)
+{
+    char *buf = calloc(1, size ? size : 1);
+    if (buf == NULL)
+        return 1;
+    for (long i = 0; i < pp.warmup + pp.iters; i++) {
+        long want = pongs + 1;
+        double t0 = now_us();
+        if (rv_send(w, peer, pp.ping, buf, size, NULL) != RV_OK) {
+            free(buf);
+            return 1;
+        }
+        while (pongs < want)
+            rv_progress(w);
+        if (i >= pp.warmup)
+            rtt[i - pp.warmup] = now_us() - t0;
+    }
+    free(buf);
+    return 0;
+}
+
+static int worker(rv_worker_t *w, void *arg)
+{
+    rv_context_t *ctx = rv_worker_context(w);
+    (void)arg;
+    if (rv_worker_tid(w) != 0)
+        return 0;
+
+    rv_tid_t peer = rv_tid_make(ctx, 1, 0);
+    double *rtt = malloc(sizeof(double) * (size_t)pp.iters);
+    if (rtt == NULL)
+        return 1;
+    if (!pp.csv) {
+        printf("rivet ping-pong: %d processes, bootstrap %s\n", rv_size(ctx),
+               rv_bootstrap_name(ctx));
+        printf("transport: %s\n", rv_context_caps(ctx)->description);
+        printf("%10s %10s %14s %14s %14s\n", "size", "iterations",
+               "latency(us)", "mean(us)", "round trips/s");
+    } else {
+        printf("size,lat_median_us,lat_mean_us,rtt_per_s\n");
+    }
+    for (int s = 0; s < pp.nsizes; s++) {
+        if (run_size(w, peer, pp.sizes[s], rtt) != 0) {
+            free(rtt);
+            return 1;
+        }
+        double sum = 0;
+        for (long i = 0; i < pp.iters; i++)
+            sum += rtt[i];
+        qsort(rtt, (size_t)pp.iters, sizeof(double), cmp_double);
+        double median = rtt[pp.iters / 2] / 2, mean = sum / (double)pp.iters / 2;
+        double rate = (double)pp.iters / (sum / 1e6);
+        if (pp.csv)
+            printf("%zu,%.3f,%.3f,%.0f\n", pp.sizes[s], median, mean, rate);
+        else
+            printf("%10zu %10ld %14.3f %14.3f %14.0f\n", pp.sizes[s],
+                   pp.iters, median, mean, rate);
+        fflush(stdout);
+    }
+    free(rtt);
+    return 0;
+}
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: rivetrun -c JOB.yaml %s [-s SIZES] [-n ITERS] [-w WARMUP] "
+            "[--csv]\n",
+            prog);
+}
+
+int main(int argc, char **argv)
+{
+    rv_context_t *ctx;
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+
+    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *sizes = "8,4096";
+    int c;
+    while ((c = getopt_long(argc, argv, "s:n:w:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': sizes = optarg; break;
+        case 'n': pp.iters = atol(optarg); break;
+        case 'w': pp.warmup = atol(optarg); break;
+        case 'C': pp.csv = 1; break;
+        default: usage(argv[0]); rv_finalize(ctx); return c == 'h' ? 0 : 2;
+        }
+    }
+    for (const char *p = sizes; *p && pp.nsizes < 32;) {
+        pp.sizes[pp.nsizes++] = strtoull(p, (char **)&p, 0);
+        if (*p == ',')
+            p++;
+        else if (*p)
+            break;
+    }
+    if (pp.iters < 1 || pp.nsizes == 0) {
+        usage(argv[0]);
+        rv_finalize(ctx);
+        return 2;
+    }
+    if (rv_size(ctx) < 2) {
+        fprintf(stderr, "rv-pingpong needs 2 processes (this job has %d); "
+                        "run it with rivetrun or mpirun\n", rv_size(ctx));
+        rv_finalize(ctx);
+        return 2;
+    }
+    if (rv_handler_register(ctx, "pingpong.ping", on_ping, NULL, 0,
+                            &pp.ping) != RV_OK ||
+        rv_handler_register(ctx, "pingpong.pong", on_pong, NULL, 0,
+                            &pp.pong) != RV_OK)
+        return 1;
+
+    rv_status_t status = rv_job_run(ctx, worker, NULL);
+    rv_finalize(ctx);
+    return status == RV_OK ? 0 : 1;
+}

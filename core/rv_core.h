@@ -1,0 +1,106 @@
+/*
+ * Internal state of the core (never installed).
+ */
+#ifndef RIVET_RV_CORE_H
+#define RIVET_RV_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "rivet.h"
+#include "rv_bootstrap.h"
+
+/*
+ * The header of every message on the wire: the transport carries it as the
+ * AM header, and the payload as AM data. `len` announces the payload's
+ * length so that a truncated message is detected, not run.
+ */
+typedef struct rv_msg_hdr {
+    uint32_t magic;         /* RV_MSG_MAGIC, with the format version */
+    rv_handler_id_t handler;
+    rv_tid_t src;
+    uint32_t flags;
+    uint64_t len;
+} rv_msg_hdr_t;
+
+#define RV_MSG_MAGIC 0x52563031u /* "RV01" */
+
+/* Handlers are registered before the job runs; the table is read-only
+ * while it runs, so lookups take no lock. */
+typedef struct rv_handler_entry {
+    rv_handler_id_t id;
+    rv_handler_fn fn;
+    void *arg;
+    unsigned flags;
+    char *name;
+} rv_handler_entry_t;
+
+/* Reserved handler names used by the core itself. */
+#define RV_HANDLER_BARRIER "rivet.barrier"
+#define RV_HANDLER_BARRIER_RELEASE "rivet.barrier_release"
+
+struct rv_worker {
+    rv_context_t *ctx;
+    rv_tid_t tid;
+    int local;
+    int numa_node;
+    rv_tworker_t *tw;
+    pthread_t thread;
+    int result;
+
+    /* barrier state: worker 0 counts arrivals, others wait for release */
+    uint64_t barrier_epoch;      /* barriers this worker entered */
+    uint64_t barrier_released;   /* epochs released so far */
+    uint64_t barrier_arrivals;   /* at worker 0: arrivals, all epochs */
+
+    rv_worker_stats_t stats;
+    unsigned idle_polls;         /* consecutive empty progress calls */
+};
+
+struct rv_context {
+    rv_config_t config;
+    rv_bootstrap_t *bs;
+    void *plugin_handle;
+    const rv_transport_ops_t *ops;
+    rv_transport_t *tp;
+    rv_transport_caps_t caps;
+
+    rv_handler_entry_t *handlers; /* sorted by id */
+    size_t nhandlers, handlers_cap;
+    rv_handler_id_t barrier_id, barrier_release_id;
+
+    /* rv_job_run state */
+    rv_worker_t *workers;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stage;                    /* job start/stop hand-over, under lock */
+    int nready;
+    void **addrs;                 /* packed addresses of local workers */
+    size_t *addr_lens;
+    uint8_t *all_addrs;           /* job-wide table after allgather */
+    size_t addr_slot;             /* bytes per worker in all_addrs */
+    int ndone;
+    atomic_int stage_now;         /* = stage, read by polling workers */
+    rv_worker_fn job_fn;
+    void *job_arg;
+};
+
+/* Looks up a handler; NULL if unknown. */
+const rv_handler_entry_t *rv__handler_find(const rv_context_t *ctx,
+                                           rv_handler_id_t id);
+
+/* The AM dispatch callback given to the transport. */
+rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc);
+
+/* Loads the transport plugin named in the config. */
+rv_status_t rv__plugin_load(const char *name, void **handle_p,
+                            const rv_transport_ops_t **ops_p);
+
+/* Registers the core's own handlers (barrier). */
+rv_status_t rv__msg_init(rv_context_t *ctx);
+
+/* Yields the CPU after many consecutive empty polls (two busy pollers on
+ * two cores must not starve each other). */
+void rv__worker_idle(rv_worker_t *w, unsigned events);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * The wire protocol between rivetrun and the processes it starts (internal
+ * to core/).
+ *
+ * rivetrun listens on a Unix-domain stream socket in a private directory and
+ * exports its path as RIVET_BOOTSTRAP=unix:<path>. Each process opens one
+ * connection and exchanges frames on it:
+ *
+ *     [u32 type][u32 rank][u64 len][len bytes of payload]
+ *
+ * in host byte order (both ends run on the same node). The rank field of a
+ * frame sent by rivetrun is RV_LAUNCH_RANK_LAUNCHER.
+ *
+ *   HELLO      process -> rivetrun: payload rv_launch_hello_t. rivetrun
+ *              answers with an empty HELLO once it accepted the rank, or
+ *              closes the connection if it did not (wrong size, rank out of
+ *              range or already connected).
+ *   ALLGATHER  process -> rivetrun: this rank's contribution. All ranks
+ *              contribute the same number of bytes. Once all `size` ranks
+ *              contributed, rivetrun sends every rank one ALLGATHER whose
+ *              payload is the contributions concatenated in rank order.
+ *              A barrier is an allgather of 0 bytes. Collectives are
+ *              sequential, so rivetrun keeps a single round in progress.
+ *   ABORT      process -> rivetrun: payload rv_launch_abort_t then the
+ *              reason text (not NUL-terminated). rivetrun reports
+ *              "rank N aborted: reason" and ends the job with the code.
+ *   FINI       process -> rivetrun: clean leave, empty payload; the process
+ *              closes the connection after it.
+ *
+ * When the job ends (a process failed, a signal, a timeout), rivetrun closes
+ * every connection: a process waiting for a reply reads end-of-file and
+ * fails its collective instead of waiting forever.
+ */
+#ifndef RIVET_RV_LAUNCH_PROTO_H
+#define RIVET_RV_LAUNCH_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rv_status.h"
+
+typedef enum rv_launch_type {
+    RV_LAUNCH_HELLO = 1,
+    RV_LAUNCH_ALLGATHER = 2,
+    RV_LAUNCH_ABORT = 3,
+    RV_LAUNCH_FINI = 4,
+} rv_launch_type_t;
+
+/* The rank field of frames sent by rivetrun. */
+#define RV_LAUNCH_RANK_LAUNCHER UINT32_MAX
+
+/* Largest contribution of one rank to an allgather, and largest reply. */
+#define RV_LAUNCH_MAX_CONTRIB (64ull << 20)
+#define RV_LAUNCH_MAX_REPLY   (1ull << 30)
+/* Longest abort reason kept. */
+#define RV_LAUNCH_MAX_REASON  1024
+
+/* The prefix of RIVET_BOOTSTRAP's value. */
+#define RV_LAUNCH_ADDR_PREFIX "unix:"
+
+typedef struct rv_launch_hdr {
+    uint32_t type;  /* rv_launch_type_t */
+    uint32_t rank;  /* sender's rank, or RV_LAUNCH_RANK_LAUNCHER */
+    uint64_t len;   /* payload bytes that follow */
+} rv_launch_hdr_t;
+
+typedef struct rv_launch_hello {
+    uint32_t size;  /* job size the process was told (RIVET_SIZE) */
+    uint32_t pad;
+    uint64_t pid;
+} rv_launch_hello_t;
+
+typedef struct rv_launch_abort {
+    int32_t code;
+    uint32_t pad;
+} rv_launch_abort_t;
+
+/* A short lowercase name of a frame type, for messages. */
+const char *rv__launch_type_name(uint32_t type);
+
+/*
+ * Writes all @p len bytes, retrying on EINTR and short writes. On sockets
+ * it uses MSG_NOSIGNAL, so a closed peer is RV_ERR_PEER, never SIGPIPE.
+ * Blocking file descriptors only.
+ * @return RV_OK, RV_ERR_PEER (peer closed) or RV_ERR_IO (errno set).
+ */
+rv_status_t rv__launch_write_full(int fd, const void *buf, size_t len);
+
+/*
+ * Reads exactly @p len bytes, retrying on EINTR and short reads.
+ * @return RV_OK, RV_ERR_PEER (end of file before @p len bytes; errno is 0)
+ *         or RV_ERR_IO (errno set).
+ */
+rv_status_t rv__launch_read_full(int fd, void *buf, size_t len);
+
+/* Sends one frame: the header then @p len bytes of @p payload. */
+rv_status_t rv__launch_send(int fd, uint32_t type, uint32_t rank,
+                            const void *payload, size_t len);
+
+/* Receives one frame header. */
+rv_status_t rv__launch_recv_hdr(int fd, rv_launch_hdr_t *hdr);
+
+#endif

@@ -1,0 +1,140 @@
+/*
+ * The UCX transport plugin (private).
+ *
+ * One ucp_context per process (shared by the workers: mt_workers_shared),
+ * one ucp_worker per worker thread in UCS_THREAD_MODE_SINGLE, and one
+ * endpoint from every worker to every worker of the job, itself included.
+ */
+#ifndef RIVET_UCX_INTERNAL_H
+#define RIVET_UCX_INTERNAL_H
+
+#include <ucp/api/ucp.h>
+
+#include "rv_transport.h"
+
+#define RV_UCX_AM_ID 0
+#define RV_UCX_MAX_HDR 64     /* core header bytes carried per message */
+#define RV_UCX_MAX_IOV 16
+
+struct rv_transport {
+    ucp_context_h context;
+    rv_config_t config;
+    int rank, size, threads;
+    char tls[128];                 /* what was asked for */
+    char lanes[192];               /* what an endpoint to a peer uses */
+    char version[32];
+};
+
+struct rv_tmem {
+    ucp_mem_h memh;
+    void *addr;
+    size_t len;
+    bool allocated;                /* by UCX (mem_alloc) */
+};
+
+struct rv_trkey {
+    ucp_rkey_h rkey;
+};
+
+/* A received message held back to keep per-sender FIFO order while an
+ * earlier rendezvous from the same sender is still arriving. */
+typedef struct ucx_held {
+    struct ucx_held *next;
+    struct rv_tworker *tw;
+    uint32_t src;                  /* sending worker */
+    bool ready;                    /* data complete */
+    bool owned;                    /* data malloc'ed by us */
+    void *ucp_desc;                /* eager data kept by UCX, or NULL */
+    void *data;
+    size_t len;
+    size_t hdr_len;
+    uint8_t hdr[RV_UCX_MAX_HDR];
+} ucx_held_t;
+
+typedef struct {
+    ucx_held_t *head, *tail;
+} ucx_held_queue_t;
+
+/* State of one operation in flight (send, put, get, atomic, flush). */
+typedef struct ucx_op {
+    struct ucx_op *next;           /* free list */
+    struct rv_tworker *tw;
+    rv_completion_fn cb;
+    void *arg;
+    uint64_t value;                /* atomic operand */
+    uint64_t result;               /* atomic result when the caller gave none */
+    uint64_t *result_p;
+    ucp_dt_iov_t iov[RV_UCX_MAX_IOV];
+    uint8_t hdr[RV_UCX_MAX_HDR + sizeof(uint32_t)];
+} ucx_op_t;
+
+struct rv_tworker {
+    rv_transport_t *tp;
+    ucp_worker_h worker;
+    uint32_t tid;
+    uint32_t nworkers;
+    ucp_ep_h *eps;                 /* by peer tid */
+    ucx_held_queue_t *held;        /* by peer tid */
+    rv_am_recv_fn am_recv;
+    void *am_arg;
+    ucx_op_t *free_ops;
+    unsigned completions;          /* events since the last progress call */
+};
+
+rv_status_t rv_ucx_status(ucs_status_t status);
+ucx_op_t *rv_ucx_op_get(struct rv_tworker *tw, rv_completion_fn cb, void *arg);
+void rv_ucx_op_put(struct rv_tworker *tw, ucx_op_t *op);
+
+/* ucx_mem.c */
+rv_status_t rv_ucx_mem_alloc(rv_transport_t *tp, size_t len, rv_tmem_t **mem_p,
+                             void **addr_p);
+rv_status_t rv_ucx_mem_register(rv_transport_t *tp, void *addr, size_t len,
+                                rv_tmem_t **mem_p);
+void rv_ucx_mem_deregister(rv_transport_t *tp, rv_tmem_t *mem);
+rv_status_t rv_ucx_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem, void **buf_p,
+                             size_t *len_p);
+void rv_ucx_rkey_buffer_release(rv_transport_t *tp, void *buf);
+rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
+                               const void *buf, size_t len,
+                               rv_trkey_t **rkey_p);
+void rv_ucx_rkey_destroy(struct rv_tworker *tw, rv_trkey_t *rkey);
+
+/* ucx_worker.c */
+rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
+                                 const rv_tworker_params_t *params,
+                                 struct rv_tworker **tw_p);
+void rv_ucx_worker_destroy(struct rv_tworker *tw);
+rv_status_t rv_ucx_worker_address(struct rv_tworker *tw, void **addr_p,
+                                  size_t *len_p);
+void rv_ucx_address_release(struct rv_tworker *tw, void *addr);
+rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
+                           const void *addr, size_t len);
+rv_status_t rv_ucx_disconnect(struct rv_tworker *tw);
+unsigned rv_ucx_progress(struct rv_tworker *tw);
+rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
+                           const void *hdr, size_t hdr_len,
+                           const struct iovec *iov, size_t iovcnt,
+                           rv_completion_fn cb, void *arg);
+void rv_ucx_am_release(struct rv_tworker *tw, void *desc);
+
+/* ucx_rma.c */
+rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, const void *src,
+                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                       rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
+                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                       rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_atomic_fadd64(struct rv_tworker *tw, uint32_t peer,
+                                 uint64_t value, uint64_t raddr,
+                                 rv_trkey_t *rkey, uint64_t *result,
+                                 rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_atomic_cswap64(struct rv_tworker *tw, uint32_t peer,
+                                  uint64_t compare, uint64_t swap,
+                                  uint64_t raddr, rv_trkey_t *rkey,
+                                  uint64_t *result, rv_completion_fn cb,
+                                  void *arg);
+rv_status_t rv_ucx_fence(struct rv_tworker *tw, uint32_t peer);
+rv_status_t rv_ucx_flush(struct rv_tworker *tw, uint32_t peer,
+                         rv_completion_fn cb, void *arg);
+
+#endif
