@@ -82,8 +82,10 @@ int main(int argc, char **argv)
         action = next;
     }
     if (optind < argc) {
-        fprintf(stderr, "rivet-config: unexpected argument '%s'; the file "
-                        "goes after -c\n", argv[optind]);
+        fprintf(stderr,
+                "rivet-config: unexpected argument '%s'; the file "
+                "goes after -c\n",
+                argv[optind]);
         return 1;
     }
     if (action == ACTION_NONE) {

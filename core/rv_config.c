@@ -34,12 +34,12 @@
 
 /* State of one rv_config_load call. */
 typedef struct cfg_loader {
-    const char *path;  /* the file, for messages */
+    const char *path;          /* the file, for messages */
     const unsigned char *text; /* its contents, for reader error positions */
     size_t text_len;
-    char *errbuf;      /* caller's buffer, or NULL to log */
+    char *errbuf; /* caller's buffer, or NULL to log */
     size_t errlen;
-    rv_config_t *cfg;  /* the configuration being filled */
+    rv_config_t *cfg; /* the configuration being filled */
 } cfg_loader_t;
 
 /* ---------------------------------------------------------------------- */
@@ -51,12 +51,28 @@ static void cfg_report(cfg_loader_t *ld, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void cfg_report(cfg_loader_t *ld, const char *fmt, ...)
 {
-    char msg[CFG_MSG_MAX];
+    char raw[CFG_MSG_MAX], msg[CFG_MSG_MAX];
+    size_t n = 0;
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+
+    /* One line, whatever the keys and values quoted in it contain. */
+    for (const unsigned char *p = (const unsigned char *)raw;
+         *p != '\0' && n + 5 < sizeof(msg); p++) {
+        if (*p == '\n')
+            n += (size_t)snprintf(msg + n, sizeof(msg) - n, "\\n");
+        else if (*p == '\t')
+            n += (size_t)snprintf(msg + n, sizeof(msg) - n, "\\t");
+        else if (*p < 0x20 || *p == 0x7f)
+            n += (size_t)snprintf(msg + n, sizeof(msg) - n, "\\x%02x", *p);
+        else
+            msg[n++] = (char)*p;
+    }
+    msg[n] = '\0';
+
     if (ld->errbuf != NULL && ld->errlen > 0)
         snprintf(ld->errbuf, ld->errlen, "%s", msg);
     else if (ld->errbuf == NULL)
@@ -299,8 +315,8 @@ static bool cfg_parse_size(const char *s, uint64_t *out, char *why,
  * writes the reason, without the key, to @p why.
  */
 static bool cfg_set_value(const rv_config_field_t *f, const char *text,
-                          size_t len, bool is_null, rv_config_t *cfg,
-                          char *why, size_t whylen)
+                          size_t len, bool is_null, rv_config_t *cfg, char *why,
+                          size_t whylen)
 {
     char *dst = (char *)cfg + f->offset;
     char expected[256];
@@ -363,8 +379,10 @@ static bool cfg_set_value(const rv_config_field_t *f, const char *text,
         if (is_null)
             len = 0;
         if ((int64_t)len > cfg_string_max(f)) {
-            snprintf(why, whylen, "the value is too long (%zu bytes; at "
-                     "most %" PRId64 ")", len, cfg_string_max(f));
+            snprintf(why, whylen,
+                     "the value is too long (%zu bytes; at "
+                     "most %" PRId64 ")",
+                     len, cfg_string_max(f));
             return false;
         }
         if ((int64_t)len < f->min) {
@@ -438,12 +456,11 @@ typedef struct cfg_suggestion {
 } cfg_suggestion_t;
 
 /* Considers candidate @p cand (a key or section) as a suggestion for @p key. */
-static void cfg_consider(cfg_suggestion_t *s, const char *key,
-                         const char *cand)
+static void cfg_consider(cfg_suggestion_t *s, const char *key, const char *cand)
 {
     size_t full = cfg_distance(key, cand);
-    size_t last = cfg_distance(cfg_last_component(key),
-                               cfg_last_component(cand));
+    size_t last =
+        cfg_distance(cfg_last_component(key), cfg_last_component(cand));
     size_t score = full < last ? full : last;
 
     if (full > cfg_distance_limit(strlen(key)) &&
@@ -640,7 +657,8 @@ static rv_status_t cfg_yaml_error(cfg_loader_t *ld, const yaml_parser_t *p)
                             p->problem ? p->problem : "unreadable input");
     }
     if (p->context != NULL)
-        return cfg_error_at(ld, mark, "invalid YAML: %s (%s at line %zu, "
+        return cfg_error_at(ld, mark,
+                            "invalid YAML: %s (%s at line %zu, "
                             "column %zu)",
                             p->problem ? p->problem : "syntax error",
                             p->context, p->context_mark.line + 1,
@@ -801,8 +819,7 @@ static rv_status_t cfg_load_env(cfg_loader_t *ld)
         }
         if (!cfg_set_value(f, value, strlen(value), false, ld->cfg, why,
                            sizeof(why))) {
-            cfg_report(ld, "environment %s: error: %s: %s", name, f->key,
-                       why);
+            cfg_report(ld, "environment %s: error: %s: %s", name, f->key, why);
             return RV_ERR_CONFIG;
         }
     }
@@ -923,12 +940,14 @@ static void cfg_dump_section(const rv_config_t *cfg, FILE *out,
                              const char *prefix, size_t plen, int depth)
 {
     for (const rv_config_field_t *f = rv_config_schema; f->key != NULL; f++) {
-        const char *rest = f->key + plen;
-        size_t clen = strcspn(rest, ".");
+        const char *rest;
         bool seen = false;
+        size_t clen;
 
         if (strncmp(f->key, prefix, plen) != 0)
             continue;
+        rest = f->key + plen;
+        clen = strcspn(rest, ".");
         if (rest[clen] == '\0') { /* a key of this section */
             if (f->later == NULL) {
                 fprintf(out, "%*s%s: ", 2 * depth, "", rest);
@@ -980,7 +999,7 @@ static void cfg_write_cell(const char *s, FILE *out)
 void rv_config_print_reference(FILE *out)
 {
     static const char *const type_names[] = {
-        [RV_CFG_INT] = "integer", [RV_CFG_SIZE] = "size",
+        [RV_CFG_INT] = "integer",  [RV_CFG_SIZE] = "size",
         [RV_CFG_BOOL] = "boolean", [RV_CFG_STRING] = "string",
         [RV_CFG_ENUM] = "enum",
     };
@@ -1032,9 +1051,11 @@ void rv_config_print_reference(FILE *out)
         cfg_write_cell(f->help, out);
         fprintf(out, " |\n");
     }
-    fprintf(out, "\nSizes take a whole number of bytes or a unit: "
-                 CFG_SIZE_UNITS_TEXT ", case-insensitive.\n"
-                 "Environment variables override the file.\n");
+    fprintf(
+        out,
+        "\nSizes take a whole number of bytes or a unit: " CFG_SIZE_UNITS_TEXT
+        ", case-insensitive.\n"
+        "Environment variables override the file.\n");
 }
 
 /* ---------------------------------------------------------------------- */

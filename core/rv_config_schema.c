@@ -42,12 +42,12 @@ _Static_assert(sizeof(rv_huge_pages_t) == sizeof(int), "enum size");
 #define OFF(_member) offsetof(rv_config_t, _member)
 
 #define LATER_PROGRESS "the progress engine (core/)"
-#define LATER_VERBS    "the verbs transport (transports/verbs/)"
-#define LATER_MEMORY   "registered memory (core/)"
-#define LATER_AM       "the invocation layer (am/)"
-#define LATER_RMA      "the remote memory layer (rma/)"
-#define LATER_STORE    "the object store (store/)"
-#define LATER_MCTS     "distributed MCTS (mcts/)"
+#define LATER_VERBS "the verbs transport (transports/verbs/)"
+#define LATER_MEMORY "registered memory (core/)"
+#define LATER_AM "the invocation layer (am/)"
+#define LATER_RMA "the remote memory layer (rma/)"
+#define LATER_STORE "the object store (store/)"
+#define LATER_MCTS "distributed MCTS (mcts/)"
 
 const rv_config_field_t rv_config_schema[] = {
     /* ------------------------------------------------------------------ */

@@ -36,8 +36,10 @@ struct rv_trkey {
     ucp_rkey_h rkey;
 };
 
-/* A received message held back to keep per-sender FIFO order while an
- * earlier rendezvous from the same sender is still arriving. */
+#define RV_UCX_INLINE_DATA 256  /* payloads copied into the held entry */
+
+/* A received message waiting in its sender's queue until the worker's
+ * progress delivers it (see ucx_worker.c). */
 typedef struct ucx_held {
     struct ucx_held *next;
     struct rv_tworker *tw;
@@ -49,6 +51,7 @@ typedef struct ucx_held {
     size_t len;
     size_t hdr_len;
     uint8_t hdr[RV_UCX_MAX_HDR];
+    uint8_t inline_data[RV_UCX_INLINE_DATA];
 } ucx_held_t;
 
 typedef struct {
@@ -75,6 +78,10 @@ struct rv_tworker {
     uint32_t nworkers;
     ucp_ep_h *eps;                 /* by peer tid */
     ucx_held_queue_t *held;        /* by peer tid */
+    uint32_t *active;              /* senders with held messages (a ring) */
+    uint32_t active_head, active_count;
+    bool *is_active;               /* by peer tid */
+    ucx_held_t *free_held;
     rv_am_recv_fn am_recv;
     void *am_arg;
     ucx_op_t *free_ops;

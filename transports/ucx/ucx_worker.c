@@ -44,64 +44,108 @@ void rv_ucx_op_put(struct rv_tworker *tw, ucx_op_t *op)
 
 /* ---------------------------------------------------------------------- */
 /* Receive                                                                 */
+/*
+ * Handlers never run inside a UCX callback: UCP forbids calling
+ * ucp_worker_progress from its callbacks, and a rivet handler may send and
+ * progress (wait on a synchronizer, make calls of its own). The AM callback
+ * therefore only queues the message on its sender's queue (keeping UCX's
+ * buffer when UCX allows it, copying otherwise), and rv_ucx_progress
+ * delivers queued messages after ucp_worker_progress has returned. A
+ * handler that progresses re-enters rv_ucx_progress, which delivers the
+ * next messages; the one being handled was dequeued first, so per-sender
+ * FIFO order is kept.
+ */
+
+static ucx_held_t *held_get(struct rv_tworker *tw)
+{
+    ucx_held_t *h = tw->free_held;
+    if (h != NULL)
+        tw->free_held = h->next;
+    else if ((h = malloc(sizeof(*h))) == NULL)
+        return NULL;
+    h->tw = tw;
+    h->ready = false;
+    h->owned = false;
+    h->ucp_desc = NULL;
+    return h;
+}
 
 static void held_free(ucx_held_t *h)
 {
+    struct rv_tworker *tw = h->tw;
     if (h->ucp_desc != NULL)
-        ucp_am_data_release(h->tw->worker, h->ucp_desc);
+        ucp_am_data_release(tw->worker, h->ucp_desc);
     else if (h->owned)
         free(h->data);
-    free(h);
+    h->next = tw->free_held;
+    tw->free_held = h;
 }
 
-/* Delivers the ready messages at the head of @p src's held queue. */
-static void deliver_held(struct rv_tworker *tw, uint32_t src)
+static void held_enqueue(struct rv_tworker *tw, ucx_held_t *h)
 {
-    ucx_held_queue_t *q = &tw->held[src];
-    ucx_held_t *h;
-
-    while ((h = q->head) != NULL && h->ready) {
-        q->head = h->next;
-        if (q->head == NULL)
-            q->tail = NULL;
-        rv_am_rx_t rx = {.hdr = h->hdr, .hdr_len = h->hdr_len,
-                         .data = h->data, .len = h->len, .persistent = true};
-        rv_status_t st = tw->am_recv(tw->am_arg, &rx,
-                                     (void *)((uintptr_t)h | HELD_TAG));
-        tw->completions++;
-        if (st != RV_INPROGRESS)
-            held_free(h);
-    }
-}
-
-static void held_enqueue(struct rv_tworker *tw, uint32_t src, ucx_held_t *h)
-{
-    ucx_held_queue_t *q = &tw->held[src];
+    ucx_held_queue_t *q = &tw->held[h->src];
     h->next = NULL;
     if (q->tail != NULL)
         q->tail->next = h;
     else
         q->head = h;
     q->tail = h;
+    if (!tw->is_active[h->src]) {
+        tw->is_active[h->src] = true;
+        tw->active[(tw->active_head + tw->active_count++) % tw->nworkers] =
+            h->src;
+    }
+}
+
+/* Delivers every ready message at the heads of the senders' queues. */
+static unsigned deliver_held(struct rv_tworker *tw)
+{
+    unsigned delivered = 0;
+    for (uint32_t k = tw->active_count; k > 0 && tw->active_count > 0; k--) {
+        uint32_t src = tw->active[tw->active_head];
+        tw->active_head = (tw->active_head + 1) % tw->nworkers;
+        tw->active_count--;
+        ucx_held_queue_t *q = &tw->held[src];
+        ucx_held_t *h;
+        while ((h = q->head) != NULL && h->ready) {
+            q->head = h->next;
+            if (q->head == NULL)
+                q->tail = NULL;
+            rv_am_rx_t rx = {.hdr = h->hdr, .hdr_len = h->hdr_len,
+                             .data = h->data, .len = h->len,
+                             .persistent = true};
+            rv_status_t st = tw->am_recv(tw->am_arg, &rx,
+                                         (void *)((uintptr_t)h | HELD_TAG));
+            delivered++;
+            if (st != RV_INPROGRESS)
+                held_free(h);
+        }
+        if (q->head != NULL) {
+            /* still waiting for a rendezvous: stays active */
+            tw->active[(tw->active_head + tw->active_count++) %
+                       tw->nworkers] = src;
+        } else {
+            tw->is_active[src] = false;
+        }
+    }
+    return delivered;
 }
 
 static void rndv_done(void *request, ucs_status_t status, size_t length,
                       void *user_data)
 {
     ucx_held_t *h = user_data;
-    struct rv_tworker *tw = h->tw;
-    uint32_t src = h->src;
-    (void)request;
+    if (request != NULL)
+        ucp_request_free(request);
 
     if (status != UCS_OK) {
         rv_error("rendezvous data of %zu bytes from worker %u was lost: %s",
-                 h->len, src, ucs_status_string(status));
+                 h->len, h->src, ucs_status_string(status));
         h->len = 0; /* the core sees a truncated message and drops it */
     } else {
         h->len = length;
     }
     h->ready = true;
-    deliver_held(tw, src);
 }
 
 static ucs_status_t am_recv_cb(void *arg, const void *header,
@@ -114,7 +158,7 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
     bool persistent = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA;
 
     if (header_length < sizeof(src) ||
-        header_length - sizeof(src) > RV_UCX_MAX_HDR - sizeof(src)) {
+        header_length - sizeof(src) > RV_UCX_MAX_HDR) {
         rv_warn("dropped a message with a %zu-byte header (not from rivet?)",
                 header_length);
         return UCS_OK;
@@ -124,57 +168,47 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
         rv_warn("dropped a message from unknown worker %u", src);
         return UCS_OK;
     }
-    const uint8_t *hdr = (const uint8_t *)header + sizeof(src);
-    size_t hdr_len = header_length - sizeof(src);
 
-    if (!rndv && tw->held[src].head == NULL) {
-        /* The fast path: nothing from this sender is held back. */
-        rv_am_rx_t rx = {.hdr = hdr, .hdr_len = hdr_len, .data = data,
-                         .len = length, .persistent = persistent};
-        rv_status_t st = tw->am_recv(tw->am_arg, &rx, data);
-        tw->completions++;
-        return (st == RV_INPROGRESS && persistent) ? UCS_INPROGRESS : UCS_OK;
-    }
-
-    ucx_held_t *h = calloc(1, sizeof(*h));
+    ucx_held_t *h = held_get(tw);
     if (h == NULL) {
-        rv_error("out of memory holding a message from worker %u", src);
+        rv_error("out of memory receiving a message from worker %u", src);
         return UCS_OK;
     }
-    h->tw = tw;
-    h->hdr_len = hdr_len;
-    memcpy(h->hdr, hdr, hdr_len);
     h->src = src;
+    h->hdr_len = header_length - sizeof(src);
+    memcpy(h->hdr, (const uint8_t *)header + sizeof(src), h->hdr_len);
     h->len = length;
 
     if (!rndv) {
         h->ready = true;
-        if (persistent) {
-            h->ucp_desc = data;
-            h->data = data;
-        } else {
-            h->owned = true;
-            h->data = malloc(length ? length : 1);
-            if (h->data == NULL) {
-                free(h);
-                rv_error("out of memory holding a message from worker %u", src);
-                return UCS_OK;
-            }
+        if (length <= RV_UCX_INLINE_DATA) {
+            h->data = h->inline_data;
             memcpy(h->data, data, length);
+        } else if (persistent) {
+            h->ucp_desc = data; /* keep UCX's buffer: no copy */
+            h->data = data;
+        } else if ((h->data = malloc(length)) != NULL) {
+            h->owned = true;
+            memcpy(h->data, data, length);
+        } else {
+            rv_error("out of memory holding %zu bytes from worker %u", length,
+                     src);
+            held_free(h);
+            return UCS_OK;
         }
-        held_enqueue(tw, src, h);
-        return persistent ? UCS_INPROGRESS : UCS_OK;
+        held_enqueue(tw, h);
+        return h->ucp_desc != NULL ? UCS_INPROGRESS : UCS_OK;
     }
 
-    h->owned = true;
     h->data = malloc(length ? length : 1);
     if (h->data == NULL) {
-        free(h);
         rv_error("out of memory receiving %zu bytes from worker %u", length,
                  src);
+        held_free(h);
         return UCS_ERR_NO_MEMORY;
     }
-    held_enqueue(tw, src, h);
+    h->owned = true;
+    held_enqueue(tw, h);
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                         UCP_OP_ATTR_FIELD_USER_DATA,
@@ -183,13 +217,12 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
     };
     ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, data, h->data,
                                               length, &p);
-    if (UCS_PTR_IS_ERR(r)) {
+    if (UCS_PTR_IS_ERR(r))
         rndv_done(NULL, UCS_PTR_STATUS(r), 0, h);
-    } else if (r == NULL) {
+    else if (r == NULL)
         rndv_done(NULL, UCS_OK, length, h);
-    } else {
-        ucp_request_free(r); /* the callback still runs on completion */
-    }
+    /* else rndv_done runs on completion and frees the request (freeing it
+     * now would cancel the callback). */
     return UCS_INPROGRESS;
 }
 
@@ -224,8 +257,7 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
 {
     if (peer >= tw->nworkers || tw->eps[peer] == NULL)
         return RV_ERR_INVALID;
-    if (hdr_len > RV_UCX_MAX_HDR - sizeof(uint32_t) ||
-        iovcnt > RV_UCX_MAX_IOV)
+    if (hdr_len > RV_UCX_MAX_HDR || iovcnt > RV_UCX_MAX_IOV)
         return RV_ERR_INVALID;
 
     ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
@@ -291,7 +323,10 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
     tw->am_arg = params->am_arg;
     tw->eps = calloc(params->nworkers, sizeof(*tw->eps));
     tw->held = calloc(params->nworkers, sizeof(*tw->held));
-    if (tw->eps == NULL || tw->held == NULL)
+    tw->active = calloc(params->nworkers, sizeof(*tw->active));
+    tw->is_active = calloc(params->nworkers, sizeof(*tw->is_active));
+    if (tw->eps == NULL || tw->held == NULL || tw->active == NULL ||
+        tw->is_active == NULL)
         goto err_free;
 
     ucp_worker_params_t wp = {
@@ -326,6 +361,8 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
 err_free:
     free(tw->eps);
     free(tw->held);
+    free(tw->active);
+    free(tw->is_active);
     free(tw);
     return RV_ERR_TRANSPORT;
 }
@@ -336,8 +373,12 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw)
         ucx_held_t *h = tw->held[i].head;
         while (h != NULL) {
             ucx_held_t *next = h->next;
-            if (h->ready)
+            if (h->ready) {
                 held_free(h);
+            } else { /* a rendezvous that will never complete */
+                free(h->data);
+                free(h);
+            }
             h = next;
         }
     }
@@ -347,8 +388,15 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw)
         tw->free_ops = op->next;
         free(op);
     }
+    while (tw->free_held != NULL) {
+        ucx_held_t *h = tw->free_held;
+        tw->free_held = h->next;
+        free(h);
+    }
     free(tw->eps);
     free(tw->held);
+    free(tw->active);
+    free(tw->is_active);
     free(tw);
 }
 
@@ -495,5 +543,7 @@ unsigned rv_ucx_progress(struct rv_tworker *tw)
     unsigned n = ucp_worker_progress(tw->worker);
     n += tw->completions;
     tw->completions = 0;
+    if (tw->active_count > 0)
+        n += deliver_held(tw);
     return n;
 }

@@ -1,0 +1,768 @@
+/*
+ * rivetrun, end to end: it runs rank_helper (or sh) as the job and checks
+ * exit codes, what rivetrun prints, timing and that no process of the job
+ * survives it.
+ *
+ * Every rivetrun gets --timeout and the test kills it if it still runs
+ * well after that, so a broken rivetrun fails a test rather than hanging it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifndef RIVETRUN_BIN
+#error "RIVETRUN_BIN must be defined"
+#endif
+#ifndef RANK_HELPER_BIN
+#error "RANK_HELPER_BIN must be defined"
+#endif
+
+#define SAFETY_TIMEOUT "20"   /* --timeout of every rivetrun */
+#define HARD_LIMIT_MS  30000  /* the test kills rivetrun after this */
+
+static char tmp_dir[] = "/tmp/test_rivetrun.XXXXXX";
+static int case_no;
+
+/* ---------------------------------------------------------------------- */
+/* Helpers                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A fresh directory for one test case's pid files. */
+static char *case_dir(void)
+{
+    char *dir = malloc(512);
+    assert_non_null(dir);
+    snprintf(dir, 512, "%s/case%d", tmp_dir, ++case_no);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    return dir;
+}
+
+/* Writes a job configuration and returns its path (malloc'ed). */
+static char *write_config(int processes, int threads, const char *placement,
+                          const char *extra)
+{
+    char *path = malloc(512);
+    FILE *f;
+
+    assert_non_null(path);
+    snprintf(path, 512, "%s/job%d.yaml", tmp_dir, ++case_no);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "job:\n  processes: %d\n  threads: %d\n  placement: %s\n%s",
+            processes, threads, placement, extra ? extra : "");
+    fclose(f);
+    return path;
+}
+
+typedef struct job {
+    pid_t pid;
+    int fds[2];         /* rivetrun's stdout and stderr */
+    char *text[2];
+    size_t len[2];
+    int64_t start_ms;
+    int64_t elapsed_ms;
+    int code;           /* exit code, or 128 + signal */
+} job_t;
+
+static void job_start(job_t *j, const char *const argv[])
+{
+    int pipes[2][2];
+
+    memset(j, 0, sizeof(*j));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pipe2(pipes[i], O_CLOEXEC), 0);
+    j->start_ms = now_ms();
+    j->pid = fork();
+    assert_true(j->pid >= 0);
+    if (j->pid == 0) {
+        dup2(pipes[0][1], STDOUT_FILENO);
+        dup2(pipes[1][1], STDERR_FILENO);
+        execv(argv[0], (char *const *)argv);
+        _exit(126);
+    }
+    for (int i = 0; i < 2; i++) {
+        close(pipes[i][1]);
+        j->fds[i] = pipes[i][0];
+        j->text[i] = calloc(1, 1);
+    }
+}
+
+/* Reads rivetrun's output for up to @p ms. */
+static void job_pump(job_t *j, int ms)
+{
+    struct pollfd p[2];
+    int n = 0, map[2];
+
+    for (int i = 0; i < 2; i++) {
+        if (j->fds[i] >= 0) {
+            p[n] = (struct pollfd){.fd = j->fds[i], .events = POLLIN};
+            map[n++] = i;
+        }
+    }
+    if (n == 0) {
+        sleep_ms(ms);
+        return;
+    }
+    if (poll(p, (nfds_t)n, ms) <= 0)
+        return;
+    for (int k = 0; k < n; k++) {
+        char buf[4096];
+        int i = map[k];
+        ssize_t got;
+
+        if (p[k].revents == 0)
+            continue;
+        got = read(j->fds[i], buf, sizeof(buf));
+        if (got <= 0) {
+            close(j->fds[i]);
+            j->fds[i] = -1;
+            continue;
+        }
+        j->text[i] = realloc(j->text[i], j->len[i] + (size_t)got + 1);
+        memcpy(j->text[i] + j->len[i], buf, (size_t)got);
+        j->len[i] += (size_t)got;
+        j->text[i][j->len[i]] = '\0';
+    }
+}
+
+/* Waits for rivetrun to exit and its output to end; kills it past the
+ * hard limit (and fails the test). */
+static void job_wait(job_t *j)
+{
+    int status;
+    pid_t got = 0;
+
+    while (got == 0 || j->fds[0] >= 0 || j->fds[1] >= 0) {
+        if (now_ms() - j->start_ms > HARD_LIMIT_MS) {
+            kill(j->pid, SIGKILL);
+            waitpid(j->pid, &status, 0);
+            fail_msg("rivetrun still runs after %d ms", HARD_LIMIT_MS);
+        }
+        job_pump(j, 20);
+        if (got == 0) {
+            got = waitpid(j->pid, &status, WNOHANG);
+            assert_true(got >= 0);
+            if (got > 0)
+                j->elapsed_ms = now_ms() - j->start_ms;
+        }
+    }
+    j->code = WIFEXITED(status) ? WEXITSTATUS(status)
+                                : 128 + WTERMSIG(status);
+    if (getenv("TEST_RIVETRUN_VERBOSE") != NULL)
+        fprintf(stderr, "--- code %d after %lld ms\n--- stdout:\n%s--- "
+                "stderr:\n%s---\n", j->code, (long long)j->elapsed_ms,
+                j->text[0], j->text[1]);
+}
+
+static void job_free(job_t *j)
+{
+    free(j->text[0]);
+    free(j->text[1]);
+}
+
+static void run(job_t *j, const char *const argv[])
+{
+    job_start(j, argv);
+    job_wait(j);
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+#define assert_contains(_text, _needle)                                        \
+    do {                                                                       \
+        if (strstr((_text), (_needle)) == NULL)                                \
+            fail_msg("\"%s\" not found in:\n%s", (_needle), (_text));          \
+    } while (0)
+
+/* True if @p pid runs (a zombie does not count). */
+static int pid_alive(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    if (kill(pid, 0) != 0)
+        return errno != ESRCH;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p == NULL || p[1] == '\0' || p[2] != 'Z';
+}
+
+/* Reads every pid file of @p dir; returns how many. */
+static int read_pids(const char *dir, pid_t *pids, int max)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL && n < max) {
+        char path[1024];
+        FILE *f;
+        int pid;
+        size_t len = strlen(e->d_name);
+
+        if (e->d_name[0] == '.' || len < 4 ||
+            strcmp(e->d_name + len - 4, ".pid") != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        f = fopen(path, "r");
+        if (f != NULL && fscanf(f, "%d", &pid) == 1)
+            pids[n++] = pid;
+        if (f != NULL)
+            fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Asserts that no process whose pid file is in @p dir survives (processes
+ * killed by SIGKILL may take a moment to vanish: wait up to 1 s). */
+static void assert_no_survivors(const char *dir, int expect_at_least)
+{
+    pid_t pids[64];
+    int n = read_pids(dir, pids, 64);
+
+    if (n < expect_at_least)
+        fail_msg("only %d pid files in %s, expected %d", n, dir,
+                 expect_at_least);
+    for (int i = 0; i < n; i++) {
+        int alive = 1;
+        for (int t = 0; t < 100 && (alive = pid_alive(pids[i])); t++)
+            sleep_ms(10);
+        if (alive) {
+            kill(pids[i], SIGKILL);
+            fail_msg("pid %d of the job survived rivetrun", (int)pids[i]);
+        }
+    }
+}
+
+static void wait_pidfiles(job_t *j, const char *dir, int n)
+{
+    pid_t pids[64];
+    int64_t until = now_ms() + 5000;
+
+    while (read_pids(dir, pids, 64) < n) {
+        if (now_ms() > until)
+            fail_msg("the job did not write %d pid files", n);
+        job_pump(j, 10);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests                                                                   */
+/* ---------------------------------------------------------------------- */
+
+static void test_all_ranks_succeed(void **state)
+{
+    char *cfg = write_config(4, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, "print=hello", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    assert_string_equal(j.text[1], "");
+    assert_int_equal(count_of(j.text[0], "hello"), 4);
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_env_vars(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT,
+        "--no-prefix", "-c", cfg, "sh", "-c",
+        "echo \"rank=$RIVET_RANK size=$RIVET_SIZE "
+        "local=$RIVET_LOCAL_RANK/$RIVET_LOCAL_SIZE "
+        "boot=${RIVET_BOOTSTRAP%%:*} cfg=$RIVET_CONFIG\"", NULL};
+    char line[1024];
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    for (int r = 0; r < 3; r++) {
+        snprintf(line, sizeof(line),
+                 "rank=%d size=3 local=%d/3 boot=unix cfg=%s\n", r, r, cfg);
+        assert_contains(j.text[0], line);
+    }
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_np_overrides_config(void **state)
+{
+    char *cfg = write_config(4, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-n", "2",
+                          "-c", cfg, "sh", "-c", "echo size=$RIVET_SIZE",
+                          NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    assert_int_equal(count_of(j.text[0], "size=2\n"), 2);
+    job_free(&j);
+    free(cfg);
+}
+
+/* A rank exits 3: the job ends at once with code 3, naming the rank. */
+static void test_exit_code_propagates(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, pidfile, "wait-pidfiles=3",
+                          "r1:exit=3", "sleep=30", NULL};
+    job_t j;
+
+    (void)state;
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    run(&j, argv);
+    assert_int_equal(j.code, 3);
+    assert_true(j.elapsed_ms < 5000);
+    assert_contains(j.text[1], "rivetrun: rank 1 (pid ");
+    assert_contains(j.text[1], ") exited with code 3\n");
+    assert_int_equal(count_of(j.text[1], "rivetrun: rank"), 1);
+    assert_no_survivors(dir, 3);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+/* A rank dies of SIGSEGV: code 128 + 11, the rank and signal are named. */
+static void test_crash_ends_job(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, pidfile, "child-sleep=30",
+                          "wait-pidfiles=3", "r2:segv", "sleep=30", NULL};
+    job_t j;
+
+    (void)state;
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    run(&j, argv);
+    assert_int_equal(j.code, 128 + SIGSEGV);
+    assert_true(j.elapsed_ms < 5000);
+    assert_contains(j.text[1], "rivetrun: rank 2 (pid ");
+    assert_contains(j.text[1], ") killed by signal 11 (Segmentation fault)\n");
+    assert_int_equal(count_of(j.text[1], "rivetrun: rank"), 1);
+    /* The ranks and the children they forked. */
+    assert_no_survivors(dir, 6);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+static void test_timeout(void **state)
+{
+    char *cfg = write_config(2, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", "1", "-c", cfg,
+                          RANK_HELPER_BIN, pidfile, "sleep=30", NULL};
+    job_t j;
+
+    (void)state;
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    run(&j, argv);
+    assert_int_equal(j.code, 124);
+    assert_true(j.elapsed_ms >= 900 && j.elapsed_ms < 3000);
+    assert_contains(j.text[1], "rivetrun: job timed out after 1 s\n");
+    assert_no_survivors(dir, 2);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+/* Ranks that ignore SIGTERM get SIGKILL after the grace period. */
+static void test_timeout_term_ignored(void **state)
+{
+    char *cfg = write_config(2, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", "1", "-c", cfg,
+                          RANK_HELPER_BIN, "ignore-term", pidfile, "sleep=30",
+                          NULL};
+    job_t j;
+
+    (void)state;
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    run(&j, argv);
+    assert_int_equal(j.code, 124);
+    assert_true(j.elapsed_ms < 5000);
+    assert_no_survivors(dir, 2);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+static void sigterm_case(bool ignore_term)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN,
+                          ignore_term ? "ignore-term" : "sleep=0", pidfile,
+                          "child-sleep=30", "sleep=30", NULL};
+    int64_t t0;
+    job_t j;
+
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    job_start(&j, argv);
+    wait_pidfiles(&j, dir, 6);
+    t0 = now_ms();
+    assert_int_equal(kill(j.pid, SIGTERM), 0);
+    job_wait(&j);
+    assert_int_equal(j.code, 128 + SIGTERM);
+    assert_true(now_ms() - t0 < (ignore_term ? 5000 : 2000));
+    assert_no_survivors(dir, 6);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+static void test_sigterm_forwarded(void **state)
+{
+    (void)state;
+    sigterm_case(false);
+}
+
+static void test_sigterm_ignored_then_killed(void **state)
+{
+    (void)state;
+    sigterm_case(true);
+}
+
+static void test_output_prefix(void **state)
+{
+    char *cfg = write_config(2, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT,
+                          "--prefix", "-c", cfg, "sh", "-c",
+                          "echo hello; echo oops >&2; printf tail", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    for (int r = 0; r < 2; r++) {
+        char line[64];
+        snprintf(line, sizeof(line), "[%d] hello\n", r);
+        assert_contains(j.text[0], line);
+        snprintf(line, sizeof(line), "[%d] tail\n", r);
+        assert_contains(j.text[0], line);
+        snprintf(line, sizeof(line), "[%d] oops\n", r);
+        assert_contains(j.text[1], line);
+    }
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_output_prefix_from_config(void **state)
+{
+    char *cfg = write_config(2, 1, "none", "  output_prefix: true\n");
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, "print=line", "eprint=partial",
+                          NULL};
+    const char *argv_off[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT,
+                              "--no-prefix", "-c", cfg, RANK_HELPER_BIN,
+                              "print=line", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    assert_contains(j.text[0], "[0] line 0\n");
+    assert_contains(j.text[0], "[1] line 1\n");
+    assert_contains(j.text[1], "[1] partial 1\n");
+    job_free(&j);
+
+    run(&j, argv_off);
+    assert_int_equal(j.code, 0);
+    assert_null(strstr(j.text[0], "[0]"));
+    assert_contains(j.text[0], "line 0\n");
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_bootstrap_check(void **state)
+{
+    char *cfg = write_config(4, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, "bootstrap-check=rivetrun", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    for (int r = 0; r < 4; r++) {
+        char line[64];
+        snprintf(line, sizeof(line), "bootstrap-check ok %d 4\n", r);
+        assert_contains(j.text[0], line);
+    }
+    job_free(&j);
+    free(cfg);
+}
+
+/* A rank exits 0 while the others wait for it in a collective: a failure,
+ * not a hang. */
+static void test_exit0_during_collective(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, pidfile, "join", "barrier",
+                          "r1:exit=0", "barrier", "sleep=30", NULL};
+    job_t j;
+
+    (void)state;
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    run(&j, argv);
+    assert_int_not_equal(j.code, 0);
+    assert_true(j.elapsed_ms < 5000);
+    assert_contains(j.text[1], "rivetrun: rank 1 (pid ");
+    assert_contains(j.text[1], ") exited before the job finished");
+    assert_int_equal(count_of(j.text[1], "rivetrun: rank"), 1);
+    assert_no_survivors(dir, 3);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+/* The same rank that never joins at all. */
+static void test_exit0_never_joined(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, "r2:exit=0",
+                          "bootstrap-check=rivetrun", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_not_equal(j.code, 0);
+    assert_true(j.elapsed_ms < 5000);
+    assert_contains(j.text[1], "rivetrun: rank 2 (pid ");
+    assert_contains(j.text[1], ") exited before the job finished");
+    job_free(&j);
+    free(cfg);
+}
+
+/* Leaving with FINI and exiting early is fine. */
+static void test_fini_then_exit(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, "join", "barrier", "fini",
+                          "r0:sleep=0.5", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    assert_string_equal(j.text[1], "");
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_abort(void **state)
+{
+    char *cfg = write_config(3, 1, "none", NULL);
+    char *dir = case_dir();
+    char pidfile[600];
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, pidfile, "join", "barrier",
+                          "r2:abort=5", "barrier", "sleep=30", NULL};
+    job_t j;
+
+    (void)state;
+    snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
+    run(&j, argv);
+    assert_int_equal(j.code, 5);
+    assert_true(j.elapsed_ms < 5000);
+    assert_contains(j.text[1], "rivetrun: rank 2 aborted: helper abort\n");
+    assert_int_equal(count_of(j.text[1], "rivetrun: rank"), 1);
+    assert_no_survivors(dir, 3);
+    job_free(&j);
+    free(cfg);
+    free(dir);
+}
+
+static void test_exec_failure(void **state)
+{
+    char *cfg = write_config(2, 1, "none", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          "/nonexistent/program", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 127);
+    assert_contains(j.text[1], "cannot execute /nonexistent/program: "
+                               "No such file or directory");
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_bad_config(void **state)
+{
+    char *cfg = write_config(2, 1, "none", "  no_such_key: 1\n");
+    const char *argv[] = {RIVETRUN_BIN, "-c", cfg, "true", NULL};
+    const char *argv_missing[] = {RIVETRUN_BIN, "-c", "/nonexistent.yaml",
+                                  "true", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 1);
+    assert_contains(j.text[1], "rivetrun: ");
+    assert_contains(j.text[1], "no_such_key");
+    job_free(&j);
+
+    run(&j, argv_missing);
+    assert_int_equal(j.code, 1);
+    assert_contains(j.text[1], "nonexistent.yaml");
+    job_free(&j);
+    free(cfg);
+}
+
+static void test_usage_errors(void **state)
+{
+    const char *no_program[] = {RIVETRUN_BIN, "-n", "2", NULL};
+    const char *bad_np[] = {RIVETRUN_BIN, "-n", "zero", "true", NULL};
+    const char *bad_timeout[] = {RIVETRUN_BIN, "--timeout", "-1", "true",
+                                 NULL};
+    const char *help[] = {RIVETRUN_BIN, "-h", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, no_program);
+    assert_int_equal(j.code, 1);
+    job_free(&j);
+    run(&j, bad_np);
+    assert_int_equal(j.code, 1);
+    job_free(&j);
+    run(&j, bad_timeout);
+    assert_int_equal(j.code, 1);
+    job_free(&j);
+    run(&j, help);
+    assert_int_equal(j.code, 0);
+    assert_contains(j.text[0], "usage: rivetrun");
+    job_free(&j);
+}
+
+/* With placement core, each rank (one thread each) runs on one core. */
+static void test_placement_core(void **state)
+{
+    char *cfg = write_config(2, 1, "core", NULL);
+    const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
+                          RANK_HELPER_BIN, "describe", NULL};
+    job_t j;
+
+    (void)state;
+    run(&j, argv);
+    assert_int_equal(j.code, 0);
+    assert_contains(j.text[0], "placement 0: core 0");
+    if (strstr(j.text[0], "placement 1: core 0") == NULL)
+        assert_contains(j.text[0], "placement 1: core 1");
+    job_free(&j);
+    free(cfg);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    /* rivetrun's children must not see a bootstrap of ours. */
+    unsetenv("RIVET_BOOTSTRAP");
+    unsetenv("RIVET_CONFIG");
+    unsetenv("PMIX_RANK");
+    unsetenv("PMIX_NAMESPACE");
+    return mkdtemp(tmp_dir) != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[256];
+
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_ranks_succeed),
+        cmocka_unit_test(test_env_vars),
+        cmocka_unit_test(test_np_overrides_config),
+        cmocka_unit_test(test_exit_code_propagates),
+        cmocka_unit_test(test_crash_ends_job),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_timeout_term_ignored),
+        cmocka_unit_test(test_sigterm_forwarded),
+        cmocka_unit_test(test_sigterm_ignored_then_killed),
+        cmocka_unit_test(test_output_prefix),
+        cmocka_unit_test(test_output_prefix_from_config),
+        cmocka_unit_test(test_bootstrap_check),
+        cmocka_unit_test(test_exit0_during_collective),
+        cmocka_unit_test(test_exit0_never_joined),
+        cmocka_unit_test(test_fini_then_exit),
+        cmocka_unit_test(test_abort),
+        cmocka_unit_test(test_exec_failure),
+        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_placement_core),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
