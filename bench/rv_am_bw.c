@@ -6,8 +6,8 @@
  *
  *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-am-bw [options]
  *   -s SIZES   comma-separated payload sizes (default 8,64,256,4096,65536,4194304)
- *   -n ITERS   messages per size (default: scaled to about 64 MiB, at
- *              least 1000 and at most 1000000)
+ *   -n ITERS   messages per size (default: scaled to about 256 MiB, at
+ *              least 2000 and at most 2000000)
  *   -W WINDOW  sends in flight (default 64)
  *   --csv      print "size,msgs_per_s,mb_per_s" rows only (MB = 10^6 B)
  */
@@ -41,8 +41,8 @@ static long iters_for(size_t size)
 {
     if (bw.iters > 0)
         return bw.iters;
-    long n = (long)((64u << 20) / (size ? size : 1));
-    return n < 1000 ? 1000 : n > 1000000 ? 1000000 : n;
+    long n = (long)((256u << 20) / (size ? size : 1));
+    return n < 2000 ? 2000 : n > 2000000 ? 2000000 : n;
 }
 
 static rv_status_t on_data(rv_worker_t *w, rv_msg_t *msg, void *arg)
@@ -70,21 +70,22 @@ static rv_status_t on_ack(rv_worker_t *w, rv_msg_t *msg, void *arg)
     return RV_OK;
 }
 
-/* Sends one round of n messages; returns seconds until acknowledged. */
-static double round_trip(rv_worker_t *w, rv_tid_t peer, char *buf,
-                         size_t size, long n)
+/* Sends one round of n messages; returns seconds until acknowledged.
+ * The last message comes from its own buffer, which carries the round's
+ * count: in-flight rendezvous sends still read @p buf. */
+static double send_round(rv_worker_t *w, rv_tid_t peer, const char *buf,
+                         char *last, size_t size, long n)
 {
     rv_sync_t sync;
     rv_sync_init(&sync, 0);
     long want = acks + 1;
-    memset(buf, 0, sizeof(long));
+    memcpy(last, &n, sizeof(n));
     double t0 = now_s();
     for (long i = 0; i < n; i++) {
         while (atomic_load(&sync.pending) >= bw.window)
             rv_progress(w);
-        if (i == n - 1)
-            memcpy(buf, &n, sizeof(n)); /* marks the last message */
-        if (rv_send(w, peer, bw.data, buf, size, &sync) != RV_OK)
+        if (rv_send(w, peer, bw.data, i == n - 1 ? last : buf, size,
+                    &sync) != RV_OK)
             return -1;
     }
     rv_sync_wait(w, &sync);
@@ -112,13 +113,14 @@ static int worker(rv_worker_t *w, void *arg)
     for (int s = 0; s < bw.nsizes; s++) {
         size_t size = bw.sizes[s];
         long n = iters_for(size);
-        char *buf = calloc(1, size);
-        if (buf == NULL)
+        char *buf = calloc(1, size), *last = calloc(1, size);
+        if (buf == NULL || last == NULL)
             return 1;
-        if (round_trip(w, peer, buf, size, n / 10 + 1) < 0) /* warm-up */
-            return 1;
-        double t = round_trip(w, peer, buf, size, n);
+        double t = send_round(w, peer, buf, last, size, n / 10 + 1); /* warm-up */
+        if (t >= 0)
+            t = send_round(w, peer, buf, last, size, n);
         free(buf);
+        free(last);
         if (t < 0)
             return 1;
         double rate = (double)n / t;

@@ -422,7 +422,10 @@ static void on_hello(launcher_t *l, conn_t *c)
         conn_close(l, c);
         return;
     }
-    if (l->ranks[r].hello) {
+    /* A rank may join again after it left cleanly (a program that
+     * initializes and finalizes twice, or runs two programs in turn). */
+    if (l->ranks[r].hello &&
+        !(l->ranks[r].fini && l->ranks[r].conn == NULL)) {
         say("warning: refused a second connection for rank %d (pid %" PRIu64
             ")", r, hello.pid);
         conn_close(l, c);
@@ -430,6 +433,7 @@ static void on_hello(launcher_t *l, conn_t *c)
     }
     c->rank = r;
     l->ranks[r].hello = true;
+    l->ranks[r].fini = false;
     l->ranks[r].conn = c;
 
     reply = frame_new(RV_LAUNCH_HELLO, 0);
@@ -1123,7 +1127,8 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    launcher_t *l = calloc(1, sizeof(*l));
+    static launcher_t launcher;
+    launcher_t *l = &launcher;
     const char *config = NULL;
     char config_abs[PATH_MAX];
     char errbuf[1024] = "";
@@ -1133,10 +1138,6 @@ int main(int argc, char **argv)
     rv_config_t cfg;
     char *end;
 
-    if (l == NULL) {
-        say("out of memory");
-        return 1;
-    }
     l->listen_fd = l->sig_fd = -1;
 
     while ((opt = getopt_long(argc, argv, "+c:n:h", options, NULL)) != -1) {
@@ -1278,6 +1279,5 @@ int main(int argc, char **argv)
 
 out:
     cleanup(l);
-    free(l);
     return code;
 }

@@ -137,22 +137,21 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     rv_msg_hdr_t hdr = {
         .magic = RV_MSG_MAGIC, .handler = h, .src = w->tid, .len = len};
 
+    /* Completion callbacks run only from progress, never inside am_send,
+     * so the count is raised only for sends that did not complete. */
     rv_sync_t local;
-    rv_sync_t *s = sync;
-    if (s == NULL) {
+    rv_sync_t *s = sync ? sync : &local;
+    if (sync == NULL)
         rv_sync_init(&local, 0);
-        s = &local;
-    }
-    atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
     rv_status_t status = ctx->ops->am_send(w->tw, dest, &hdr, sizeof(hdr),
                                            iov, iovcnt, sync_completion, s);
-    if (status != RV_INPROGRESS)
-        atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
-    if (status < 0)
+    if (status == RV_INPROGRESS)
+        atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
+    else if (status < 0)
         return status;
     w->stats.tx_msgs++;
     w->stats.tx_bytes += len;
-    if (sync == NULL)
+    if (sync == NULL && status == RV_INPROGRESS)
         return rv_sync_wait(w, &local);
     return RV_OK;
 }

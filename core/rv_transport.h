@@ -11,7 +11,8 @@
  * libuv): RV_OK means the operation completed before returning and the
  * callback will NOT be called; RV_INPROGRESS means the callback will be
  * called exactly once, from the worker's progress; an error means the
- * callback will never be called.
+ * callback will never be called. A callback never runs before the call
+ * that started its operation has returned.
  *
  * Threading: a transport (rv_transport_t) is shared by the threads of a
  * process and its operations are thread-safe. A transport worker

@@ -413,7 +413,7 @@ static void test_timeout(void **state)
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
     run(&j, argv);
     assert_int_equal(j.code, 124);
-    assert_true(j.elapsed_ms >= 900 && j.elapsed_ms < 3000);
+    assert_true(j.elapsed_ms >= 900 && j.elapsed_ms < 3500);
     assert_contains(j.text[1], "rivetrun: job timed out after 1 s\n");
     assert_no_survivors(dir, 2);
     job_free(&j);
@@ -462,7 +462,8 @@ static void sigterm_case(bool ignore_term)
     assert_int_equal(kill(j.pid, SIGTERM), 0);
     job_wait(&j);
     assert_int_equal(j.code, 128 + SIGTERM);
-    assert_true(now_ms() - t0 < (ignore_term ? 5000 : 2000));
+    /* Ranks that ignore SIGTERM get SIGKILL 3 s later. */
+    assert_true(now_ms() - t0 < (ignore_term ? 5000 : 2900));
     assert_no_survivors(dir, 6);
     job_free(&j);
     free(cfg);
@@ -596,13 +597,14 @@ static void test_exit0_never_joined(void **state)
     free(cfg);
 }
 
-/* Leaving with FINI and exiting early is fine. */
+/* Leaving with FINI and exiting early is fine; so is joining again after
+ * leaving. */
 static void test_fini_then_exit(void **state)
 {
     char *cfg = write_config(3, 1, "none", NULL);
     const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
-                          RANK_HELPER_BIN, "join", "barrier", "fini",
-                          "r0:sleep=0.5", NULL};
+                          RANK_HELPER_BIN, "join", "barrier", "fini", "join",
+                          "barrier", "fini", "r0:sleep=0.5", NULL};
     job_t j;
 
     (void)state;

@@ -490,6 +490,8 @@ static int body_atomics(rv_worker_t *w, void *arg)
         prev = old;
     }
 
+    rv_barrier(w); /* every fetch-add is done before the first swap */
+
     /* compare-swap increments, retrying on contention */
     for (int i = 0; i < ATOMICS_PER_WORKER; i++) {
         uint64_t guess = 0, old;

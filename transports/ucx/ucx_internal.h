@@ -15,6 +15,10 @@
 #define RV_UCX_AM_ID 0
 #define RV_UCX_MAX_HDR 64     /* core header bytes carried per message */
 #define RV_UCX_MAX_IOV 16
+#define RV_UCX_RNDV_MIN_CLASS 12    /* 4 KiB */
+#define RV_UCX_RNDV_CLASSES 15      /* up to 64 MiB */
+#define RV_UCX_RNDV_CACHE (256u << 20)
+#define RV_UCX_FAST_MAX 4096 /* payloads tried with immediate completion */
 
 struct rv_transport {
     ucp_context_h context;
@@ -46,9 +50,11 @@ typedef struct ucx_held {
     uint32_t src;                  /* sending worker */
     bool ready;                    /* data complete */
     bool owned;                    /* data malloc'ed by us */
+    bool rndv_buf;                 /* data from the rendezvous cache */
     void *ucp_desc;                /* eager data kept by UCX, or NULL */
     void *data;
     size_t len;
+    size_t alloc_len;              /* rndv_buf: the size asked for */
     size_t hdr_len;
     uint8_t hdr[RV_UCX_MAX_HDR];
     uint8_t inline_data[RV_UCX_INLINE_DATA];
@@ -82,6 +88,10 @@ struct rv_tworker {
     uint32_t active_head, active_count;
     bool *is_active;               /* by peer tid */
     ucx_held_t *free_held;
+    /* Rendezvous receive buffers, kept for reuse by power-of-two class:
+     * fresh memory costs a page fault per page on every message. */
+    void *rndv_free[RV_UCX_RNDV_CLASSES];
+    size_t rndv_cached;            /* bytes in rndv_free */
     rv_am_recv_fn am_recv;
     void *am_arg;
     ucx_op_t *free_ops;

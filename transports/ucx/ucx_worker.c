@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ucx_internal.h"
@@ -56,6 +57,51 @@ void rv_ucx_op_put(struct rv_tworker *tw, ucx_op_t *op)
  * FIFO order is kept.
  */
 
+/* Size class of a rendezvous buffer of @p len bytes, or -1 if too big. */
+static int rndv_class(size_t len)
+{
+    int k = RV_UCX_RNDV_MIN_CLASS;
+    while (k < RV_UCX_RNDV_MIN_CLASS + RV_UCX_RNDV_CLASSES &&
+           ((size_t)1 << k) < len)
+        k++;
+    return k < RV_UCX_RNDV_MIN_CLASS + RV_UCX_RNDV_CLASSES
+               ? k - RV_UCX_RNDV_MIN_CLASS
+               : -1;
+}
+
+static void *rndv_buf_get(struct rv_tworker *tw, size_t len)
+{
+    int c = rndv_class(len);
+    if (c < 0)
+        return malloc(len);
+    void *buf = tw->rndv_free[c];
+    if (buf != NULL) {
+        memcpy(&tw->rndv_free[c], buf, sizeof(void *));
+        tw->rndv_cached -= (size_t)1 << (c + RV_UCX_RNDV_MIN_CLASS);
+        return buf;
+    }
+    size_t size = (size_t)1 << (c + RV_UCX_RNDV_MIN_CLASS);
+    size_t align = size >= (2u << 20) ? (2u << 20) : 4096;
+    if (posix_memalign(&buf, align, size) != 0)
+        return NULL;
+    if (size >= (2u << 20))
+        madvise(buf, size, MADV_HUGEPAGE); /* fewer faults and TLB misses */
+    return buf;
+}
+
+static void rndv_buf_put(struct rv_tworker *tw, void *buf, size_t len)
+{
+    int c = rndv_class(len);
+    size_t size = c < 0 ? 0 : (size_t)1 << (c + RV_UCX_RNDV_MIN_CLASS);
+    if (c < 0 || tw->rndv_cached + size > RV_UCX_RNDV_CACHE) {
+        free(buf);
+        return;
+    }
+    memcpy(buf, &tw->rndv_free[c], sizeof(void *));
+    tw->rndv_free[c] = buf;
+    tw->rndv_cached += size;
+}
+
 static ucx_held_t *held_get(struct rv_tworker *tw)
 {
     ucx_held_t *h = tw->free_held;
@@ -66,6 +112,7 @@ static ucx_held_t *held_get(struct rv_tworker *tw)
     h->tw = tw;
     h->ready = false;
     h->owned = false;
+    h->rndv_buf = false;
     h->ucp_desc = NULL;
     return h;
 }
@@ -75,6 +122,8 @@ static void held_free(ucx_held_t *h)
     struct rv_tworker *tw = h->tw;
     if (h->ucp_desc != NULL)
         ucp_am_data_release(tw->worker, h->ucp_desc);
+    else if (h->rndv_buf)
+        rndv_buf_put(tw, h->data, h->alloc_len);
     else if (h->owned)
         free(h->data);
     h->next = tw->free_held;
@@ -200,14 +249,15 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
         return h->ucp_desc != NULL ? UCS_INPROGRESS : UCS_OK;
     }
 
-    h->data = malloc(length ? length : 1);
+    h->data = rndv_buf_get(tw, length ? length : 1);
     if (h->data == NULL) {
         rv_error("out of memory receiving %zu bytes from worker %u", length,
                  src);
         held_free(h);
         return UCS_ERR_NO_MEMORY;
     }
-    h->owned = true;
+    h->rndv_buf = true;
+    h->alloc_len = length ? length : 1;
     held_enqueue(tw, h);
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -259,6 +309,26 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
         return RV_ERR_INVALID;
     if (hdr_len > RV_UCX_MAX_HDR || iovcnt > RV_UCX_MAX_IOV)
         return RV_ERR_INVALID;
+
+    /* Fast path: a small message that UCX can send right now needs no
+     * request state; the header lives on the stack. */
+    if (iovcnt <= 1 && (iovcnt == 0 || iov[0].iov_len <= RV_UCX_FAST_MAX)) {
+        uint8_t h[RV_UCX_MAX_HDR + sizeof(uint32_t)];
+        memcpy(h, &tw->tid, sizeof(tw->tid));
+        memcpy(h + sizeof(tw->tid), hdr, hdr_len);
+        ucp_request_param_t fp = {
+            .op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL};
+        ucs_status_ptr_t r = ucp_am_send_nbx(
+            tw->eps[peer], RV_UCX_AM_ID, h, sizeof(tw->tid) + hdr_len,
+            iovcnt ? iov[0].iov_base : NULL, iovcnt ? iov[0].iov_len : 0, &fp);
+        if (r == NULL)
+            return RV_OK;
+        if (UCS_PTR_STATUS(r) != UCS_ERR_NO_RESOURCE) {
+            rv_error("cannot send to worker %u: %s", peer,
+                     ucs_status_string(UCS_PTR_STATUS(r)));
+            return rv_ucx_status(UCS_PTR_STATUS(r));
+        }
+    }
 
     ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
     if (op == NULL)
@@ -387,6 +457,13 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw)
         ucx_op_t *op = tw->free_ops;
         tw->free_ops = op->next;
         free(op);
+    }
+    for (int c = 0; c < RV_UCX_RNDV_CLASSES; c++) {
+        while (tw->rndv_free[c] != NULL) {
+            void *buf = tw->rndv_free[c];
+            memcpy(&tw->rndv_free[c], buf, sizeof(void *));
+            free(buf);
+        }
     }
     while (tw->free_held != NULL) {
         ucx_held_t *h = tw->free_held;
