@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs rivet into a temporary prefix, builds a program against it with
+# pkg-config and with find_package(rivet), and runs both through the
+# installed rivetrun. Usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log"
+libdir=$(ls -d "$tmp"/prefix/lib*/pkgconfig | head -1)
+test -x "$tmp/prefix/bin/rivetrun"
+test -x "$tmp/prefix/bin/rivet-config"
+test -f "$tmp/prefix/include/rivet/rivet.h"
+test -f "$tmp/prefix/include/rivet/rv_transport.h"
+ls "$tmp"/prefix/lib*/rivet/librivet-ucx.so > /dev/null
+if ls "$tmp"/prefix/include/rivet | grep -q -E "rv_core|rv_bootstrap|rv_placement"; then
+  echo "internal headers were installed" >&2; exit 1
+fi
+
+# pkg-config
+export PKG_CONFIG_PATH=$libdir
+cc -std=c11 -Wall -Werror "$src/tests/install/hello.c" -o "$tmp/hello-pc" \
+   $(pkg-config --cflags --libs rivet)
+
+# find_package(rivet)
+mkdir "$tmp/app"
+cp "$src/tests/install/hello.c" "$tmp/app/"
+cp "$src/tests/install/CMakeLists.txt.in" "$tmp/app/CMakeLists.txt"
+cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+      > "$tmp/app.log"
+cmake --build "$tmp/app/build" >> "$tmp/app.log"
+
+cfg="$src/configs/pingpong-shm.yaml"
+for prog in "$tmp/hello-pc" "$tmp/app/build/hello-cmake"; do
+  # No plugin path from the build tree: the installed layout must suffice.
+  out=$(env -u RIVET_PLUGIN_PATH "$tmp/prefix/bin/rivetrun" --timeout 60 \
+        -n 3 -c "$cfg" "$prog")
+  echo "$out"
+  test "$(echo "$out" | grep -c 'hello from an installed rivet')" -eq 2
+done
+echo "install test passed"
