@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Compares rivet's active messages with raw UCX (ucx_perftest) in one run.
+#
+#   bench/compare-ucx.sh [-r REPS] [-t "shm tcp"] [-b BUILD_DIR]
+#
+# For each transport (shm = UCX sm,self; tcp = UCX tcp,self on lo), and for
+# REPS repetitions (default 3), it runs, alternating rivet and UCX with the
+# two processes pinned to cores 0 and 1:
+#   latency      rv-pingpong          vs ucp_am_lat   (8 B, 4 KiB; median)
+#   message rate rv-am-bw             vs ucp_am_bw    (8, 64, 256, 4096 B)
+#   bandwidth    rv-am-bw             vs ucp_am_bw    (64 KiB, 4 MiB)
+# and writes bench/results/compare-ucx.csv with the columns
+#   metric,transport,size,rivet,ucx,ratio
+# (medians over the repetitions; ratio = rivet/ucx for rates, ucx/rivet for
+# latency, so higher is better), every single run to
+# bench/results/compare-ucx-runs.csv, and a plot of the ratios to
+# bench/results/compare-ucx.png.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+build=$top/build
+reps=3
+transports="shm tcp"
+while getopts "r:t:b:h" o; do
+  case $o in
+    r) reps=$OPTARG ;;
+    t) transports=$OPTARG ;;
+    b) build=$OPTARG ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
+  esac
+done
+
+results=$here/results
+mkdir -p "$results"
+runs=$results/compare-ucx-runs.csv
+csv=$results/compare-ucx.csv
+echo "metric,transport,size,rep,impl,value" > "$runs"
+
+command -v ucx_perftest > /dev/null || {
+  echo "compare-ucx: ucx_perftest not found (Debian package ucx-utils)" >&2
+  exit 1
+}
+[ -x "$build/bin/rv-pingpong" ] || {
+  echo "compare-ucx: $build/bin/rv-pingpong not built; run make first" >&2
+  exit 1
+}
+
+lat_sizes="8 4096"
+rate_sizes="8 64 256 4096"
+bw_sizes="65536 4194304"
+port=$((20000 + RANDOM % 20000))
+
+ucx_env() { # transport -> env assignments for ucx_perftest
+  case $1 in
+    shm) echo "UCX_TLS=sm,self" ;;
+    tcp) echo "UCX_TLS=tcp,self UCX_NET_DEVICES=lo" ;;
+  esac
+}
+
+iters() { # transport size kind -> iterations
+  local tl=$1 size=$2 kind=$3
+  if [ "$kind" = lat ]; then
+    [ "$tl" = shm ] && echo 100000 || echo 20000
+    return
+  fi
+  local budget=$((256 << 20))
+  [ "$tl" = tcp ] && budget=$((64 << 20))
+  local n=$((budget / size))
+  local max=2000000
+  [ "$tl" = tcp ] && max=200000
+  [ $n -gt $max ] && n=$max
+  [ $n -lt 1000 ] && n=1000
+  echo $n
+}
+
+# ucx_perftest TRANSPORT TEST SIZE ITERS -> its "Final:" line
+perftest() {
+  local tl=$1 test=$2 size=$3 n=$4 out
+  port=$((port + 1))
+  env $(ucx_env "$tl") taskset -c 0 ucx_perftest -p $port > /dev/null 2>&1 &
+  local server=$!
+  sleep 0.5
+  out=$(env $(ucx_env "$tl") taskset -c 1 timeout 120 ucx_perftest 127.0.0.1 \
+        -p $port -t "$test" -s "$size" -n "$n" -w $((n / 10 + 10)) 2>&1 \
+        | grep '^Final:' | tail -1) || true
+  for _ in 1 2 3 4 5 6; do
+    kill -0 $server 2> /dev/null || break
+    sleep 0.5
+  done
+  kill $server 2> /dev/null || true
+  wait $server 2> /dev/null || true
+  echo "$out"
+}
+
+rivet() { # transport program args... -> CSV rows on stdout
+  local tl=$1
+  shift
+  "$build/bin/rivetrun" --timeout 300 --no-prefix \
+    -c "$top/configs/pingpong-$tl.yaml" "$@" --csv
+}
+
+record() { echo "$1,$2,$3,$4,$5,$6" >> "$runs"; }
+
+for rep in $(seq 1 "$reps"); do
+  for tl in $transports; do
+    echo "== repetition $rep/$reps, $tl" >&2
+    # latency
+    for s in $lat_sizes; do
+      f=$(perftest "$tl" ucp_am_lat "$s" "$(iters "$tl" "$s" lat)")
+      record latency_us "$tl" "$s" "$rep" ucx "$(echo "$f" | awk '{print $3}')"
+    done
+    n=$(iters "$tl" 8 lat)
+    rivet "$tl" "$build/bin/rv-pingpong" -s "${lat_sizes// /,}" -n "$n" \
+      | awk -F, -v tl="$tl" -v rep="$rep" 'NR > 1 && NF >= 2 {
+          printf "latency_us,%s,%s,%s,rivet,%s\n", tl, $1, rep, $2 }' >> "$runs"
+
+    # message rate and bandwidth
+    for s in $rate_sizes $bw_sizes; do
+      n=$(iters "$tl" "$s" bw)
+      f=$(perftest "$tl" ucp_am_bw "$s" "$n")
+      rate=$(echo "$f" | awk '{print $9}')
+      if [ "$s" -le 4096 ]; then
+        record msg_rate_mps "$tl" "$s" "$rep" ucx \
+          "$(awk -v r="$rate" 'BEGIN { printf "%.4f", r / 1e6 }')"
+      else
+        record bandwidth_mbps "$tl" "$s" "$rep" ucx \
+          "$(awk -v r="$rate" -v s="$s" 'BEGIN { printf "%.1f", r * s / 1e6 }')"
+      fi
+      out=$(rivet "$tl" "$build/bin/rv-am-bw" -s "$s" -n "$n")
+      rate=$(echo "$out" | awk -F, 'NR > 1 && NF >= 2 { print $2 }')
+      if [ "$s" -le 4096 ]; then
+        record msg_rate_mps "$tl" "$s" "$rep" rivet \
+          "$(awk -v r="$rate" 'BEGIN { printf "%.4f", r / 1e6 }')"
+      else
+        record bandwidth_mbps "$tl" "$s" "$rep" rivet \
+          "$(awk -v r="$rate" -v s="$s" 'BEGIN { printf "%.1f", r * s / 1e6 }')"
+      fi
+    done
+  done
+done
+
+# Medians and spreads (min-max) per metric, transport, size and impl.
+echo "metric,transport,size,rivet,ucx,ratio" > "$csv"
+summary=$(awk -F, 'NR > 1 && $6 != "" {
+    k = $1 "," $2 "," $3 "," $5; v[k] = v[k] " " $6 }
+  END { for (k in v) print k "|" v[k] }' "$runs" | while IFS='|' read -r k vals; do
+    sorted=$(echo $vals | tr ' ' '\n' | sort -g | tr '\n' ' ')
+    echo "$k|$(echo $sorted | awk '{ n = NF; m = (n % 2) ? $((n + 1) / 2) :
+      ($(n / 2) + $(n / 2 + 1)) / 2; printf "%s|%s|%s", m, $1, $NF }')"
+  done)
+
+printf "\n%-15s %-4s %8s %12s %22s %12s %22s %7s\n" metric tl size rivet \
+  "(min-max)" ucx "(min-max)" ratio
+for m in latency_us msg_rate_mps bandwidth_mbps; do
+  for tl in $transports; do
+    case $m in
+      latency_us) sizes=$lat_sizes ;;
+      msg_rate_mps) sizes=$rate_sizes ;;
+      *) sizes=$bw_sizes ;;
+    esac
+    for s in $sizes; do
+      r=$(echo "$summary" | grep "^$m,$tl,$s,rivet|" | cut -d'|' -f2-)
+      u=$(echo "$summary" | grep "^$m,$tl,$s,ucx|" | cut -d'|' -f2-)
+      [ -n "$r" ] && [ -n "$u" ] || continue
+      rm_=${r%%|*}; um=${u%%|*}
+      ratio=$(awk -v r="$rm_" -v u="$um" -v m="$m" 'BEGIN {
+        if (r == 0 || u == 0) { print "nan"; exit }
+        printf "%.3f", (m == "latency_us") ? u / r : r / u }')
+      echo "$m,$tl,$s,$rm_,$um,$ratio" >> "$csv"
+      printf "%-15s %-4s %8s %12s %22s %12s %22s %7s\n" "$m" "$tl" "$s" \
+        "$rm_" "(${r#*|})" "$um" "(${u#*|})" "$ratio" | tr '|' '-'
+    done
+  done
+done
+echo
+echo "medians of $reps repetitions; every run in $runs"
+echo "$csv:"
+cat "$csv"
+
+if command -v gnuplot > /dev/null; then
+  awk -F, 'NR > 1 { printf "\"%s %s %s\" %s\n", $1, $2, $3, $6 }' "$csv" \
+    > "$results/compare-ucx.dat"
+  gnuplot <<EOF
+set terminal pngcairo size 1100,520 noenhanced
+set output "$results/compare-ucx.png"
+set title "rivet / raw UCX (ucx_perftest), same run; higher is better"
+set style fill solid 0.6
+set boxwidth 0.7
+set yrange [0:*]
+set xtics rotate by -40
+set grid ytics
+set arrow from graph 0, first 0.9 to graph 1, first 0.9 nohead dt 2 lc rgb "red"
+set ylabel "ratio"
+plot "$results/compare-ucx.dat" using 0:2:xtic(1) with boxes notitle
+EOF
+  rm -f "$results/compare-ucx.dat"
+  echo "plot: $results/compare-ucx.png"
+fi
