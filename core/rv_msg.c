@@ -37,6 +37,8 @@ const rv_handler_entry_t *rv__handler_find(const rv_context_t *ctx,
                                            rv_handler_id_t id)
 {
     rv_handler_entry_t key = {.id = id};
+    if (ctx->nhandlers == 0)
+        return NULL;
     return bsearch(&key, ctx->handlers, ctx->nhandlers, sizeof(key),
                    entry_cmp);
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs rivet into a temporary prefix, builds a program against it with
 # pkg-config and with find_package(rivet), and runs both through the
-# installed rivetrun. Usage: test_install.sh BUILD_DIR SOURCE_DIR
+# installed rivetrun. Usage: test_install.sh BUILD_DIR SOURCE_DIR [CFLAGS]
 set -euo pipefail
 build=$1
 src=$2
+cflags=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -21,7 +22,7 @@ fi
 
 # pkg-config
 export PKG_CONFIG_PATH=$libdir
-cc -std=c11 -Wall -Werror "$src/tests/install/hello.c" -o "$tmp/hello-pc" \
+cc -std=c11 -Wall -Werror $cflags "$src/tests/install/hello.c" -o "$tmp/hello-pc" \
    $(pkg-config --cflags --libs rivet)
 
 # find_package(rivet)
@@ -29,6 +30,7 @@ mkdir "$tmp/app"
 cp "$src/tests/install/hello.c" "$tmp/app/"
 cp "$src/tests/install/CMakeLists.txt.in" "$tmp/app/CMakeLists.txt"
 cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+      -DCMAKE_C_FLAGS="$cflags" \
       > "$tmp/app.log"
 cmake --build "$tmp/app/build" >> "$tmp/app.log"
 
