@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo check check-asan bench install clean
+.PHONY: all deps build demo check check-asan bench install readme clean
 
 all: build
 
@@ -33,6 +33,9 @@ check-asan: deps
 
 bench: build
 	bench/compare-ucx.sh
+
+readme: build
+	scripts/readme-reference.sh $(BUILD)/bin/rivet-config README.md --update
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

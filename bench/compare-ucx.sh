@@ -14,7 +14,8 @@
 # (medians over the repetitions; ratio = rivet/ucx for rates, ucx/rivet for
 # latency, so higher is better), every single run to
 # bench/results/compare-ucx-runs.csv, and a plot of the ratios to
-# bench/results/compare-ucx.png.
+# bench/results/compare-ucx.png. With -s, it only summarizes the runs file
+# of an earlier run again.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,12 +23,14 @@ top=$(dirname "$here")
 build=$top/build
 reps=3
 transports="shm tcp"
-while getopts "r:t:b:h" o; do
+summary_only=0
+while getopts "r:t:b:sh" o; do
   case $o in
+    s) summary_only=1 ;;
     r) reps=$OPTARG ;;
     t) transports=$OPTARG ;;
     b) build=$OPTARG ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    *) sed -n "2,22p" "$0"; exit 2 ;;
   esac
 done
 
@@ -35,7 +38,7 @@ results=$here/results
 mkdir -p "$results"
 runs=$results/compare-ucx-runs.csv
 csv=$results/compare-ucx.csv
-echo "metric,transport,size,rep,impl,value" > "$runs"
+[ $summary_only -eq 1 ] || echo "metric,transport,size,rep,impl,value" > "$runs"
 
 command -v ucx_perftest > /dev/null || {
   echo "compare-ucx: ucx_perftest not found (Debian package ucx-utils)" >&2
@@ -102,7 +105,9 @@ rivet() { # transport program args... -> CSV rows on stdout
 
 record() { echo "$1,$2,$3,$4,$5,$6" >> "$runs"; }
 
+[ $summary_only -eq 1 ] && reps=$(awk -F, 'NR > 1 && $4 > m { m = $4 } END { print m + 0 }' "$runs")
 for rep in $(seq 1 "$reps"); do
+  [ $summary_only -eq 1 ] && break
   for tl in $transports; do
     echo "== repetition $rep/$reps, $tl" >&2
     # latency
@@ -141,38 +146,43 @@ for rep in $(seq 1 "$reps"); do
 done
 
 # Medians and spreads (min-max) per metric, transport, size and impl.
-echo "metric,transport,size,rivet,ucx,ratio" > "$csv"
-summary=$(awk -F, 'NR > 1 && $6 != "" {
-    k = $1 "," $2 "," $3 "," $5; v[k] = v[k] " " $6 }
-  END { for (k in v) print k "|" v[k] }' "$runs" | while IFS='|' read -r k vals; do
-    sorted=$(echo $vals | tr ' ' '\n' | sort -g | tr '\n' ' ')
-    echo "$k|$(echo $sorted | awk '{ n = NF; m = (n % 2) ? $((n + 1) / 2) :
-      ($(n / 2) + $(n / 2 + 1)) / 2; printf "%s|%s|%s", m, $1, $NF }')"
-  done)
-
-printf "\n%-15s %-4s %8s %12s %22s %12s %22s %7s\n" metric tl size rivet \
-  "(min-max)" ucx "(min-max)" ratio
-for m in latency_us msg_rate_mps bandwidth_mbps; do
-  for tl in $transports; do
-    case $m in
-      latency_us) sizes=$lat_sizes ;;
-      msg_rate_mps) sizes=$rate_sizes ;;
-      *) sizes=$bw_sizes ;;
-    esac
-    for s in $sizes; do
-      r=$(echo "$summary" | grep "^$m,$tl,$s,rivet|" | cut -d'|' -f2-)
-      u=$(echo "$summary" | grep "^$m,$tl,$s,ucx|" | cut -d'|' -f2-)
-      [ -n "$r" ] && [ -n "$u" ] || continue
-      rm_=${r%%|*}; um=${u%%|*}
-      ratio=$(awk -v r="$rm_" -v u="$um" -v m="$m" 'BEGIN {
-        if (r == 0 || u == 0) { print "nan"; exit }
-        printf "%.3f", (m == "latency_us") ? u / r : r / u }')
-      echo "$m,$tl,$s,$rm_,$um,$ratio" >> "$csv"
-      printf "%-15s %-4s %8s %12s %22s %12s %22s %7s\n" "$m" "$tl" "$s" \
-        "$rm_" "(${r#*|})" "$um" "(${u#*|})" "$ratio" | tr '|' '-'
-    done
-  done
-done
+summarize() {
+  awk -F, -v order="latency_us msg_rate_mps bandwidth_mbps" '
+    function median(list, n,   a, i, j, t) {
+      n = split(list, a, " ")
+      for (i = 2; i <= n; i++)            # insertion sort, numeric
+        for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+          t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      lo = a[1]; hi = a[n]
+      return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    NR > 1 && $6 != "" {
+      k = $1 SUBSEP $2 SUBSEP $3
+      if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+      v[k, $5] = v[k, $5] " " $6
+    }
+    END {
+      print "metric,transport,size,rivet,ucx,ratio" > csv
+      printf "\n%-15s %-4s %8s %10s %21s %10s %21s %7s\n", "metric", "tl",
+             "size", "rivet", "(min-max)", "ucx", "(min-max)", "ratio"
+      nm = split(order, ms, " ")
+      for (m = 1; m <= nm; m++)
+        for (i = 1; i <= nk; i++) {
+          split(keys[i], f, SUBSEP)
+          if (f[1] != ms[m] || !((keys[i], "rivet") in v) ||
+              !((keys[i], "ucx") in v))
+            continue
+          r = median(v[keys[i], "rivet"]); rlo = lo; rhi = hi
+          u = median(v[keys[i], "ucx"]); ulo = lo; uhi = hi
+          ratio = (r == 0 || u == 0) ? "nan" : \
+                  sprintf("%.3f", f[1] == "latency_us" ? u / r : r / u)
+          printf "%s,%s,%s,%g,%g,%s\n", f[1], f[2], f[3], r, u, ratio > csv
+          printf "%-15s %-4s %8s %10g %21s %10g %21s %7s\n", f[1], f[2],
+                 f[3], r, "(" rlo "-" rhi ")", u, "(" ulo "-" uhi ")", ratio
+        }
+    }' csv="$csv" "$runs"
+}
+summarize
 echo
 echo "medians of $reps repetitions; every run in $runs"
 echo "$csv:"

@@ -136,8 +136,13 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     size_t len = 0;
     for (size_t i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
-    rv_msg_hdr_t hdr = {
-        .magic = RV_MSG_MAGIC, .handler = h, .src = w->tid, .len = len};
+    if (len > RV_MSG_MAX_LEN) {
+        rv_error("a message of %zu bytes is larger than the %u bytes a message "
+                 "can carry; move the data with put/get instead", len,
+                 RV_MSG_MAX_LEN);
+        return RV_ERR_INVALID;
+    }
+    rv_msg_hdr_t hdr = {.handler = h, .len = (uint32_t)len};
 
     /* Completion callbacks run only from progress, never inside am_send,
      * so the count is raised only for sends that did not complete. */
@@ -191,29 +196,27 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
     rv_worker_t *w = arg;
     const rv_msg_hdr_t *hdr = rx->hdr;
 
-    if (rx->hdr_len != sizeof(*hdr) || hdr->magic != RV_MSG_MAGIC)
+    if (rx->hdr_len != sizeof(*hdr))
         return drop(&w->stats.rx_malformed,
-                    "malformed header (%zu bytes, magic 0x%08x; expected "
-                    "%zu bytes, magic 0x%08x)", rx->hdr_len,
-                    rx->hdr_len >= 4 ? hdr->magic : 0, sizeof(*hdr),
-                    RV_MSG_MAGIC);
+                    "malformed header from worker %u (%zu bytes, expected "
+                    "%zu)", rx->src, rx->hdr_len, sizeof(*hdr));
     if (hdr->len != rx->len)
         return drop(&w->stats.rx_malformed,
                     "truncated message from worker %u (handler 0x%08x): "
-                    "%llu bytes announced, %zu received", hdr->src,
-                    hdr->handler, (unsigned long long)hdr->len, rx->len);
+                    "%u bytes announced, %zu received", rx->src,
+                    hdr->handler, hdr->len, rx->len);
 
     const rv_handler_entry_t *e = rv__handler_find(w->ctx, hdr->handler);
     if (e == NULL)
         return drop(&w->stats.rx_unknown_handler,
                     "unknown handler id 0x%08x from worker %u (%zu bytes); "
                     "every process must register the same handlers",
-                    hdr->handler, hdr->src, rx->len);
+                    hdr->handler, rx->src, rx->len);
 
     w->stats.rx_msgs++;
     w->stats.rx_bytes += rx->len;
 
-    rv_msg_t msg = {.src = hdr->src, .handler = hdr->handler,
+    rv_msg_t msg = {.src = rx->src, .handler = hdr->handler,
                     .data = rx->data, .len = rx->len, .desc_ = desc};
     if (!(e->flags & RV_HANDLER_KEEP_DATA)) {
         if (e->fn(w, &msg, e->arg) == RV_INPROGRESS)

@@ -56,6 +56,7 @@ typedef struct rv_transport_caps {
 
 /** @brief An active message as the transport delivers it to the core. */
 typedef struct rv_am_rx {
+    uint32_t src;           /**< the sending worker */
     const void *hdr;        /**< the header; valid during the callback */
     size_t hdr_len;
     void *data;             /**< the payload */

@@ -627,8 +627,7 @@ static int body_bad_messages(rv_worker_t *w, void *arg)
                    NULL) == RV_OK, "send to unknown handler");
 
     /* 2. a header announcing 100 bytes, followed by 50 */
-    rv_msg_hdr_t hdr = {.magic = RV_MSG_MAGIC, .handler = H.count,
-                        .src = me, .len = 100};
+    rv_msg_hdr_t hdr = {.handler = H.count, .len = 100};
     struct iovec iov = {.iov_base = payload, .iov_len = 50};
     rv_sync_init(&sync, 1);
     rv_status_t st = ops->am_send(rv_worker_tworker(w), right, &hdr,
@@ -638,7 +637,7 @@ static int body_bad_messages(rv_worker_t *w, void *arg)
 
     /* 3. a header cut short */
     rv_sync_init(&sync, 1);
-    st = ops->am_send(rv_worker_tworker(w), right, &hdr, 8, &iov, 1, sync_cb,
+    st = ops->am_send(rv_worker_tworker(w), right, &hdr, 4, &iov, 1, sync_cb,
                       &sync);
     EXPECT(op_wait(w, st, &sync) == RV_OK, "forged send: %s",
            rv_status_str(st));

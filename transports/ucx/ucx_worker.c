@@ -160,7 +160,7 @@ static unsigned deliver_held(struct rv_tworker *tw)
             q->head = h->next;
             if (q->head == NULL)
                 q->tail = NULL;
-            rv_am_rx_t rx = {.hdr = h->hdr, .hdr_len = h->hdr_len,
+            rv_am_rx_t rx = {.src = src, .hdr = h->hdr, .hdr_len = h->hdr_len,
                              .data = h->data, .len = h->len,
                              .persistent = true};
             rv_status_t st = tw->am_recv(tw->am_arg, &rx,
