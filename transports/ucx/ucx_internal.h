@@ -18,6 +18,7 @@
 #define RV_UCX_RNDV_MIN_CLASS 12    /* 4 KiB */
 #define RV_UCX_RNDV_CLASSES 15      /* up to 64 MiB */
 #define RV_UCX_RNDV_CACHE (256u << 20)
+#define RV_UCX_RNDV_INFLIGHT 2      /* rendezvous fetches at once */
 #define RV_UCX_FAST_MAX 4096 /* payloads tried with immediate completion */
 
 struct rv_transport {
@@ -51,6 +52,8 @@ typedef struct ucx_held {
     bool ready;                    /* data complete */
     bool owned;                    /* data malloc'ed by us */
     bool rndv_buf;                 /* data from the rendezvous cache */
+    void *rndv_desc;               /* rendezvous not started yet: UCX's desc */
+    struct ucx_held *rndv_next;    /* in the worker's pending rendezvous */
     void *ucp_desc;                /* eager data kept by UCX, or NULL */
     void *data;
     size_t len;
@@ -92,6 +95,8 @@ struct rv_tworker {
      * fresh memory costs a page fault per page on every message. */
     void *rndv_free[RV_UCX_RNDV_CLASSES];
     size_t rndv_cached;            /* bytes in rndv_free */
+    ucx_held_t *rndv_head, *rndv_tail; /* rendezvous waiting to start */
+    unsigned rndv_inflight;        /* rendezvous fetches under way */
     rv_am_recv_fn am_recv;
     void *am_arg;
     ucx_op_t *free_ops;

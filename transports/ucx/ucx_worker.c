@@ -114,6 +114,7 @@ static ucx_held_t *held_get(struct rv_tworker *tw)
     h->owned = false;
     h->rndv_buf = false;
     h->ucp_desc = NULL;
+    h->rndv_desc = NULL;
     return h;
 }
 
@@ -195,6 +196,7 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
         h->len = length;
     }
     h->ready = true;
+    h->tw->rndv_inflight--;
 }
 
 static ucs_status_t am_recv_cb(void *arg, const void *header,
@@ -249,31 +251,63 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
         return h->ucp_desc != NULL ? UCS_INPROGRESS : UCS_OK;
     }
 
-    h->data = rndv_buf_get(tw, length ? length : 1);
-    if (h->data == NULL) {
-        rv_error("out of memory receiving %zu bytes from worker %u", length,
-                 src);
-        held_free(h);
-        return UCS_ERR_NO_MEMORY;
-    }
-    h->rndv_buf = true;
-    h->alloc_len = length ? length : 1;
+    /* A rendezvous: its data is fetched when its turn comes (see
+     * rndv_start_pending), so the desc is kept. */
+    h->rndv_desc = data;
     held_enqueue(tw, h);
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv_am = rndv_done,
-        .user_data = h,
-    };
-    ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, data, h->data,
-                                              length, &p);
-    if (UCS_PTR_IS_ERR(r))
-        rndv_done(NULL, UCS_PTR_STATUS(r), 0, h);
-    else if (r == NULL)
-        rndv_done(NULL, UCS_OK, length, h);
-    /* else rndv_done runs on completion and frees the request (freeing it
-     * now would cancel the callback). */
+    h->rndv_next = NULL;
+    if (tw->rndv_tail != NULL)
+        tw->rndv_tail->rndv_next = h;
+    else
+        tw->rndv_head = h;
+    tw->rndv_tail = h;
     return UCS_INPROGRESS;
+}
+
+/*
+ * Starts fetching rendezvous data, in arrival order, while fewer than
+ * RV_UCX_RNDV_INFLIGHT fetches are under way. Fetching further ahead gains
+ * nothing, since handlers run in order, and costs a buffer per message: a
+ * window of 64 messages of 4 MiB would otherwise cycle 256 MiB through the
+ * caches, and over TCP would interleave 64 transfers on one socket.
+ */
+static void rndv_start_pending(struct rv_tworker *tw)
+{
+    ucx_held_t *h;
+    while (tw->rndv_inflight < RV_UCX_RNDV_INFLIGHT &&
+           (h = tw->rndv_head) != NULL) {
+        tw->rndv_head = h->rndv_next;
+        if (tw->rndv_head == NULL)
+            tw->rndv_tail = NULL;
+        void *desc = h->rndv_desc;
+        h->rndv_desc = NULL;
+        h->data = rndv_buf_get(tw, h->len ? h->len : 1);
+        if (h->data == NULL) {
+            rv_error("out of memory receiving %zu bytes from worker %u",
+                     h->len, h->src);
+            ucp_am_data_release(tw->worker, desc);
+            h->len = 0; /* delivered as truncated, and dropped */
+            h->ready = true;
+            continue;
+        }
+        h->rndv_buf = true;
+        h->alloc_len = h->len ? h->len : 1;
+        tw->rndv_inflight++;
+        ucp_request_param_t p = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                            UCP_OP_ATTR_FIELD_USER_DATA,
+            .cb.recv_am = rndv_done,
+            .user_data = h,
+        };
+        ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, desc, h->data,
+                                                  h->len, &p);
+        if (UCS_PTR_IS_ERR(r))
+            rndv_done(NULL, UCS_PTR_STATUS(r), 0, h);
+        else if (r == NULL)
+            rndv_done(NULL, UCS_OK, h->len, h);
+        /* else rndv_done runs on completion and frees the request
+         * (freeing it now would cancel the callback). */
+    }
 }
 
 void rv_ucx_am_release(struct rv_tworker *tw, void *desc)
@@ -445,6 +479,9 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw)
             ucx_held_t *next = h->next;
             if (h->ready) {
                 held_free(h);
+            } else if (h->rndv_desc != NULL) { /* never started */
+                ucp_am_data_release(tw->worker, h->rndv_desc);
+                free(h);
             } else { /* a rendezvous that will never complete */
                 free(h->data);
                 free(h);
@@ -620,6 +657,8 @@ unsigned rv_ucx_progress(struct rv_tworker *tw)
     unsigned n = ucp_worker_progress(tw->worker);
     n += tw->completions;
     tw->completions = 0;
+    if (tw->rndv_head != NULL)
+        rndv_start_pending(tw);
     if (tw->active_count > 0)
         n += deliver_held(tw);
     return n;
