@@ -15,9 +15,9 @@
 #define RV_UCX_AM_ID 0
 #define RV_UCX_MAX_HDR 64     /* core header bytes carried per message */
 #define RV_UCX_MAX_IOV 16
-#define RV_UCX_RNDV_MIN_CLASS 12    /* 4 KiB */
-#define RV_UCX_RNDV_CLASSES 15      /* up to 64 MiB */
-#define RV_UCX_RNDV_CACHE (256u << 20)
+#define RV_UCX_RXBUF_MIN_CLASS 12    /* 4 KiB */
+#define RV_UCX_RXBUF_CLASSES 15      /* up to 64 MiB */
+#define RV_UCX_RXBUF_CACHE (256u << 20)
 #define RV_UCX_RNDV_INFLIGHT 2      /* rendezvous fetches at once */
 #define RV_UCX_FAST_MAX 4096 /* payloads tried with immediate completion */
 
@@ -50,14 +50,13 @@ typedef struct ucx_held {
     struct rv_tworker *tw;
     uint32_t src;                  /* sending worker */
     bool ready;                    /* data complete */
-    bool owned;                    /* data malloc'ed by us */
-    bool rndv_buf;                 /* data from the rendezvous cache */
+    bool rxbuf;                    /* data from the receive buffer cache */
     void *rndv_desc;               /* rendezvous not started yet: UCX's desc */
     struct ucx_held *rndv_next;    /* in the worker's pending rendezvous */
     void *ucp_desc;                /* eager data kept by UCX, or NULL */
     void *data;
     size_t len;
-    size_t alloc_len;              /* rndv_buf: the size asked for */
+    size_t alloc_len;              /* rxbuf: the size asked for */
     size_t hdr_len;
     uint8_t hdr[RV_UCX_MAX_HDR];
     uint8_t inline_data[RV_UCX_INLINE_DATA];
@@ -91,10 +90,11 @@ struct rv_tworker {
     uint32_t active_head, active_count;
     bool *is_active;               /* by peer tid */
     ucx_held_t *free_held;
-    /* Rendezvous receive buffers, kept for reuse by power-of-two class:
-     * fresh memory costs a page fault per page on every message. */
-    void *rndv_free[RV_UCX_RNDV_CLASSES];
-    size_t rndv_cached;            /* bytes in rndv_free */
+    /* Receive buffers (rendezvous data, and eager data UCX does not let us
+     * keep), kept for reuse by power-of-two class: fresh memory costs a
+     * page fault per page on every message. */
+    void *rxbuf_free[RV_UCX_RXBUF_CLASSES];
+    size_t rxbuf_cached;            /* bytes in rxbuf_free */
     ucx_held_t *rndv_head, *rndv_tail; /* rendezvous waiting to start */
     unsigned rndv_inflight;        /* rendezvous fetches under way */
     rv_am_recv_fn am_recv;

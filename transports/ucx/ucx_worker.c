@@ -58,29 +58,29 @@ void rv_ucx_op_put(struct rv_tworker *tw, ucx_op_t *op)
  */
 
 /* Size class of a rendezvous buffer of @p len bytes, or -1 if too big. */
-static int rndv_class(size_t len)
+static int rxbuf_class(size_t len)
 {
-    int k = RV_UCX_RNDV_MIN_CLASS;
-    while (k < RV_UCX_RNDV_MIN_CLASS + RV_UCX_RNDV_CLASSES &&
+    int k = RV_UCX_RXBUF_MIN_CLASS;
+    while (k < RV_UCX_RXBUF_MIN_CLASS + RV_UCX_RXBUF_CLASSES &&
            ((size_t)1 << k) < len)
         k++;
-    return k < RV_UCX_RNDV_MIN_CLASS + RV_UCX_RNDV_CLASSES
-               ? k - RV_UCX_RNDV_MIN_CLASS
+    return k < RV_UCX_RXBUF_MIN_CLASS + RV_UCX_RXBUF_CLASSES
+               ? k - RV_UCX_RXBUF_MIN_CLASS
                : -1;
 }
 
-static void *rndv_buf_get(struct rv_tworker *tw, size_t len)
+static void *rxbuf_get(struct rv_tworker *tw, size_t len)
 {
-    int c = rndv_class(len);
+    int c = rxbuf_class(len);
     if (c < 0)
         return malloc(len);
-    void *buf = tw->rndv_free[c];
+    void *buf = tw->rxbuf_free[c];
     if (buf != NULL) {
-        memcpy(&tw->rndv_free[c], buf, sizeof(void *));
-        tw->rndv_cached -= (size_t)1 << (c + RV_UCX_RNDV_MIN_CLASS);
+        memcpy(&tw->rxbuf_free[c], buf, sizeof(void *));
+        tw->rxbuf_cached -= (size_t)1 << (c + RV_UCX_RXBUF_MIN_CLASS);
         return buf;
     }
-    size_t size = (size_t)1 << (c + RV_UCX_RNDV_MIN_CLASS);
+    size_t size = (size_t)1 << (c + RV_UCX_RXBUF_MIN_CLASS);
     size_t align = size >= (2u << 20) ? (2u << 20) : 4096;
     if (posix_memalign(&buf, align, size) != 0)
         return NULL;
@@ -89,17 +89,17 @@ static void *rndv_buf_get(struct rv_tworker *tw, size_t len)
     return buf;
 }
 
-static void rndv_buf_put(struct rv_tworker *tw, void *buf, size_t len)
+static void rxbuf_put(struct rv_tworker *tw, void *buf, size_t len)
 {
-    int c = rndv_class(len);
-    size_t size = c < 0 ? 0 : (size_t)1 << (c + RV_UCX_RNDV_MIN_CLASS);
-    if (c < 0 || tw->rndv_cached + size > RV_UCX_RNDV_CACHE) {
+    int c = rxbuf_class(len);
+    size_t size = c < 0 ? 0 : (size_t)1 << (c + RV_UCX_RXBUF_MIN_CLASS);
+    if (c < 0 || tw->rxbuf_cached + size > RV_UCX_RXBUF_CACHE) {
         free(buf);
         return;
     }
-    memcpy(buf, &tw->rndv_free[c], sizeof(void *));
-    tw->rndv_free[c] = buf;
-    tw->rndv_cached += size;
+    memcpy(buf, &tw->rxbuf_free[c], sizeof(void *));
+    tw->rxbuf_free[c] = buf;
+    tw->rxbuf_cached += size;
 }
 
 static ucx_held_t *held_get(struct rv_tworker *tw)
@@ -111,8 +111,7 @@ static ucx_held_t *held_get(struct rv_tworker *tw)
         return NULL;
     h->tw = tw;
     h->ready = false;
-    h->owned = false;
-    h->rndv_buf = false;
+    h->rxbuf = false;
     h->ucp_desc = NULL;
     h->rndv_desc = NULL;
     return h;
@@ -123,10 +122,8 @@ static void held_free(ucx_held_t *h)
     struct rv_tworker *tw = h->tw;
     if (h->ucp_desc != NULL)
         ucp_am_data_release(tw->worker, h->ucp_desc);
-    else if (h->rndv_buf)
-        rndv_buf_put(tw, h->data, h->alloc_len);
-    else if (h->owned)
-        free(h->data);
+    else if (h->rxbuf)
+        rxbuf_put(tw, h->data, h->alloc_len);
     h->next = tw->free_held;
     tw->free_held = h;
 }
@@ -238,8 +235,9 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
         } else if (persistent) {
             h->ucp_desc = data; /* keep UCX's buffer: no copy */
             h->data = data;
-        } else if ((h->data = malloc(length)) != NULL) {
-            h->owned = true;
+        } else if ((h->data = rxbuf_get(tw, length)) != NULL) {
+            h->rxbuf = true; /* a reused buffer: no page faults */
+            h->alloc_len = length;
             memcpy(h->data, data, length);
         } else {
             rv_error("out of memory holding %zu bytes from worker %u", length,
@@ -281,7 +279,7 @@ static void rndv_start_pending(struct rv_tworker *tw)
             tw->rndv_tail = NULL;
         void *desc = h->rndv_desc;
         h->rndv_desc = NULL;
-        h->data = rndv_buf_get(tw, h->len ? h->len : 1);
+        h->data = rxbuf_get(tw, h->len ? h->len : 1);
         if (h->data == NULL) {
             rv_error("out of memory receiving %zu bytes from worker %u",
                      h->len, h->src);
@@ -290,7 +288,7 @@ static void rndv_start_pending(struct rv_tworker *tw)
             h->ready = true;
             continue;
         }
-        h->rndv_buf = true;
+        h->rxbuf = true;
         h->alloc_len = h->len ? h->len : 1;
         tw->rndv_inflight++;
         ucp_request_param_t p = {
@@ -495,10 +493,10 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw)
         tw->free_ops = op->next;
         free(op);
     }
-    for (int c = 0; c < RV_UCX_RNDV_CLASSES; c++) {
-        while (tw->rndv_free[c] != NULL) {
-            void *buf = tw->rndv_free[c];
-            memcpy(&tw->rndv_free[c], buf, sizeof(void *));
+    for (int c = 0; c < RV_UCX_RXBUF_CLASSES; c++) {
+        while (tw->rxbuf_free[c] != NULL) {
+            void *buf = tw->rxbuf_free[c];
+            memcpy(&tw->rxbuf_free[c], buf, sizeof(void *));
             free(buf);
         }
     }
