@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # Compares rivet's active messages with raw UCX (ucx_perftest) in one run.
+# Every rivet measurement is taken right beside the matching ucx_perftest
+# one (alternating which goes first), and the ratio reported is the median
+# over repetitions of those side-by-side ratios: on a shared machine whose
+# speed drifts by 2-3x over minutes, that is what stays comparable.
 #
 #   bench/compare-ucx.sh [-r REPS] [-t "shm tcp"] [-b BUILD_DIR]
 #
@@ -11,8 +15,9 @@
 #   bandwidth    rv-am-bw             vs ucp_am_bw    (64 KiB, 4 MiB)
 # and writes bench/results/compare-ucx.csv with the columns
 #   metric,transport,size,rivet,ucx,ratio
-# (medians over the repetitions; ratio = rivet/ucx for rates, ucx/rivet for
-# latency, so higher is better), every single run to
+# (rivet and ucx are medians over the repetitions; ratio is the median of
+# the per-repetition ratios rivet/ucx for rates, ucx/rivet for latency, so
+# higher is better), every single run to
 # bench/results/compare-ucx-runs.csv, and a plot of the ratios to
 # bench/results/compare-ucx.png. With -s, it only summarizes the runs file
 # of an earlier run again.
@@ -64,16 +69,14 @@ ucx_env() { # transport -> env assignments for ucx_perftest
 iters() { # transport size kind -> iterations
   local tl=$1 size=$2 kind=$3
   if [ "$kind" = lat ]; then
-    [ "$tl" = shm ] && echo 100000 || echo 20000
+    [ "$tl" = shm ] && echo 50000 || echo 10000
     return
   fi
-  local budget=$((256 << 20))
-  [ "$tl" = tcp ] && budget=$((64 << 20))
+  local budget=$((128 << 20)) max=1000000
+  [ "$tl" = tcp ] && budget=$((32 << 20)) max=100000
   local n=$((budget / size))
-  local max=2000000
-  [ "$tl" = tcp ] && max=200000
   [ $n -gt $max ] && n=$max
-  [ $n -lt 1000 ] && n=1000
+  [ $n -lt 500 ] && n=500
   echo $n
 }
 
@@ -105,42 +108,57 @@ rivet() { # transport program args... -> CSV rows on stdout
 
 record() { echo "$1,$2,$3,$4,$5,$6" >> "$runs"; }
 
+# record_rate TRANSPORT SIZE REP IMPL MSGS_PER_S: a message rate in M/s up
+# to 4 KiB, a bandwidth in MB/s (10^6 B) above.
+record_rate() {
+  local v
+  if [ "$2" -le 4096 ]; then
+    v=$(awk -v r="$5" 'BEGIN { printf "%.4f", r / 1e6 }')
+    record msg_rate_mps "$1" "$2" "$3" "$4" "$v"
+  else
+    v=$(awk -v r="$5" -v s="$2" 'BEGIN { printf "%.1f", r * s / 1e6 }')
+    record bandwidth_mbps "$1" "$2" "$3" "$4" "$v"
+  fi
+}
+
+[ $summary_only -eq 1 ] && reps=$(awk -F, 'NR > 1 && $4 > m { m = $4 } END { print m + 0 }' "$runs")
+# One measurement of one implementation: appends a row to the runs file.
+measure() { # impl transport size rep kind
+  local impl=$1 tl=$2 s=$3 rep=$4 kind=$5 n f
+  n=$(iters "$tl" "$s" "$kind")
+  if [ "$kind" = lat ]; then
+    if [ "$impl" = ucx ]; then
+      f=$(perftest "$tl" ucp_am_lat "$s" "$n")
+      record latency_us "$tl" "$s" "$rep" ucx "$(echo "$f" | awk '{print $3}')"
+    else
+      rivet "$tl" "$build/bin/rv-pingpong" -s "$s" -n "$n" |
+        awk -F, -v tl="$tl" -v rep="$rep" 'NR > 1 && NF >= 2 {
+          printf "latency_us,%s,%s,%s,rivet,%s\n", tl, $1, rep, $2 }' >> "$runs"
+    fi
+  elif [ "$impl" = ucx ]; then
+    f=$(perftest "$tl" ucp_am_bw "$s" "$n")
+    record_rate "$tl" "$s" "$rep" ucx "$(echo "$f" | awk '{print $9}')"
+  else
+    f=$(rivet "$tl" "$build/bin/rv-am-bw" -s "$s" -n "$n")
+    record_rate "$tl" "$s" "$rep" rivet \
+      "$(echo "$f" | awk -F, 'NR > 1 && NF >= 2 { print $2 }')"
+  fi
+}
+
+# Each rivet figure is taken right beside its UCX figure, in alternating
+# order, so that the slow drifts of a shared machine cancel in the ratio.
 [ $summary_only -eq 1 ] && reps=$(awk -F, 'NR > 1 && $4 > m { m = $4 } END { print m + 0 }' "$runs")
 for rep in $(seq 1 "$reps"); do
   [ $summary_only -eq 1 ] && break
+  order="ucx rivet"
+  [ $((rep % 2)) -eq 0 ] && order="rivet ucx"
   for tl in $transports; do
     echo "== repetition $rep/$reps, $tl" >&2
-    # latency
     for s in $lat_sizes; do
-      f=$(perftest "$tl" ucp_am_lat "$s" "$(iters "$tl" "$s" lat)")
-      record latency_us "$tl" "$s" "$rep" ucx "$(echo "$f" | awk '{print $3}')"
+      for impl in $order; do measure "$impl" "$tl" "$s" "$rep" lat; done
     done
-    n=$(iters "$tl" 8 lat)
-    rivet "$tl" "$build/bin/rv-pingpong" -s "${lat_sizes// /,}" -n "$n" \
-      | awk -F, -v tl="$tl" -v rep="$rep" 'NR > 1 && NF >= 2 {
-          printf "latency_us,%s,%s,%s,rivet,%s\n", tl, $1, rep, $2 }' >> "$runs"
-
-    # message rate and bandwidth
     for s in $rate_sizes $bw_sizes; do
-      n=$(iters "$tl" "$s" bw)
-      f=$(perftest "$tl" ucp_am_bw "$s" "$n")
-      rate=$(echo "$f" | awk '{print $9}')
-      if [ "$s" -le 4096 ]; then
-        record msg_rate_mps "$tl" "$s" "$rep" ucx \
-          "$(awk -v r="$rate" 'BEGIN { printf "%.4f", r / 1e6 }')"
-      else
-        record bandwidth_mbps "$tl" "$s" "$rep" ucx \
-          "$(awk -v r="$rate" -v s="$s" 'BEGIN { printf "%.1f", r * s / 1e6 }')"
-      fi
-      out=$(rivet "$tl" "$build/bin/rv-am-bw" -s "$s" -n "$n")
-      rate=$(echo "$out" | awk -F, 'NR > 1 && NF >= 2 { print $2 }')
-      if [ "$s" -le 4096 ]; then
-        record msg_rate_mps "$tl" "$s" "$rep" rivet \
-          "$(awk -v r="$rate" 'BEGIN { printf "%.4f", r / 1e6 }')"
-      else
-        record bandwidth_mbps "$tl" "$s" "$rep" rivet \
-          "$(awk -v r="$rate" -v s="$s" 'BEGIN { printf "%.1f", r * s / 1e6 }')"
-      fi
+      for impl in $order; do measure "$impl" "$tl" "$s" "$rep" bw; done
     done
   done
 done
@@ -160,6 +178,8 @@ summarize() {
       k = $1 SUBSEP $2 SUBSEP $3
       if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
       v[k, $5] = v[k, $5] " " $6
+      one[k, $4, $5] = $6
+      if (!((k, $4) in rseen)) { rseen[k, $4] = 1; reps[k] = reps[k] " " $4 }
     }
     END {
       print "metric,transport,size,rivet,ucx,ratio" > csv
@@ -174,8 +194,16 @@ summarize() {
             continue
           r = median(v[keys[i], "rivet"]); rlo = lo; rhi = hi
           u = median(v[keys[i], "ucx"]); ulo = lo; uhi = hi
-          ratio = (r == 0 || u == 0) ? "nan" : \
-                  sprintf("%.3f", f[1] == "latency_us" ? u / r : r / u)
+          # the ratio: median over repetitions of each side-by-side pair
+          pairs = ""
+          nr = split(reps[keys[i]], rs, " ")
+          for (j = 1; j <= nr; j++) {
+            a = one[keys[i], rs[j], "rivet"] + 0
+            b = one[keys[i], rs[j], "ucx"] + 0
+            if (a > 0 && b > 0)
+              pairs = pairs " " (f[1] == "latency_us" ? b / a : a / b)
+          }
+          ratio = pairs == "" ? "nan" : sprintf("%.3f", median(pairs))
           printf "%s,%s,%s,%g,%g,%s\n", f[1], f[2], f[3], r, u, ratio > csv
           printf "%-15s %-4s %8s %10g %21s %10g %21s %7s\n", f[1], f[2],
                  f[3], r, "(" rlo "-" rhi ")", u, "(" ulo "-" uhi ")", ratio

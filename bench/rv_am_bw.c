@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "rivet.h"
 
 typedef struct {
@@ -158,19 +159,10 @@ int main(int argc, char **argv)
             return c == 'h' ? 0 : 2;
         }
     }
-    for (const char *p = sizes; *p && bw.nsizes < 32;) {
-        size_t v = strtoull(p, (char **)&p, 0);
-        if (v < sizeof(long)) {
-            fprintf(stderr, "rv-am-bw: sizes must be at least %zu bytes\n",
-                    sizeof(long));
-            rv_finalize(ctx);
-            return 2;
-        }
-        bw.sizes[bw.nsizes++] = v;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            break;
+    bw.nsizes = bench_parse_sizes(sizes, bw.sizes, 32, sizeof(long));
+    if (bw.nsizes <= 0) {
+        rv_finalize(ctx);
+        return 2;
     }
     if (rv_size(ctx) < 2 || bw.window < 1) {
         fprintf(stderr, "rv-am-bw needs 2 processes and a window >= 1\n");

@@ -7,6 +7,9 @@
  *   -s SIZES   comma-separated payload sizes in bytes (default 8,4096)
  *   -n ITERS   round trips per size (default 20000)
  *   -w WARMUP  untimed round trips first (default 1000)
+ *   --echo     reply with the received bytes (default: reply from a buffer
+ *              of the responder's own, as ucx_perftest's ucp_am_lat does, so
+ *              the two measure the same thing)
  *   --csv      print "size,lat_median_us,lat_mean_us,rtt_per_s" rows only
  */
 #include <getopt.h>
@@ -15,13 +18,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "rivet.h"
 
 typedef struct {
     size_t sizes[32];
     int nsizes;
     long iters, warmup;
-    int csv;
+    int csv, echo;
+    char *reply;                /* the responder's own reply buffer */
     rv_handler_id_t ping, pong;
     int failed;
 } pp_t;
@@ -39,7 +44,8 @@ static double now_us(void)
 static rv_status_t on_ping(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     (void)arg;
-    return rv_send(w, msg->src, pp.pong, msg->data, msg->len, NULL);
+    return rv_send(w, msg->src, pp.pong, pp.echo ? msg->data : pp.reply,
+                   msg->len, NULL);
 }
 
 static rv_status_t on_pong(rv_worker_t *w, rv_msg_t *msg, void *arg)
@@ -124,7 +130,7 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: rivetrun -c JOB.yaml %s [-s SIZES] [-n ITERS] [-w WARMUP] "
-            "[--csv]\n",
+            "[--echo] [--csv]\n",
             prog);
 }
 
@@ -135,6 +141,7 @@ int main(int argc, char **argv)
         return 1;
 
     static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
+                                         {"echo", no_argument, NULL, 'E'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *sizes = "8,4096";
@@ -145,21 +152,22 @@ int main(int argc, char **argv)
         case 'n': pp.iters = atol(optarg); break;
         case 'w': pp.warmup = atol(optarg); break;
         case 'C': pp.csv = 1; break;
+        case 'E': pp.echo = 1; break;
         default: usage(argv[0]); rv_finalize(ctx); return c == 'h' ? 0 : 2;
         }
     }
-    for (const char *p = sizes; *p && pp.nsizes < 32;) {
-        pp.sizes[pp.nsizes++] = strtoull(p, (char **)&p, 0);
-        if (*p == ',')
-            p++;
-        else if (*p)
-            break;
-    }
-    if (pp.iters < 1 || pp.nsizes == 0) {
+    pp.nsizes = bench_parse_sizes(sizes, pp.sizes, 32, 0);
+    if (pp.iters < 1 || pp.nsizes <= 0) {
         usage(argv[0]);
         rv_finalize(ctx);
         return 2;
     }
+    size_t max = 1;
+    for (int s = 0; s < pp.nsizes; s++)
+        max = pp.sizes[s] > max ? pp.sizes[s] : max;
+    pp.reply = calloc(1, max);
+    if (pp.reply == NULL)
+        return 1;
     if (rv_size(ctx) < 2) {
         fprintf(stderr, "rv-pingpong needs 2 processes (this job has %d); "
                         "run it with rivetrun or mpirun\n", rv_size(ctx));
@@ -174,5 +182,6 @@ int main(int argc, char **argv)
 
     rv_status_t status = rv_job_run(ctx, worker, NULL);
     rv_finalize(ctx);
+    free(pp.reply);
     return status == RV_OK ? 0 : 1;
 }

@@ -118,6 +118,16 @@ static void set_stage(rv_context_t *ctx, int stage)
     pthread_mutex_unlock(&ctx->lock);
 }
 
+/* Waits for the local workers, then for every process, then moves the
+ * workers on to @p stage. */
+static void job_step(rv_context_t *ctx, int *counter, int want, int stage)
+{
+    wait_count(ctx, counter, want);
+    if (rv_bootstrap_barrier(ctx) != RV_OK)
+        rv_abort(ctx, 1, "bootstrap barrier failed");
+    set_stage(ctx, stage);
+}
+
 /* Allgathers the packed addresses of every worker of the job into
  * ctx->all_addrs: one slot per worker, [u64 len][address]. */
 static rv_status_t exchange_addresses(rv_context_t *ctx)
@@ -193,21 +203,9 @@ rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg)
     if (status != RV_OK)
         rv_abort(ctx, 1, "worker address exchange failed");
     set_stage(ctx, STAGE_CONNECT);
-
-    wait_count(ctx, &ctx->nready, 2 * T);
-    if (rv_bootstrap_barrier(ctx) != RV_OK)
-        rv_abort(ctx, 1, "bootstrap barrier failed");
-    set_stage(ctx, STAGE_RUN);
-
-    wait_count(ctx, &ctx->ndone, T);
-    if (rv_bootstrap_barrier(ctx) != RV_OK)
-        rv_abort(ctx, 1, "bootstrap barrier failed");
-    set_stage(ctx, STAGE_DISCONNECT);
-
-    wait_count(ctx, &ctx->ndone, 2 * T);
-    if (rv_bootstrap_barrier(ctx) != RV_OK)
-        rv_abort(ctx, 1, "bootstrap barrier failed");
-    set_stage(ctx, STAGE_EXIT);
+    job_step(ctx, &ctx->nready, 2 * T, STAGE_RUN);
+    job_step(ctx, &ctx->ndone, T, STAGE_DISCONNECT);
+    job_step(ctx, &ctx->ndone, 2 * T, STAGE_EXIT);
 
     status = RV_OK;
     for (int t = 0; t < T; t++) {
