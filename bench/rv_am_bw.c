@@ -169,8 +169,12 @@ int main(int argc, char **argv)
         rv_finalize(ctx);
         return 2;
     }
-    if (rv_handler_register(ctx, "ambw.data", on_data, NULL, 0, &bw.data) ||
-        rv_handler_register(ctx, "ambw.ack", on_ack, NULL, 0, &bw.ack))
+    /* Both handlers only count or reply: they run inline, in the
+     * transport's receive callback, like ucp_am_bw's. */
+    if (rv_handler_register(ctx, "ambw.data", on_data, NULL,
+                            RV_HANDLER_INLINE, &bw.data) ||
+        rv_handler_register(ctx, "ambw.ack", on_ack, NULL, RV_HANDLER_INLINE,
+                            &bw.ack))
         return 1;
 
     rv_status_t status = rv_job_run(ctx, worker, NULL);

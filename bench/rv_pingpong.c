@@ -174,10 +174,12 @@ int main(int argc, char **argv)
         rv_finalize(ctx);
         return 2;
     }
-    if (rv_handler_register(ctx, "pingpong.ping", on_ping, NULL, 0,
-                            &pp.ping) != RV_OK ||
-        rv_handler_register(ctx, "pingpong.pong", on_pong, NULL, 0,
-                            &pp.pong) != RV_OK)
+    /* Both handlers only count or reply: they run inline, in the
+     * transport's receive callback, like ucp_am_lat's. */
+    if (rv_handler_register(ctx, "pingpong.ping", on_ping, NULL,
+                            RV_HANDLER_INLINE, &pp.ping) != RV_OK ||
+        rv_handler_register(ctx, "pingpong.pong", on_pong, NULL,
+                            RV_HANDLER_INLINE, &pp.pong) != RV_OK)
         return 1;
 
     rv_status_t status = rv_job_run(ctx, worker, NULL);

@@ -126,6 +126,16 @@ typedef rv_status_t (*rv_handler_fn)(rv_worker_t *w, rv_msg_t *msg, void *arg);
 enum {
     /** The handler may return RV_INPROGRESS to keep the payload. */
     RV_HANDLER_KEEP_DATA = 1u << 0,
+    /**
+     * The handler runs inside the transport's receive callback, as a
+     * GASNet-EX AM handler does: no copy and no queueing, the fastest
+     * path. In exchange it must not wait: no rv_progress, rv_sync_wait or
+     * rv_barrier (they return at once with an error, reported once). It may
+     * send: with a synchronizer as usual, or with sync NULL, in which case
+     * rivet copies the payload when it cannot leave at once. Per-pair FIFO
+     * order holds across inline and ordinary handlers.
+     */
+    RV_HANDLER_INLINE = 1u << 1,
 };
 
 /**

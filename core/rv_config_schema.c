@@ -43,7 +43,6 @@ _Static_assert(sizeof(rv_huge_pages_t) == sizeof(int), "enum size");
 
 #define LATER_PROGRESS "the progress engine (core/)"
 #define LATER_VERBS "the verbs transport (transports/verbs/)"
-#define LATER_MEMORY "registered memory (core/)"
 #define LATER_AM "the invocation layer (am/)"
 #define LATER_RMA "the remote memory layer (rma/)"
 #define LATER_STORE "the object store (store/)"
@@ -214,10 +213,11 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "2MiB",
         .min = 4 * KIB,
         .max = GIB,
-        .later = LATER_MEMORY,
-        .help = "Size of the chunks the per-NUMA-zone allocators take from "
-                "the transport and register once; a multiple of the huge "
-                "page size when huge pages are used.",
+        .later = NULL,
+        .help = "Size of the chunks the per-NUMA-zone allocators map, bind "
+                "to their zone and register with the transport once each; "
+                "a multiple of 4KiB. Huge pages are used only when it is a "
+                "multiple of their size (2MiB, or 1GiB).",
     },
     {
         .key = "memory.huge_pages",
@@ -225,10 +225,13 @@ const rv_config_field_t rv_config_schema[] = {
         .offset = OFF(memory.huge_pages),
         .def = "auto",
         .values = "auto|off|require",
-        .later = LATER_MEMORY,
-        .help = "auto: use 1 GiB or 2 MiB huge pages when reserved, else "
-                "normal pages (reported once); off: normal pages only; "
-                "require: fail when no huge pages are available.",
+        .later = NULL,
+        .help = "auto: use 1 GiB or 2 MiB huge pages when reserved (as "
+                "root: /proc/sys/vm/nr_hugepages), else transparent huge "
+                "pages, else normal pages (reported once at info level); "
+                "off: normal pages only; require: fail when no huge pages "
+                "are available. Memory the transport allocates itself "
+                "(UCX on shared memory) has the transport's pages.",
     },
 
     /* ------------------------------------------------------------------ */

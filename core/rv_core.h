@@ -57,6 +57,8 @@ struct rv_worker {
 
     rv_worker_stats_t stats;
     unsigned idle_polls;         /* consecutive empty progress calls */
+    int in_callback;             /* running an inline handler */
+    bool warned_inline;          /* reported an inline handler waiting */
 };
 
 struct rv_context {

@@ -109,8 +109,25 @@ void rv__worker_idle(rv_worker_t *w, unsigned events)
         sched_yield();
 }
 
+/* Inline handlers run inside the transport's callback, where progress
+ * would re-enter the transport: refuse, and say so once. */
+static bool refuse_in_callback(rv_worker_t *w, const char *what)
+{
+    if (!w->in_callback)
+        return false;
+    if (!w->warned_inline) {
+        w->warned_inline = true;
+        rv_error("%s called from an RV_HANDLER_INLINE handler, which must "
+                 "not wait; register the handler without RV_HANDLER_INLINE",
+                 what);
+    }
+    return true;
+}
+
 unsigned rv_progress(rv_worker_t *w)
 {
+    if (refuse_in_callback(w, "rv_progress"))
+        return 0;
     unsigned n = w->ctx->ops->progress(w->tw);
     rv__worker_idle(w, n);
     return n;
@@ -118,9 +135,49 @@ unsigned rv_progress(rv_worker_t *w)
 
 rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s)
 {
+    if (!rv_sync_done(s) && refuse_in_callback(w, "rv_sync_wait"))
+        return RV_ERR_INVALID;
     while (!rv_sync_done(s))
         rv_progress(w);
     return s->status;
+}
+
+static void free_copy(void *arg, rv_status_t status)
+{
+    (void)status;
+    free(arg);
+}
+
+/* A send with sync NULL from an inline handler, which cannot wait for the
+ * buffer: it goes at once, or from a copy that rivet frees on completion. */
+static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
+                                      const rv_msg_hdr_t *hdr,
+                                      const struct iovec *iov, size_t iovcnt,
+                                      size_t len)
+{
+    const rv_transport_ops_t *ops = w->ctx->ops;
+    rv_status_t status = ops->am_send(w->tw, dest, hdr, sizeof(*hdr), iov,
+                                      iovcnt, RV_AM_SEND_IMMEDIATE, NULL, NULL);
+    if (status == RV_ERR_AGAIN) {
+        char *copy = malloc(len ? len : 1);
+        if (copy == NULL)
+            return RV_ERR_NO_MEMORY;
+        size_t off = 0;
+        for (size_t i = 0; i < iovcnt; i++) {
+            memcpy(copy + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+        }
+        struct iovec one = {.iov_base = copy, .iov_len = len};
+        status = ops->am_send(w->tw, dest, hdr, sizeof(*hdr), &one, 1, 0,
+                              free_copy, copy);
+        if (status != RV_INPROGRESS)
+            free(copy);
+    }
+    if (status < 0)
+        return status;
+    w->stats.tx_msgs++;
+    w->stats.tx_bytes += len;
+    return RV_OK;
 }
 
 rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
@@ -144,6 +201,9 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     }
     rv_msg_hdr_t hdr = {.handler = h, .len = (uint32_t)len};
 
+    if (w->in_callback && sync == NULL)
+        return send_from_callback(w, dest, &hdr, iov, iovcnt, len);
+
     /* Completion callbacks run only from progress, never inside am_send,
      * so the count is raised only for sends that did not complete. */
     rv_sync_t local;
@@ -151,7 +211,7 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     if (sync == NULL)
         rv_sync_init(&local, 0);
     rv_status_t status = ctx->ops->am_send(w->tw, dest, &hdr, sizeof(hdr),
-                                           iov, iovcnt, sync_completion, s);
+                                           iov, iovcnt, 0, sync_completion, s);
     if (status == RV_INPROGRESS)
         atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
     else if (status < 0)
@@ -191,6 +251,9 @@ static rv_status_t drop(uint64_t *counter, const char *fmt, ...)
     return RV_OK;
 }
 
+static rv_status_t run_handler(rv_worker_t *w, const rv_handler_entry_t *e,
+                               const rv_am_rx_t *rx, void *desc);
+
 rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
 {
     rv_worker_t *w = arg;
@@ -212,6 +275,19 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
                     "unknown handler id 0x%08x from worker %u (%zu bytes); "
                     "every process must register the same handlers",
                     hdr->handler, rx->src, rx->len);
+    if (rx->deferrable && !(e->flags & RV_HANDLER_INLINE))
+        return RV_ERR_AGAIN; /* delivered from progress instead */
+    w->in_callback += rx->deferrable;
+    rv_status_t status = run_handler(w, e, rx, desc);
+    w->in_callback -= rx->deferrable;
+    return status;
+}
+
+/* Runs handler @p e on a validated message. */
+static rv_status_t run_handler(rv_worker_t *w, const rv_handler_entry_t *e,
+                               const rv_am_rx_t *rx, void *desc)
+{
+    const rv_msg_hdr_t *hdr = rx->hdr;
 
     w->stats.rx_msgs++;
     w->stats.rx_bytes += rx->len;
@@ -276,6 +352,8 @@ rv_status_t rv_barrier(rv_worker_t *w)
 {
     rv_context_t *ctx = w->ctx;
     uint32_t n = rv_nworkers(ctx);
+    if (refuse_in_callback(w, "rv_barrier"))
+        return RV_ERR_INVALID;
     uint64_t epoch = ++w->barrier_epoch;
     rv_status_t status;
 
@@ -306,12 +384,13 @@ rv_status_t rv_barrier(rv_worker_t *w)
 rv_status_t rv__msg_init(rv_context_t *ctx)
 {
     rv_status_t status = rv_handler_register(ctx, RV_HANDLER_BARRIER,
-                                             on_barrier, NULL, 0,
+                                             on_barrier, NULL,
+                                             RV_HANDLER_INLINE,
                                              &ctx->barrier_id);
     if (status != RV_OK)
         return status;
     return rv_handler_register(ctx, RV_HANDLER_BARRIER_RELEASE,
-                               on_barrier_release, NULL, 0,
+                               on_barrier_release, NULL, RV_HANDLER_INLINE,
                                &ctx->barrier_release_id);
 }
 

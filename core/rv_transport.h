@@ -62,12 +62,18 @@ typedef struct rv_am_rx {
     void *data;             /**< the payload */
     size_t len;
     bool persistent;        /**< data stays valid after the callback */
+    /** The transport calls from inside its own receive callback and can
+     * hold the message: am_recv may return RV_ERR_AGAIN to have it
+     * delivered again later, from progress, with deferrable false. */
+    bool deferrable;
 } rv_am_rx_t;
 
 /**
  * @brief Called by the transport, from worker progress, for every AM.
  * @return RV_OK when done with rx->data; RV_INPROGRESS (only when
- *         rx->persistent) to keep it until am_release(@p rx->desc).
+ *         rx->persistent) to keep it until am_release(@p desc);
+ *         RV_ERR_AGAIN (only when rx->deferrable) to have it delivered
+ *         again later. Messages of one sender are delivered in order.
  */
 typedef rv_status_t (*rv_am_recv_fn)(void *arg, const rv_am_rx_t *rx,
                                      void *desc);
@@ -131,7 +137,10 @@ typedef struct rv_transport_ops {
      */
     rv_status_t (*am_send)(rv_tworker_t *tw, uint32_t peer, const void *hdr,
                            size_t hdr_len, const struct iovec *iov,
-                           size_t iovcnt, rv_completion_fn cb, void *arg);
+                           size_t iovcnt, unsigned flags, rv_completion_fn cb,
+                           void *arg);
+    /** am_send flag: complete now or return RV_ERR_AGAIN; never queue. */
+#define RV_AM_SEND_IMMEDIATE 1u
     /** Releases a payload kept by returning RV_INPROGRESS from am_recv. */
     void (*am_release)(rv_tworker_t *tw, void *desc);
 

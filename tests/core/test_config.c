@@ -629,7 +629,8 @@ static void test_dump_round_trip(void **state)
     assert_non_null(strstr(text, "\n  # transport.verbs.port: 1  (not "
                                  "supported yet: the verbs transport "
                                  "(transports/verbs/))\n"));
-    assert_non_null(strstr(text, "# memory.chunk: 2MiB"));
+    assert_non_null(
+        strstr(text, "\nmemory:\n  chunk: 2MiB\n  huge_pages: auto\n"));
     assert_non_null(strstr(text, "# store.capacity: 1GiB"));
     free(text);
 }

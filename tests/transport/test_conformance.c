@@ -79,7 +79,8 @@ static rv_context_t *ctx;
 static const char *group_name = "conformance";
 
 static struct {
-    rv_handler_id_t data, fanin, rkey, check, marker, count;
+    rv_handler_id_t data, data_inline, fanin, rkey, check, marker, count;
+    rv_handler_id_t probe, probe_reply;
 } H;
 
 typedef struct {
@@ -87,6 +88,7 @@ typedef struct {
     uint64_t got_from[MAX_WORKERS];  /* messages received per sender */
     uint64_t markers;
     uint64_t checks;
+    uint64_t probes, probe_replies;
 
     /* RMA */
     void *region_a;                  /* mem_alloc'ed */
@@ -198,7 +200,10 @@ static int body_am_all_to_all(rv_worker_t *w, void *arg)
         fill(buf, len, me, seq);
         for (uint32_t k = 0; k < n; k++) {
             uint32_t dest = (me + k) % n; /* self included */
-            rv_status_t st = rv_send(w, dest, H.data, buf, len, NULL);
+            /* odd messages go to an inline handler: one sequence across
+             * both kinds checks that per-pair order holds between them */
+            rv_status_t st = rv_send(w, dest, seq % 2 ? H.data_inline : H.data,
+                                     buf, len, NULL);
             EXPECT(st == RV_OK, "send to %u: %s", dest, rv_status_str(st));
         }
     }
@@ -590,6 +595,65 @@ static void test_flush(void **state)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Inline handlers: they run in the transport's callback, may send (rivet  */
+/* copies a payload that cannot leave at once) and may not wait.           */
+
+#define PROBE_LEN 65536 /* a rendezvous: cannot leave at once */
+
+static rv_status_t on_probe(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    wstate_t *s = state_of(w);
+    uint8_t *reply = malloc(PROBE_LEN);
+    rv_sync_t pending;
+    (void)arg;
+
+    EXPECT(rv_progress(w) == 0, "rv_progress ran inside an inline handler");
+    rv_sync_init(&pending, 1);
+    EXPECT(rv_sync_wait(w, &pending) == RV_ERR_INVALID,
+           "rv_sync_wait waited inside an inline handler");
+    EXPECT(rv_barrier(w) == RV_ERR_INVALID,
+           "rv_barrier waited inside an inline handler");
+
+    fill(reply, PROBE_LEN, rv_worker_tid(w), 7);
+    EXPECT(rv_send(w, msg->src, H.probe_reply, reply, PROBE_LEN, NULL) ==
+               RV_OK, "send from an inline handler");
+    memset(reply, 0xee, PROBE_LEN); /* the buffer is ours again */
+    free(reply);
+    s->probes++;
+    return RV_OK;
+}
+
+static rv_status_t on_probe_reply(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)arg;
+    size_t bad = verify(msg->data, msg->len, msg->src, 7);
+    EXPECT(msg->len == PROBE_LEN && bad == PROBE_LEN,
+           "reply of an inline handler: %zu bytes, wrong at byte %zu",
+           msg->len, bad);
+    state_of(w)->probe_replies++;
+    return RV_OK;
+}
+
+static int body_inline(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    wstate_t *s = state_of(w);
+    (void)arg;
+    for (int i = 0; i < 10; i++)
+        EXPECT(rv_send(w, (me + 1) % n, H.probe, &i, sizeof(i), NULL) ==
+                   RV_OK, "send probe");
+    WAIT_UNTIL(w, s->probe_replies == 10 && s->probes == 10, "probe replies");
+    rv_barrier(w);
+    return 0;
+}
+
+static void test_inline_handlers(void **state)
+{
+    (void)state;
+    run_job(body_inline);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Bad messages: unknown handler ids and truncated or malformed messages   */
 /* are counted and logged, never run, never a crash.                       */
 
@@ -631,14 +695,14 @@ static int body_bad_messages(rv_worker_t *w, void *arg)
     struct iovec iov = {.iov_base = payload, .iov_len = 50};
     rv_sync_init(&sync, 1);
     rv_status_t st = ops->am_send(rv_worker_tworker(w), right, &hdr,
-                                  sizeof(hdr), &iov, 1, sync_cb, &sync);
+                                  sizeof(hdr), &iov, 1, 0, sync_cb, &sync);
     EXPECT(op_wait(w, st, &sync) == RV_OK, "forged send: %s",
            rv_status_str(st));
 
     /* 3. a header cut short */
     rv_sync_init(&sync, 1);
-    st = ops->am_send(rv_worker_tworker(w), right, &hdr, 4, &iov, 1, sync_cb,
-                      &sync);
+    st = ops->am_send(rv_worker_tworker(w), right, &hdr, 4, &iov, 1, 0,
+                      sync_cb, &sync);
     EXPECT(op_wait(w, st, &sync) == RV_OK, "forged send: %s",
            rv_status_str(st));
 
@@ -674,8 +738,14 @@ int main(int argc, char **argv)
         group_name = argv[1];
     if ((rv_handler_register(ctx, "conformance.data", on_data, NULL, 0,
                              &H.data) |
-         rv_handler_register(ctx, "conformance.fanin", on_fanin, NULL, 0,
-                             &H.fanin) |
+         rv_handler_register(ctx, "conformance.data_inline", on_data, NULL,
+                             RV_HANDLER_INLINE, &H.data_inline) |
+         rv_handler_register(ctx, "conformance.fanin", on_fanin, NULL,
+                             RV_HANDLER_INLINE, &H.fanin) |
+         rv_handler_register(ctx, "conformance.probe", on_probe, NULL,
+                             RV_HANDLER_INLINE, &H.probe) |
+         rv_handler_register(ctx, "conformance.probe_reply", on_probe_reply,
+                             NULL, 0, &H.probe_reply) |
          rv_handler_register(ctx, "conformance.rkey", on_rkey, NULL, 0,
                              &H.rkey) |
          rv_handler_register(ctx, "conformance.check", on_check, NULL, 0,
@@ -698,6 +768,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_put_get, setup_job, teardown_job),
         cmocka_unit_test_setup_teardown(test_atomics, setup_job, teardown_job),
         cmocka_unit_test_setup_teardown(test_flush, setup_job, teardown_job),
+        cmocka_unit_test_setup_teardown(test_inline_handlers, setup_job,
+                                        teardown_job),
         cmocka_unit_test_setup_teardown(test_bad_messages, setup_job,
                                         teardown_job),
     };

@@ -136,7 +136,7 @@ unsigned rv_ucx_progress(struct rv_tworker *tw);
 rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
                            const void *hdr, size_t hdr_len,
                            const struct iovec *iov, size_t iovcnt,
-                           rv_completion_fn cb, void *arg);
+                           unsigned flags, rv_completion_fn cb, void *arg);
 void rv_ucx_am_release(struct rv_tworker *tw, void *desc);
 
 /* ucx_rma.c */

@@ -46,15 +46,18 @@ void rv_ucx_op_put(struct rv_tworker *tw, ucx_op_t *op)
 /* ---------------------------------------------------------------------- */
 /* Receive                                                                 */
 /*
- * Handlers never run inside a UCX callback: UCP forbids calling
+ * Ordinary handlers never run inside a UCX callback: UCP forbids calling
  * ucp_worker_progress from its callbacks, and a rivet handler may send and
  * progress (wait on a synchronizer, make calls of its own). The AM callback
- * therefore only queues the message on its sender's queue (keeping UCX's
- * buffer when UCX allows it, copying otherwise), and rv_ucx_progress
- * delivers queued messages after ucp_worker_progress has returned. A
- * handler that progresses re-enters rv_ucx_progress, which delivers the
- * next messages; the one being handled was dequeued first, so per-sender
- * FIFO order is kept.
+ * offers each message to the core first (rx.deferrable): the core runs
+ * inline handlers (RV_HANDLER_INLINE, which promise not to wait) right
+ * there, with no copy and no queue, and answers RV_ERR_AGAIN for the
+ * others. Those are queued on their sender's queue (keeping UCX's buffer
+ * when UCX allows it, copying otherwise), and rv_ucx_progress delivers
+ * them after ucp_worker_progress has returned. Once a sender has a message
+ * queued, its later messages queue behind it, so per-sender FIFO order is
+ * kept. A handler that progresses re-enters rv_ucx_progress, which delivers
+ * the next messages; the one being handled was dequeued first.
  */
 
 /* Size class of a rendezvous buffer of @p len bytes, or -1 if too big. */
@@ -159,6 +162,7 @@ static unsigned deliver_held(struct rv_tworker *tw)
             if (q->head == NULL)
                 q->tail = NULL;
             rv_am_rx_t rx = {.src = src, .hdr = h->hdr, .hdr_len = h->hdr_len,
+                             .deferrable = false,
                              .data = h->data, .len = h->len,
                              .persistent = true};
             rv_status_t st = tw->am_recv(tw->am_arg, &rx,
@@ -217,6 +221,22 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
         return UCS_OK;
     }
 
+    if (!rndv && tw->held[src].head == NULL) {
+        /* Nothing from this sender is held back: offer the message to the
+         * core now; it runs inline handlers here and defers the rest. */
+        rv_am_rx_t rx = {.src = src,
+                         .hdr = (const uint8_t *)header + sizeof(src),
+                         .hdr_len = header_length - sizeof(src),
+                         .data = data, .len = length,
+                         .persistent = persistent, .deferrable = true};
+        rv_status_t st = tw->am_recv(tw->am_arg, &rx, data);
+        if (st != RV_ERR_AGAIN) {
+            tw->completions++;
+            return (st == RV_INPROGRESS && persistent) ? UCS_INPROGRESS
+                                                       : UCS_OK;
+        }
+    }
+
     ucx_held_t *h = held_get(tw);
     if (h == NULL) {
         rv_error("out of memory receiving a message from worker %u", src);
@@ -229,12 +249,12 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
 
     if (!rndv) {
         h->ready = true;
-        if (length <= RV_UCX_INLINE_DATA) {
-            h->data = h->inline_data;
-            memcpy(h->data, data, length);
-        } else if (persistent) {
+        if (persistent) {
             h->ucp_desc = data; /* keep UCX's buffer: no copy */
             h->data = data;
+        } else if (length <= RV_UCX_INLINE_DATA) {
+            h->data = h->inline_data;
+            memcpy(h->data, data, length);
         } else if ((h->data = rxbuf_get(tw, length)) != NULL) {
             h->rxbuf = true; /* a reused buffer: no page faults */
             h->alloc_len = length;
@@ -335,24 +355,39 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
                            const void *hdr, size_t hdr_len,
                            const struct iovec *iov, size_t iovcnt,
-                           rv_completion_fn cb, void *arg)
+                           unsigned flags, rv_completion_fn cb, void *arg)
 {
     if (peer >= tw->nworkers || tw->eps[peer] == NULL)
         return RV_ERR_INVALID;
     if (hdr_len > RV_UCX_MAX_HDR || iovcnt > RV_UCX_MAX_IOV)
         return RV_ERR_INVALID;
 
-    /* Fast path: a small message that UCX can send right now needs no
-     * request state; the header lives on the stack. */
-    if (iovcnt <= 1 && (iovcnt == 0 || iov[0].iov_len <= RV_UCX_FAST_MAX)) {
+    /* Fast path: a message that UCX can send right now needs no request
+     * state; the header (and iov array) live on the stack. */
+    bool immediate = flags & RV_AM_SEND_IMMEDIATE;
+    if (immediate ||
+        (iovcnt <= 1 && (iovcnt == 0 || iov[0].iov_len <= RV_UCX_FAST_MAX))) {
         uint8_t h[RV_UCX_MAX_HDR + sizeof(uint32_t)];
-        memcpy(h, &tw->tid, sizeof(tw->tid));
-        memcpy(h + sizeof(tw->tid), hdr, hdr_len);
+        ucp_dt_iov_t dt_iov[RV_UCX_MAX_IOV];
+        const void *buf = iovcnt ? iov[0].iov_base : NULL;
+        size_t count = iovcnt ? iov[0].iov_len : 0;
         ucp_request_param_t fp = {
             .op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL};
-        ucs_status_ptr_t r = ucp_am_send_nbx(
-            tw->eps[peer], RV_UCX_AM_ID, h, sizeof(tw->tid) + hdr_len,
-            iovcnt ? iov[0].iov_base : NULL, iovcnt ? iov[0].iov_len : 0, &fp);
+        if (iovcnt > 1) {
+            for (size_t i = 0; i < iovcnt; i++) {
+                dt_iov[i].buffer = iov[i].iov_base;
+                dt_iov[i].length = iov[i].iov_len;
+            }
+            fp.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+            fp.datatype = ucp_dt_make_iov();
+            buf = dt_iov;
+            count = iovcnt;
+        }
+        memcpy(h, &tw->tid, sizeof(tw->tid));
+        memcpy(h + sizeof(tw->tid), hdr, hdr_len);
+        ucs_status_ptr_t r = ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, h,
+                                             sizeof(tw->tid) + hdr_len, buf,
+                                             count, &fp);
         if (r == NULL)
             return RV_OK;
         if (UCS_PTR_STATUS(r) != UCS_ERR_NO_RESOURCE) {
@@ -360,6 +395,8 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
                      ucs_status_string(UCS_PTR_STATUS(r)));
             return rv_ucx_status(UCS_PTR_STATUS(r));
         }
+        if (immediate)
+            return RV_ERR_AGAIN;
     }
 
     ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);

@@ -1,0 +1,383 @@
+/*
+ * Registered memory (internal to the core and the layers above it; never
+ * installed). Seriema §4.2, without its leaks and with real NUMA placement
+ * and real huge pages (see shared/seriema-notes.md §2 and §11).
+ *
+ *   rv_mem_chunk_allocator_t  one per NUMA zone: chunks of memory.chunk
+ *                             bytes, bound to the zone, faulted in, and
+ *                             registered with the transport ONCE per chunk.
+ *   rv_mem_circular_t         a ring of fixed-size units carved from
+ *                             chunks; a unit is recycled only once the
+ *                             transport reports complete the operations
+ *                             that used it (its completion tag).
+ *   rv_mem_linear_t           a bump pointer over the current unit of a
+ *                             circular allocator, for many small records.
+ *   rv_mem_general_t          best fit with coalescing over chunks; any size
+ *                             and alignment.
+ *
+ * Every piece of memory handed out lies inside one registered chunk (or
+ * multi-chunk region), described by an rv_mem_chunk_t: its base, its
+ * rv_tmem_t and its remote key, packed once. That is what a remote
+ * pointer to the memory is built from.
+ *
+ * The transport is passed as an (ops, tp) pair, so that tests can pass a
+ * mock ops table.
+ */
+#ifndef RIVET_RV_MEM_H
+#define RIVET_RV_MEM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rv_config.h"
+#include "rv_status.h"
+#include "rv_transport.h"
+
+/* ---------------------------------------------------------------------- */
+/* Chunks and statistics                                                   */
+
+/** @brief What backs a chunk's pages. */
+typedef enum rv_mem_page_kind {
+    RV_MEM_PAGE_1G,        /**< MAP_HUGETLB, 1 GiB pages */
+    RV_MEM_PAGE_2M,        /**< MAP_HUGETLB, 2 MiB pages */
+    RV_MEM_PAGE_THP,       /**< madvise(MADV_HUGEPAGE): transparent huge
+                                pages, which the kernel uses where it can */
+    RV_MEM_PAGE_NORMAL,    /**< base pages (4 KiB) */
+    RV_MEM_PAGE_TRANSPORT, /**< allocated by the transport (mem_alloc); its
+                                page size is the transport's choice */
+    RV_MEM_PAGE_KINDS
+} rv_mem_page_kind_t;
+
+/** @brief Where a chunk allocator takes its memory from. */
+typedef enum rv_mem_source {
+    /** RV_MEM_SOURCE_TRANSPORT when the transport's caps say
+     * mem_alloc_mapped (and huge pages are not required), else
+     * RV_MEM_SOURCE_MMAP. */
+    RV_MEM_SOURCE_AUTO,
+    /** mmap (huge pages per memory.huge_pages), mbind, fault in, then
+     * ops->mem_register once per chunk. */
+    RV_MEM_SOURCE_MMAP,
+    /** ops->mem_alloc, then mbind(MPOL_MF_MOVE) to the zone. */
+    RV_MEM_SOURCE_TRANSPORT,
+} rv_mem_source_t;
+
+/**
+ * @brief One registered chunk, or a region of several contiguous chunks
+ * registered as one. The public fields are read-only for users and valid
+ * until the chunk is freed.
+ */
+typedef struct rv_mem_chunk {
+    void *addr;       /**< base of the registered memory */
+    size_t len;       /**< bytes: a multiple of the chunk size */
+    rv_tmem_t *tmem;  /**< the transport's registration */
+    const void *rkey; /**< remote key, packed once (ops->rkey_pack) */
+    size_t rkey_len;
+    rv_mem_page_kind_t kind; /**< what backs the pages */
+    int numa_node;           /**< the zone it is bound to, or -1 */
+
+    /* private to rv_mem_chunk.c */
+    struct rv_mem_chunk_allocator *owner;
+    struct rv_mem_chunk *next, *prev; /* every chunk of the allocator */
+    struct rv_mem_chunk *next_free;   /* cached single chunks */
+    bool from_transport;
+    bool is_free;
+} rv_mem_chunk_t;
+
+/**
+ * @brief Statistics of an allocator. A chunk allocator reports what it took
+ * from the system; a sub-allocator reports the chunks it holds (reserved)
+ * and what its users hold (in use). Summed over the sub-allocators of a
+ * chunk allocator, bytes_reserved equals the chunk allocator's bytes_in_use.
+ */
+typedef struct rv_mem_stats {
+    uint64_t bytes_reserved;   /**< taken from the OS or transport, or held */
+    uint64_t bytes_registered; /**< of which registered with the transport */
+    uint64_t bytes_in_use;     /**< handed out to users */
+    uint64_t registrations;    /**< mem_register + mem_alloc calls, ever */
+    uint64_t deregistrations;  /**< mem_deregister calls, ever */
+    uint64_t chunks[RV_MEM_PAGE_KINDS]; /**< chunks held, by page kind (a
+                                             region counts its chunks) */
+    uint64_t free_blocks;               /**< general allocator: free blocks */
+} rv_mem_stats_t;
+
+/** @brief A short name of @p kind ("2MiB-huge", "thp", ...). */
+const char *rv_mem_page_kind_str(rv_mem_page_kind_t kind);
+
+/* ---------------------------------------------------------------------- */
+/* Chunk allocator (one per NUMA zone)                                     */
+
+typedef struct rv_mem_chunk_allocator rv_mem_chunk_allocator_t;
+
+/** @brief Parameters of rv_mem_chunk_allocator_create. */
+typedef struct rv_mem_chunk_params {
+    const rv_transport_ops_t *ops;
+    rv_transport_t *tp;
+    int numa_node;              /**< the zone, or -1 for no binding */
+    size_t chunk_size;          /**< memory.chunk: a multiple of 4 KiB */
+    rv_huge_pages_t huge_pages; /**< memory.huge_pages */
+    rv_mem_source_t source;     /**< where chunks come from */
+} rv_mem_chunk_params_t;
+
+/** @brief Fills @p params from @p cfg (memory.chunk, memory.huge_pages),
+ * with source RV_MEM_SOURCE_AUTO. */
+void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
+                              const rv_config_t *cfg,
+                              const rv_transport_ops_t *ops, rv_transport_t *tp,
+                              int numa_node);
+
+/**
+ * @brief Creates a chunk allocator. No memory is taken until the first
+ * rv_mem_chunk_alloc.
+ *
+ * Chunk source policy (source MMAP): with huge_pages auto or require, and a
+ * chunk size that is a multiple of a huge page size, MAP_HUGETLB with 1 GiB
+ * then 2 MiB pages; under auto, when none are free, transparent huge pages
+ * (madvise(MADV_HUGEPAGE) on a 2 MiB-aligned chunk) and then normal pages,
+ * reported once per process at info level; under require, a clear error.
+ * With off, normal pages only (MADV_NOHUGEPAGE). Each chunk is bound to the
+ * zone with mbind before it is first touched, faulted in, then registered.
+ *
+ * @param [in]  params  see rv_mem_chunk_params_t; copied
+ * @param [out] alloc_p the allocator; set only on success
+ * @return RV_OK; RV_ERR_INVALID for a NUMA node that does not exist or a
+ *         bad chunk size; RV_ERR_CONFIG for require with a chunk size no
+ *         huge page divides, or with source TRANSPORT; RV_ERR_NO_MEMORY
+ * @note Thread-safe object: every function may be called from any thread.
+ */
+rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
+                                          rv_mem_chunk_allocator_t **alloc_p);
+
+/**
+ * @brief Deregisters and returns every chunk to the OS (or transport),
+ * including chunks still handed out: destroy sub-allocators first.
+ */
+void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
+
+/**
+ * @brief Hands out a region of @p nchunks contiguous chunks, registered as
+ * one. Single chunks are reused from earlier rv_mem_chunk_free calls
+ * (already registered); regions of several chunks are made on demand.
+ * Thread-safe.
+ * @param [out] chunk_p set only on success
+ * @return RV_OK, RV_ERR_NO_MEMORY (logged with what to do), or the
+ *         transport's error
+ */
+rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc, size_t nchunks,
+                               rv_mem_chunk_t **chunk_p);
+
+/** @brief Gives a chunk back: a single chunk is kept, registered, for
+ * reuse; a region is deregistered and unmapped at once. Thread-safe. */
+void rv_mem_chunk_free(rv_mem_chunk_allocator_t *alloc, rv_mem_chunk_t *chunk);
+
+/** @brief Returns the cached free chunks to the OS. Thread-safe. */
+void rv_mem_chunk_allocator_trim(rv_mem_chunk_allocator_t *alloc);
+
+/** @brief The chunk size (memory.chunk). */
+size_t rv_mem_chunk_size(const rv_mem_chunk_allocator_t *alloc);
+
+/** @brief What every chunk and region base is aligned to: the largest power
+ * of two dividing the chunk size for MMAP, the page size for TRANSPORT. */
+size_t rv_mem_chunk_alignment(const rv_mem_chunk_allocator_t *alloc);
+
+/** @brief The source in use (AUTO resolved). */
+rv_mem_source_t rv_mem_chunk_source(const rv_mem_chunk_allocator_t *alloc);
+
+/** @brief Statistics; bytes_in_use counts chunks handed out. Thread-safe. */
+rv_mem_stats_t rv_mem_chunk_stats(rv_mem_chunk_allocator_t *alloc);
+
+/* ---------------------------------------------------------------------- */
+/* Circular allocator                                                      */
+
+/**
+ * @brief Tells whether the transport has completed every operation of
+ * @p channel up to and including sequence number @p seq. Called by the
+ * allocator's owner thread, from rv_mem_circular_alloc.
+ */
+typedef bool (*rv_mem_completed_fn)(void *arg, uint32_t channel, uint64_t seq);
+
+/** @brief Parameters of rv_mem_circular_create. */
+typedef struct rv_mem_circular_params {
+    rv_mem_chunk_allocator_t *chunks; /**< where units come from */
+    size_t unit_size; /**< divides the chunk size; a multiple of 64 */
+    size_t max_units; /**< growth limit (rounded up to whole chunks);
+                           0: no limit */
+    /** How completion is learned: the callback if set, else
+     * completed_seq[channel] >= seq (the array is read with acquire loads,
+     * so another thread may advance it). */
+    rv_mem_completed_fn completed;
+    void *completed_arg;
+    const _Atomic uint64_t *completed_seq;
+    uint32_t nchannels; /**< entries of completed_seq (checked) */
+} rv_mem_circular_params_t;
+
+/** @brief A unit. addr, len and chunk are read-only for users. */
+typedef struct rv_mem_unit {
+    void *addr;
+    size_t len;
+    const rv_mem_chunk_t *chunk; /**< its registration */
+
+    /* private to rv_mem_circular.c */
+    struct rv_mem_unit *next; /* ring order */
+    uint32_t channel;
+    uint64_t seq;
+    uint8_t state;
+    bool tagged;
+} rv_mem_unit_t;
+
+typedef struct rv_mem_circular rv_mem_circular_t;
+
+/**
+ * @brief Creates a circular allocator with one chunk's worth of units.
+ * @note Single-threaded: owned by one worker thread, which calls every
+ *       function of this object (the chunk allocator below is shared).
+ */
+rv_status_t rv_mem_circular_create(const rv_mem_circular_params_t *params,
+                                   rv_mem_circular_t **circ_p);
+
+/** @brief Gives every chunk back. Every operation that used a unit must
+ * have completed (the allocator cannot wait for them). */
+void rv_mem_circular_destroy(rv_mem_circular_t *circ);
+
+/**
+ * @brief Hands out the next unit in ring order.
+ *
+ * The recycling protocol: a unit is handed out again only when it was
+ * freed untagged, or freed with tag (channel, seq) and the transport
+ * reports that tag complete. Units are recycled strictly in ring order:
+ * when the unit at the cursor is still in use or its tag is not complete,
+ * the allocator does not look past it (completions arrive in order on a
+ * channel, as with the verbs backend's flush numbers, Seriema §4.1, so
+ * there is rarely anything to gain); it grows by a chunk of units,
+ * inserted at the cursor, up to max_units.
+ *
+ * @param [out] unit_p set only on success
+ * @return RV_OK; RV_ERR_AGAIN when every unit is in use at max_units (try
+ *         again after progress); RV_ERR_NO_MEMORY
+ */
+rv_status_t rv_mem_circular_alloc(rv_mem_circular_t *circ,
+                                  rv_mem_unit_t **unit_p);
+
+/** @brief Records that an operation of @p channel with sequence number
+ * @p seq uses @p unit. Call it when posting; the last call wins, so tag
+ * with the last operation (sequence numbers grow on a channel). A unit used
+ * on several channels must be tagged with one whose completion implies the
+ * others'. */
+static inline void rv_mem_circular_tag(rv_mem_unit_t *unit, uint32_t channel,
+                                       uint64_t seq)
+{
+    unit->channel = channel;
+    unit->seq = seq;
+    unit->tagged = true;
+}
+
+/** @brief Gives @p unit back: reusable at once when untagged, else once its
+ * tag is reported complete. */
+void rv_mem_circular_free(rv_mem_circular_t *circ, rv_mem_unit_t *unit);
+
+/** @brief The unit size. */
+size_t rv_mem_circular_unit_size(const rv_mem_circular_t *circ);
+
+/** @brief What every unit's address is a multiple of: the largest power of
+ * two dividing the unit size, at most the chunk alignment. */
+size_t rv_mem_circular_unit_alignment(const rv_mem_circular_t *circ);
+
+/** @brief Statistics: chunks held (reserved) and units handed out or
+ * waiting for completion (in use). */
+rv_mem_stats_t rv_mem_circular_stats(const rv_mem_circular_t *circ);
+
+/* ---------------------------------------------------------------------- */
+/* Linear-circular allocator                                               */
+
+typedef struct rv_mem_linear rv_mem_linear_t;
+
+/**
+ * @brief Creates a bump allocator over the units of @p circ (which it uses
+ * but does not own; destroy it after this one).
+ * @note Single-threaded, like the circular allocator it draws from.
+ */
+rv_status_t rv_mem_linear_create(rv_mem_circular_t *circ,
+                                 rv_mem_linear_t **lin_p);
+
+/** @brief Frees the current unit (with its tag) and the allocator. */
+void rv_mem_linear_destroy(rv_mem_linear_t *lin);
+
+/**
+ * @brief Takes @p len bytes aligned to @p align (a power of two, at most
+ * rv_mem_circular_unit_alignment; 0 means 8) from the current unit. When they
+ * do not fit, the current unit is freed to the circular allocator with its tag
+ * and the next unit becomes current.
+ *
+ * Segments are not freed one by one: after posting the operation that uses
+ * a segment, tag its unit (rv_mem_circular_tag(*unit_p, channel, seq)); the
+ * whole unit is recycled once its last tag completes.
+ *
+ * @param [out] addr_p the segment; set only on success
+ * @param [out] unit_p its unit (registration: (*unit_p)->chunk); may be
+ *                     NULL; set only on success
+ * @return RV_OK; RV_ERR_INVALID when @p len exceeds the unit size or
+ *         @p align is not allowed; the circular allocator's RV_ERR_AGAIN
+ *         or RV_ERR_NO_MEMORY
+ */
+rv_status_t rv_mem_linear_alloc(rv_mem_linear_t *lin, size_t len, size_t align,
+                                void **addr_p, rv_mem_unit_t **unit_p);
+
+/** @brief Frees the current unit now (e.g. when going idle), so it can be
+ * recycled once its tag completes; the next allocation starts a unit. */
+void rv_mem_linear_retire(rv_mem_linear_t *lin);
+
+/* ---------------------------------------------------------------------- */
+/* General allocator                                                       */
+
+typedef struct rv_mem_general rv_mem_general_t;
+
+/** @brief The smallest alignment and size granule of the general
+ * allocator (a cache line). */
+#define RV_MEM_GENERAL_GRANULE 64
+
+/**
+ * @brief Creates a best-fit allocator over chunks of @p chunks.
+ * @note Thread-safe (one mutex).
+ */
+rv_status_t rv_mem_general_create(rv_mem_chunk_allocator_t *chunks,
+                                  rv_mem_general_t **gen_p);
+
+/** @brief Gives every chunk back; outstanding allocations become invalid. */
+void rv_mem_general_destroy(rv_mem_general_t *gen);
+
+/**
+ * @brief Allocates @p len bytes aligned to @p align.
+ *
+ * Best fit among the free blocks of the chunks held; requests that do not
+ * fit in one chunk get a dedicated region of whole chunks, returned to the
+ * system when freed. Bookkeeping is kept outside the registered memory, so
+ * peers writing into it cannot corrupt the allocator.
+ *
+ * @param [in]  len     bytes, > 0 (rounded up to RV_MEM_GENERAL_GRANULE)
+ * @param [in]  align   a power of two; 0 means RV_MEM_GENERAL_GRANULE
+ * @param [out] addr_p  set only on success
+ * @param [out] chunk_p its registration; may be NULL; set only on success
+ * @return RV_OK, RV_ERR_INVALID, RV_ERR_NO_MEMORY
+ */
+rv_status_t rv_mem_general_alloc(rv_mem_general_t *gen, size_t len,
+                                 size_t align, void **addr_p,
+                                 const rv_mem_chunk_t **chunk_p);
+
+/** @brief Frees @p addr (from rv_mem_general_alloc); coalesces it with free
+ * neighbours. A pointer not allocated here is reported and ignored. */
+void rv_mem_general_free(rv_mem_general_t *gen, void *addr);
+
+/** @brief The registration of allocation @p addr, or NULL. */
+const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *gen,
+                                            const void *addr);
+
+/** @brief Gives chunks with nothing allocated back to the chunk
+ * allocator. */
+void rv_mem_general_trim(rv_mem_general_t *gen);
+
+/** @brief Statistics: chunks held (reserved), bytes allocated including
+ * rounding (in use), free blocks. */
+rv_mem_stats_t rv_mem_general_stats(rv_mem_general_t *gen);
+
+#endif
