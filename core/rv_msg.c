@@ -275,11 +275,14 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
                     "unknown handler id 0x%08x from worker %u (%zu bytes); "
                     "every process must register the same handlers",
                     hdr->handler, rx->src, rx->len);
-    if (rx->deferrable && !(e->flags & RV_HANDLER_INLINE))
+    bool inline_ok = e->flags & RV_HANDLER_INLINE;
+    if (rx->deferrable && !inline_ok)
         return RV_ERR_AGAIN; /* delivered from progress instead */
-    w->in_callback += rx->deferrable;
+    /* An inline handler obeys the same rules wherever it runs: also when
+     * it is delivered from progress, queued behind an earlier message. */
+    w->in_callback += inline_ok;
     rv_status_t status = run_handler(w, e, rx, desc);
-    w->in_callback -= rx->deferrable;
+    w->in_callback -= inline_ok;
     return status;
 }
 
