@@ -252,17 +252,20 @@ static rv_status_t drop(uint64_t *counter, const char *fmt, ...)
 }
 
 static rv_status_t run_handler(rv_worker_t *w, const rv_handler_entry_t *e,
-                               const rv_am_rx_t *rx, void *desc);
+                               rv_handler_id_t id, const rv_am_rx_t *rx,
+                               void *desc);
 
 rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
 {
     rv_worker_t *w = arg;
-    const rv_msg_hdr_t *hdr = rx->hdr;
+    rv_msg_hdr_t h;
+    const rv_msg_hdr_t *hdr = &h;
 
-    if (rx->hdr_len != sizeof(*hdr))
+    if (rx->hdr_len != sizeof(h))
         return drop(&w->stats.rx_malformed,
                     "malformed header from worker %u (%zu bytes, expected "
-                    "%zu)", rx->src, rx->hdr_len, sizeof(*hdr));
+                    "%zu)", rx->src, rx->hdr_len, sizeof(h));
+    memcpy(&h, rx->hdr, sizeof(h)); /* transports give no alignment */
     if (hdr->len != rx->len)
         return drop(&w->stats.rx_malformed,
                     "truncated message from worker %u (handler 0x%08x): "
@@ -281,21 +284,20 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
     /* An inline handler obeys the same rules wherever it runs: also when
      * it is delivered from progress, queued behind an earlier message. */
     w->in_callback += inline_ok;
-    rv_status_t status = run_handler(w, e, rx, desc);
+    rv_status_t status = run_handler(w, e, hdr->handler, rx, desc);
     w->in_callback -= inline_ok;
     return status;
 }
 
 /* Runs handler @p e on a validated message. */
 static rv_status_t run_handler(rv_worker_t *w, const rv_handler_entry_t *e,
-                               const rv_am_rx_t *rx, void *desc)
+                               rv_handler_id_t id, const rv_am_rx_t *rx,
+                               void *desc)
 {
-    const rv_msg_hdr_t *hdr = rx->hdr;
-
     w->stats.rx_msgs++;
     w->stats.rx_bytes += rx->len;
 
-    rv_msg_t msg = {.src = rx->src, .handler = hdr->handler,
+    rv_msg_t msg = {.src = rx->src, .handler = id,
                     .data = rx->data, .len = rx->len, .desc_ = desc};
     if (!(e->flags & RV_HANDLER_KEEP_DATA)) {
         if (e->fn(w, &msg, e->arg) == RV_INPROGRESS)
