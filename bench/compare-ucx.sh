@@ -69,10 +69,10 @@ ucx_env() { # transport -> env assignments for ucx_perftest
 iters() { # transport size kind -> iterations
   local tl=$1 size=$2 kind=$3
   if [ "$kind" = lat ]; then
-    [ "$tl" = shm ] && echo 50000 || echo 10000
+    [ "$tl" = shm ] && echo 30000 || echo 10000
     return
   fi
-  local budget=$((128 << 20)) max=1000000
+  local budget=$((64 << 20)) max=600000
   [ "$tl" = tcp ] && budget=$((32 << 20)) max=100000
   local n=$((budget / size))
   [ $n -gt $max ] && n=$max
