@@ -32,6 +32,7 @@ typedef enum { RV_ON_FULL_FAIL, RV_ON_FULL_RETRY, RV_ON_FULL_RETRY_ASYNC } rv_on
 typedef enum { RV_AMLONG_REASSEMBLY, RV_AMLONG_PUT_SYNC_SEND } rv_am_long_protocol_t;
 typedef enum { RV_QP_SHARING_THREAD, RV_QP_SHARING_PROCESS } rv_qp_sharing_t;
 typedef enum { RV_HUGE_AUTO, RV_HUGE_OFF, RV_HUGE_REQUIRE } rv_huge_pages_t;
+typedef enum { RV_RMA_EMU_AUTO, RV_RMA_EMU_ON, RV_RMA_EMU_OFF } rv_rma_emulation_t;
 
 /** @brief The effective configuration of a job. Plain data; copy freely. */
 typedef struct rv_config {
@@ -48,6 +49,7 @@ typedef struct rv_config {
             char tls[RV_CONFIG_STR_MAX];         /**< UCX_TLS */
             char net_devices[RV_CONFIG_STR_MAX]; /**< UCX_NET_DEVICES */
             uint64_t rndv_thresh;                /**< 0 = UCX's choice */
+            rv_rma_emulation_t rma_emulation;    /**< auto | on | off */
         } ucx;
         struct {
             char device[RV_CONFIG_STR_MAX];

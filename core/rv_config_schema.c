@@ -150,6 +150,18 @@ const rv_config_field_t rv_config_schema[] = {
                 "choice (8256 B on shared memory with UCX 1.13).",
     },
     {
+        .key = "transport.ucx.rma_emulation",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(transport.ucx.rma_emulation),
+        .def = "auto",
+        .values = "auto|on|off",
+        .help = "Put, get and atomics carried by active messages instead of "
+                "UCX's own RMA: auto does it for endpoints whose RMA would "
+                "run over TCP, where UCX 1.13's put/get are pathologically "
+                "slow (about 1 ms per get); on does it everywhere (for "
+                "testing); off never.",
+    },
+    {
         .key = "transport.verbs.device",
         .type = RV_CFG_STRING,
         .offset = OFF(transport.verbs.device),

@@ -202,7 +202,7 @@ static void test_schema(void **state)
             assert_string_not_equal(f->key, g->key);
     }
     /* One row per field of rv_config_t. */
-    assert_int_equal(rows, 33);
+    assert_int_equal(rows, 34);
 
     /* Enum names follow the C enums. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
@@ -228,6 +228,9 @@ static void test_schema(void **state)
                         "process");
     assert_string_equal(
         rv_config_enum_name("memory.huge_pages", RV_HUGE_REQUIRE), "require");
+    assert_string_equal(rv_config_enum_name("transport.ucx.rma_emulation",
+                                            RV_RMA_EMU_OFF),
+                        "off");
     assert_null(rv_config_enum_name("job.placement", 3));
     assert_null(rv_config_enum_name("job.placement", -1));
     assert_null(rv_config_enum_name("job.threads", 0));

@@ -8,11 +8,13 @@
 #ifndef RIVET_UCX_INTERNAL_H
 #define RIVET_UCX_INTERNAL_H
 
+#include <pthread.h>
 #include <ucp/api/ucp.h>
 
 #include "rv_transport.h"
 
-#define RV_UCX_AM_ID 0
+#define RV_UCX_AM_ID 0       /* rivet messages */
+#define RV_UCX_AM_RMA 1      /* RMA emulated over AM (ucx_emu.c) */
 #define RV_UCX_MAX_HDR 64     /* core header bytes carried per message */
 #define RV_UCX_MAX_IOV 16
 #define RV_UCX_RXBUF_MIN_CLASS 12    /* 4 KiB */
@@ -21,12 +23,22 @@
 #define RV_UCX_RNDV_INFLIGHT 2      /* rendezvous fetches at once */
 #define RV_UCX_FAST_MAX 4096 /* payloads tried with immediate completion */
 
+/* A registered region, as the target checks emulated accesses. */
+typedef struct {
+    uint64_t base, len;
+    bool live;
+} ucx_region_t;
+
 struct rv_transport {
     ucp_context_h context;
+    pthread_rwlock_t regions_lock;
+    ucx_region_t *regions;         /* by region id */
+    uint32_t nregions, regions_cap;
     rv_config_t config;
     int rank, size, threads;
     char tls[128];                 /* what was asked for */
     char lanes[192];               /* what an endpoint to a peer uses */
+    bool rma_emulated;             /* RMA to that peer goes over AM */
     char version[32];
 };
 
@@ -35,11 +47,29 @@ struct rv_tmem {
     void *addr;
     size_t len;
     bool allocated;                /* by UCX (mem_alloc) */
+    uint32_t region;               /* id in the region registry */
 };
+
+/* A packed remote key: this header, then UCX's packed rkey. */
+typedef struct {
+    uint32_t magic;
+    uint32_t region;
+    uint64_t base, len;
+} ucx_rkey_hdr_t;
+
+#define RV_UCX_RKEY_MAGIC 0x52564b31u /* "RVK1" */
 
 struct rv_trkey {
     ucp_rkey_h rkey;
+    uint32_t region;
+    uint64_t base, len;
 };
+
+/* An initiator waiting for its flush to be answered (target side). */
+typedef struct ucx_flush_wait {
+    struct ucx_flush_wait *next;
+    uint64_t cookie;
+} ucx_flush_wait_t;
 
 #define RV_UCX_INLINE_DATA 256  /* payloads copied into the held entry */
 
@@ -75,6 +105,10 @@ typedef struct ucx_op {
     uint64_t value;                /* atomic operand */
     uint64_t result;               /* atomic result when the caller gave none */
     uint64_t *result_p;
+    void *dst;                     /* emulated get: where the data goes */
+    size_t len;
+    unsigned pending;              /* emulated flush: parts outstanding */
+    rv_status_t status;
     ucp_dt_iov_t iov[RV_UCX_MAX_IOV];
     uint8_t hdr[RV_UCX_MAX_HDR + sizeof(uint32_t)];
 } ucx_op_t;
@@ -100,6 +134,11 @@ struct rv_tworker {
     rv_am_recv_fn am_recv;
     void *am_arg;
     ucx_op_t *free_ops;
+    /* RMA emulation (ucx_emu.c), by peer worker */
+    bool *emulate;                 /* RMA to this peer goes over AM */
+    bool *emu_dirty;               /* puts/atomics since the last flush */
+    unsigned *emu_puts_landing;    /* target: rendezvous puts still landing */
+    ucx_flush_wait_t **emu_flush_waiting; /* target: flushes to answer */
     unsigned completions;          /* events since the last progress call */
 };
 
@@ -138,6 +177,28 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
                            const struct iovec *iov, size_t iovcnt,
                            unsigned flags, rv_completion_fn cb, void *arg);
 void rv_ucx_am_release(struct rv_tworker *tw, void *desc);
+
+/* ucx_emu.c */
+rv_status_t rv_ucx_region_add(rv_transport_t *tp, uint64_t base, uint64_t len,
+                              uint32_t *id_p);
+void rv_ucx_region_remove(rv_transport_t *tp, uint32_t id);
+ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
+                                size_t header_length, void *data,
+                                size_t length, const ucp_am_recv_param_t *param);
+rv_status_t rv_ucx_emu_put(struct rv_tworker *tw, uint32_t peer,
+                           const void *src, size_t len, uint64_t raddr,
+                           rv_trkey_t *rkey, rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_emu_get(struct rv_tworker *tw, uint32_t peer, void *dst,
+                           size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                           rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_emu_atomic(struct rv_tworker *tw, uint32_t peer, bool cswap,
+                              uint64_t v1, uint64_t v2, uint64_t raddr,
+                              rv_trkey_t *rkey, uint64_t *result,
+                              rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_emu_flush(struct rv_tworker *tw, uint32_t peer,
+                             rv_completion_fn cb, void *arg);
+rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
+                                 void *arg);
 
 /* ucx_rma.c */
 rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, const void *src,

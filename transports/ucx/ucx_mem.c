@@ -7,6 +7,7 @@
  * existing memory, which on shm goes through CMA or copies instead.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ucx_internal.h"
 
@@ -39,6 +40,13 @@ static rv_status_t mem_map(rv_transport_t *tp, void *addr, size_t len,
     mem->addr = attr.address;
     mem->len = attr.length;
     mem->allocated = allocate;
+    rv_status_t status = rv_ucx_region_add(tp, (uintptr_t)mem->addr, mem->len,
+                                           &mem->region);
+    if (status != RV_OK) {
+        ucp_mem_unmap(tp->context, mem->memh);
+        free(mem);
+        return status;
+    }
     *mem_p = mem;
     return RV_OK;
 }
@@ -65,40 +73,72 @@ rv_status_t rv_ucx_mem_register(rv_transport_t *tp, void *addr, size_t len,
 
 void rv_ucx_mem_deregister(rv_transport_t *tp, rv_tmem_t *mem)
 {
+    rv_ucx_region_remove(tp, mem->region);
     ucs_status_t s = ucp_mem_unmap(tp->context, mem->memh);
     if (s != UCS_OK)
         rv_warn("ucp_mem_unmap: %s", ucs_status_string(s));
     free(mem);
 }
 
+/* A packed key is [ucx_rkey_hdr_t][UCX's packed rkey]: the header lets the
+ * emulated RMA of ucx_emu.c name and check the region. */
 rv_status_t rv_ucx_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem, void **buf_p,
                              size_t *len_p)
 {
-    ucs_status_t s = ucp_rkey_pack(tp->context, mem->memh, buf_p, len_p);
+    void *ucx_buf;
+    size_t ucx_len;
+    ucs_status_t s = ucp_rkey_pack(tp->context, mem->memh, &ucx_buf, &ucx_len);
     if (s != UCS_OK) {
         rv_error("ucp_rkey_pack: %s", ucs_status_string(s));
         return rv_ucx_status(s);
     }
+    ucx_rkey_hdr_t hdr = {.magic = RV_UCX_RKEY_MAGIC, .region = mem->region,
+                          .base = (uintptr_t)mem->addr, .len = mem->len};
+    uint8_t *buf = malloc(sizeof(hdr) + ucx_len);
+    if (buf == NULL) {
+        ucp_rkey_buffer_release(ucx_buf);
+        return RV_ERR_NO_MEMORY;
+    }
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), ucx_buf, ucx_len);
+    ucp_rkey_buffer_release(ucx_buf);
+    *buf_p = buf;
+    *len_p = sizeof(hdr) + ucx_len;
     return RV_OK;
 }
 
 void rv_ucx_rkey_buffer_release(rv_transport_t *tp, void *buf)
 {
     (void)tp;
-    ucp_rkey_buffer_release(buf);
+    free(buf);
 }
 
 rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
                                const void *buf, size_t len,
                                rv_trkey_t **rkey_p)
 {
-    (void)len;
+    ucx_rkey_hdr_t hdr;
     if (peer >= tw->nworkers || tw->eps[peer] == NULL)
         return RV_ERR_INVALID;
+    if (len < sizeof(hdr)) {
+        rv_error("a remote key of worker %u is %zu bytes: truncated", peer,
+                 len);
+        return RV_ERR_TRUNCATED;
+    }
+    memcpy(&hdr, buf, sizeof(hdr));
+    if (hdr.magic != RV_UCX_RKEY_MAGIC) {
+        rv_error("a remote key of worker %u was not packed by rivet's UCX "
+                 "transport", peer);
+        return RV_ERR_INVALID;
+    }
     rv_trkey_t *rkey = malloc(sizeof(*rkey));
     if (rkey == NULL)
         return RV_ERR_NO_MEMORY;
-    ucs_status_t s = ucp_ep_rkey_unpack(tw->eps[peer], buf, &rkey->rkey);
+    rkey->region = hdr.region;
+    rkey->base = hdr.base;
+    rkey->len = hdr.len;
+    ucs_status_t s = ucp_ep_rkey_unpack(
+        tw->eps[peer], (const uint8_t *)buf + sizeof(hdr), &rkey->rkey);
     if (s != UCS_OK) {
         rv_error("cannot unpack a remote key of worker %u: %s", peer,
                  ucs_status_string(s));

@@ -55,6 +55,8 @@ rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, const void *src,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,
                        rv_completion_fn cb, void *arg)
 {
+    if (peer < tw->nworkers && tw->emulate[peer])
+        return rv_ucx_emu_put(tw, peer, src, len, raddr, rkey, cb, arg);
     ucp_request_param_t p;
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
@@ -68,6 +70,8 @@ rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,
                        rv_completion_fn cb, void *arg)
 {
+    if (peer < tw->nworkers && tw->emulate[peer])
+        return rv_ucx_emu_get(tw, peer, dst, len, raddr, rkey, cb, arg);
     ucp_request_param_t p;
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
@@ -85,6 +89,9 @@ static rv_status_t atomic(struct rv_tworker *tw, uint32_t peer,
                           uint64_t *result, bool fetch, rv_completion_fn cb,
                           void *arg)
 {
+    if (peer < tw->nworkers && tw->emulate[peer])
+        return rv_ucx_emu_atomic(tw, peer, opcode == UCP_ATOMIC_OP_CSWAP,
+                                 value, reply, raddr, rkey, result, cb, arg);
     ucp_request_param_t p;
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
@@ -125,9 +132,29 @@ rv_status_t rv_ucx_atomic_cswap64(struct rv_tworker *tw, uint32_t peer,
                   result, true, cb, arg);
 }
 
+static void fence_done(void *arg, rv_status_t status)
+{
+    *(rv_status_t *)arg = status;
+}
+
 rv_status_t rv_ucx_fence(struct rv_tworker *tw, uint32_t peer)
 {
-    (void)peer; /* UCP fences the whole worker */
+    bool emulated = false;
+    for (uint32_t i = 0; i < tw->nworkers; i++)
+        if ((peer == UINT32_MAX || peer == i) && tw->emulate[i] &&
+            tw->emu_dirty[i])
+            emulated = true;
+    if (emulated) {
+        /* Emulated operations are ordered by a completed flush (see
+         * ucx_emu.c): a round trip, waited for here. */
+        rv_status_t done = RV_INPROGRESS;
+        rv_status_t status = rv_ucx_flush(tw, peer, fence_done, &done);
+        if (status != RV_INPROGRESS)
+            return status;
+        while (done == RV_INPROGRESS)
+            ucp_worker_progress(tw->worker);
+        return done;
+    }
     return rv_ucx_status(ucp_worker_fence(tw->worker));
 }
 
@@ -138,6 +165,10 @@ rv_status_t rv_ucx_flush(struct rv_tworker *tw, uint32_t peer,
     ucs_status_ptr_t r;
     ucx_op_t *op;
 
+    if (peer == UINT32_MAX)
+        return rv_ucx_emu_flush_all(tw, cb, arg);
+    if (peer < tw->nworkers && tw->emulate[peer])
+        return rv_ucx_emu_flush(tw, peer, cb, arg);
     if (peer == UINT32_MAX) {
         op = rv_ucx_op_get(tw, cb, arg);
         if (op == NULL)

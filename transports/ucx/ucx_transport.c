@@ -58,6 +58,7 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
     tp->config = *c;
+    pthread_rwlock_init(&tp->regions_lock, NULL);
     tp->rank = params->rank;
     tp->size = params->size;
     tp->threads = params->threads;
@@ -123,6 +124,8 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
 static void ucx_fini(rv_transport_t *tp)
 {
     ucp_cleanup(tp->context);
+    pthread_rwlock_destroy(&tp->regions_lock);
+    free(tp->regions);
     free(tp);
 }
 
@@ -137,12 +140,13 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->ordered_am = true;
     caps->ordered_puts = false;
     caps->atomics64 = true;
-    caps->rdma_read = strstr(tp->lanes, "tcp") == NULL;
+    caps->rdma_read = !tp->rma_emulated && strstr(tp->lanes, "tcp") == NULL;
     caps->mem_alloc_mapped = strstr(tp->lanes, "posix") != NULL ||
                              strstr(tp->lanes, "sysv") != NULL;
     snprintf(caps->description, sizeof(caps->description),
-             "ucx %s, tls %s%s%s", tp->version, tp->tls,
-             tp->lanes[0] ? "; to peers: " : "", tp->lanes);
+             "ucx %s, tls %s%s%s%s", tp->version, tp->tls,
+             tp->lanes[0] ? "; to peers: " : "", tp->lanes,
+             tp->rma_emulated ? "; RMA over active messages" : "");
 }
 
 const rv_transport_ops_t rv_transport_ops = {

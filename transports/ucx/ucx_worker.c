@@ -446,6 +446,18 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
 /* ---------------------------------------------------------------------- */
 /* Worker                                                                  */
 
+static void worker_free_arrays(struct rv_tworker *tw)
+{
+    free(tw->eps);
+    free(tw->held);
+    free(tw->active);
+    free(tw->is_active);
+    free(tw->emulate);
+    free(tw->emu_dirty);
+    free(tw->emu_puts_landing);
+    free(tw->emu_flush_waiting);
+}
+
 rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
                                  const rv_tworker_params_t *params,
                                  struct rv_tworker **tw_p)
@@ -464,8 +476,16 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
     tw->held = calloc(params->nworkers, sizeof(*tw->held));
     tw->active = calloc(params->nworkers, sizeof(*tw->active));
     tw->is_active = calloc(params->nworkers, sizeof(*tw->is_active));
+    tw->emulate = calloc(params->nworkers, sizeof(*tw->emulate));
+    tw->emu_dirty = calloc(params->nworkers, sizeof(*tw->emu_dirty));
+    tw->emu_puts_landing = calloc(params->nworkers,
+                                  sizeof(*tw->emu_puts_landing));
+    tw->emu_flush_waiting = calloc(params->nworkers,
+                                   sizeof(*tw->emu_flush_waiting));
     if (tw->eps == NULL || tw->held == NULL || tw->active == NULL ||
-        tw->is_active == NULL)
+        tw->is_active == NULL || tw->emulate == NULL ||
+        tw->emu_dirty == NULL || tw->emu_puts_landing == NULL ||
+        tw->emu_flush_waiting == NULL)
         goto err_free;
 
     ucp_worker_params_t wp = {
@@ -489,6 +509,11 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
         .arg = tw,
     };
     s = ucp_worker_set_am_recv_handler(tw->worker, &hp);
+    if (s == UCS_OK) {
+        hp.id = RV_UCX_AM_RMA;
+        hp.cb = rv_ucx_emu_recv_cb;
+        s = ucp_worker_set_am_recv_handler(tw->worker, &hp);
+    }
     if (s != UCS_OK) {
         rv_error("cannot set the UCX AM handler: %s", ucs_status_string(s));
         ucp_worker_destroy(tw->worker);
@@ -498,10 +523,7 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
     return RV_OK;
 
 err_free:
-    free(tw->eps);
-    free(tw->held);
-    free(tw->active);
-    free(tw->is_active);
+    worker_free_arrays(tw);
     free(tw);
     return RV_ERR_TRANSPORT;
 }
@@ -542,10 +564,14 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw)
         tw->free_held = h->next;
         free(h);
     }
-    free(tw->eps);
-    free(tw->held);
-    free(tw->active);
-    free(tw->is_active);
+    for (uint32_t i = 0; i < tw->nworkers; i++) {
+        while (tw->emu_flush_waiting[i] != NULL) {
+            ucx_flush_wait_t *fw = tw->emu_flush_waiting[i];
+            tw->emu_flush_waiting[i] = fw->next;
+            free(fw);
+        }
+    }
+    worker_free_arrays(tw);
     free(tw);
 }
 
@@ -570,45 +596,81 @@ void rv_ucx_address_release(struct rv_tworker *tw, void *addr)
     ucp_worker_release_address(tw->worker, addr);
 }
 
-/* Records which UCX transports an endpoint to another process uses, from
- * ucp_ep_print_info's "lane[i]: rsc:tl/dev ..." lines, e.g. "posix/memory,
- * cma/memory". */
-static void record_lanes(rv_transport_t *tp, ucp_ep_h ep)
+/* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
+static char *ep_info(ucp_ep_h ep)
 {
-    char *text = NULL, out[sizeof(tp->lanes)];
-    size_t size = 0, used = 0;
+    char *text = NULL;
+    size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     if (f == NULL)
-        return;
+        return NULL;
     ucp_ep_print_info(ep, f);
     fclose(f);
+    return text;
+}
 
-    out[0] = '\0';
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        char *p = strstr(line, "lane[");
-        if (p == NULL || (p = strchr(p, ':')) == NULL)
-            continue;
+/* The "tl/dev" of an ep_info lane line ("lane[1]:  3:cma/memory.0 md[3]
+ * -> ... rma_bw#0"), or NULL if @p line is not one. */
+static const char *lane_tl(const char *line, size_t *len_p)
+{
+    const char *p = strstr(line, "lane[");
+    if (p == NULL || (p = strchr(p, ':')) == NULL)
+        return NULL;
+    p++;
+    while (*p == ' ')
         p++;
-        while (*p == ' ')
-            p++;
-        while (*p >= '0' && *p <= '9')
-            p++;
-        if (*p == ':')
-            p++;
-        size_t n = strcspn(p, " \t");
-        if (n == 0 || n > 48)
-            continue;
-        char name[64];
-        snprintf(name, sizeof(name), "%.*s", (int)n, p);
-        if (strstr(out, name) != NULL)
-            continue;
-        used += (size_t)snprintf(out + used,
-                                 used < sizeof(out) ? sizeof(out) - used : 0,
-                                 "%s%s", used ? ", " : "", name);
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p == ':')
+        p++;
+    size_t n = strcspn(p, " \t\n");
+    if (n == 0 || n > 48)
+        return NULL;
+    *len_p = n;
+    return p;
+}
+
+/* Records which UCX transports an endpoint to another process uses, e.g.
+ * "posix/memory, cma/memory", for the user. */
+static void record_lanes(rv_transport_t *tp, const char *info)
+{
+    char out[sizeof(tp->lanes)];
+    size_t used = 0, n;
+    out[0] = '\0';
+    for (const char *line = info; line && *line;) {
+        const char *eol = strchrnul(line, '\n');
+        const char *tl = lane_tl(line, &n);
+        if (tl != NULL && tl < eol) {
+            char name[64];
+            snprintf(name, sizeof(name), "%.*s", (int)n, tl);
+            if (strstr(out, name) == NULL)
+                used += (size_t)snprintf(out + used,
+                                         used < sizeof(out) ? sizeof(out) - used
+                                                            : 0,
+                                         "%s%s", used ? ", " : "", name);
+        }
+        line = *eol ? eol + 1 : eol;
     }
-    free(text);
     if (out[0] != '\0')
         snprintf(tp->lanes, sizeof(tp->lanes), "%s", out);
+}
+
+/* True when UCX would carry @p info's RMA over TCP, or has no RMA lane
+ * (then it emulates RMA itself, as slowly). */
+static bool rma_needs_emulation(const char *info)
+{
+    bool native = false;
+    size_t n;
+    for (const char *line = info; line && *line;) {
+        const char *eol = strchrnul(line, '\n');
+        const char *tl = lane_tl(line, &n);
+        const char *rma = strstr(line, "rma");
+        if (tl != NULL && tl < eol && rma != NULL && rma < eol &&
+            strncmp(tl, "tcp", 3) != 0)
+            native = true;
+        line = *eol ? eol + 1 : eol;
+    }
+    return !native;
 }
 
 rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
@@ -627,15 +689,26 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
                  ucs_status_string(s));
         return rv_ucx_status(s);
     }
-    /* One thread records what the first remote endpoint uses. */
     rv_transport_t *tp = tw->tp;
     int local = (int)(tw->tid % (uint32_t)tp->threads);
     int peer_rank = (int)(peer / (uint32_t)tp->threads);
-    if (local == 0 && peer_rank != tp->rank && tp->lanes[0] == '\0')
-        record_lanes(tp, tw->eps[peer]);
-    else if (local == 0 && tp->size == 1 && peer != tw->tid &&
-             tp->lanes[0] == '\0')
-        record_lanes(tp, tw->eps[peer]);
+    rv_rma_emulation_t emu = tp->config.transport.ucx.rma_emulation;
+    bool describe = local == 0 && tp->lanes[0] == '\0' &&
+                    (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
+    if (emu == RV_RMA_EMU_AUTO || describe) {
+        char *info = ep_info(tw->eps[peer]);
+        if (describe)
+            record_lanes(tp, info);
+        if (emu == RV_RMA_EMU_AUTO)
+            tw->emulate[peer] = rma_needs_emulation(info);
+        if (describe && tw->emulate[peer])
+            tp->rma_emulated = true;
+        free(info);
+    } else {
+        tw->emulate[peer] = emu == RV_RMA_EMU_ON;
+        if (describe)
+            tp->rma_emulated = tw->emulate[peer];
+    }
     return RV_OK;
 }
 

@@ -1,0 +1,518 @@
+/*
+ * RMA emulated over active messages, for endpoints where UCX's own RMA
+ * would run over TCP.
+ *
+ * UCX 1.13 carries put/get over its tcp transport by a protocol that costs
+ * about a millisecond per get on these machines, while its active messages
+ * over the same socket take microseconds and move gigabytes per second. So,
+ * per endpoint (transport.ucx.rma_emulation: auto), rivet sends each
+ * one-sided operation as an AM of its own (id RV_UCX_AM_RMA) that the
+ * target worker's progress executes:
+ *
+ *   put        header + payload; the target copies eager data into place,
+ *              and receives rendezvous data straight into the target
+ *              address (ucp_am_recv_data_nbx), so large puts are zero-copy.
+ *              Local completion is the send's completion.
+ *   get        request -> the target replies with the data, sent from the
+ *              target address itself (zero-copy for rendezvous), which the
+ *              initiator receives straight into the destination.
+ *   atomics    request -> the target applies a CPU atomic (__atomic, so it
+ *              is atomic with respect to its own threads and to other
+ *              emulated or shared-memory atomics) and replies with the old
+ *              value.
+ *   flush      request -> the target replies once every put it received
+ *              from this initiator before the request has landed (AMs of
+ *              one endpoint arrive in order; rendezvous puts still landing
+ *              are counted per initiator and the reply waits for them).
+ *   fence      a flush, waited for (a round trip), since a later eager put
+ *              could otherwise land before an earlier rendezvous one.
+ *
+ * The target validates every access against the regions its process
+ * registered (the remote key carries the region id, base and length), so
+ * a bad remote pointer is an error reported to both sides, not a stray
+ * write. As with UCX's tcp RMA, the target worker must progress.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ucx_internal.h"
+
+enum {
+    EMU_PUT = 1,
+    EMU_GET_REQ,
+    EMU_GET_REP,
+    EMU_AMO_REQ,
+    EMU_AMO_REP,
+    EMU_FLUSH_REQ,
+    EMU_FLUSH_REP,
+};
+
+enum { EMU_AMO_FADD = 1, EMU_AMO_CSWAP };
+
+typedef struct {
+    uint8_t op;
+    uint8_t amo;
+    int16_t status;     /* replies: rv_status_t */
+    uint32_t src;       /* initiating worker */
+    uint32_t region;    /* target region id */
+    uint32_t reserved;
+    uint64_t raddr;
+    uint64_t len;
+    uint64_t v1, v2;    /* atomic operands; v1 carries the old value back */
+    uint64_t cookie;    /* the initiator's op */
+} emu_hdr_t;
+
+_Static_assert(sizeof(emu_hdr_t) <= RV_UCX_MAX_HDR + sizeof(uint32_t),
+               "emulation header must fit an op's header storage");
+
+/* ---------------------------------------------------------------------- */
+/* Region registry (target side)                                           */
+
+rv_status_t rv_ucx_region_add(rv_transport_t *tp, uint64_t base, uint64_t len,
+                              uint32_t *id_p)
+{
+    rv_status_t status = RV_OK;
+    pthread_rwlock_wrlock(&tp->regions_lock);
+    uint32_t id = 0;
+    while (id < tp->nregions && tp->regions[id].live)
+        id++;
+    if (id == tp->regions_cap) {
+        uint32_t cap = tp->regions_cap ? 2 * tp->regions_cap : 64;
+        void *p = realloc(tp->regions, cap * sizeof(*tp->regions));
+        if (p == NULL) {
+            status = RV_ERR_NO_MEMORY;
+            goto out;
+        }
+        tp->regions = p;
+        tp->regions_cap = cap;
+    }
+    tp->regions[id] = (ucx_region_t){.base = base, .len = len, .live = true};
+    if (id == tp->nregions)
+        tp->nregions++;
+    *id_p = id;
+out:
+    pthread_rwlock_unlock(&tp->regions_lock);
+    return status;
+}
+
+void rv_ucx_region_remove(rv_transport_t *tp, uint32_t id)
+{
+    pthread_rwlock_wrlock(&tp->regions_lock);
+    if (id < tp->nregions)
+        tp->regions[id].live = false;
+    pthread_rwlock_unlock(&tp->regions_lock);
+}
+
+/* Is [addr, addr + len) inside live region @p id? */
+static bool region_check(rv_transport_t *tp, uint32_t id, uint64_t addr,
+                         uint64_t len)
+{
+    bool ok = false;
+    pthread_rwlock_rdlock(&tp->regions_lock);
+    if (id < tp->nregions && tp->regions[id].live) {
+        const ucx_region_t *r = &tp->regions[id];
+        ok = addr >= r->base && len <= r->len && addr - r->base <= r->len - len;
+    }
+    pthread_rwlock_unlock(&tp->regions_lock);
+    return ok;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sending                                                                 */
+
+static void emu_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucx_op_t *op = user_data;
+    struct rv_tworker *tw = op->tw;
+
+    ucp_request_free(request);
+    if (status != UCS_OK)
+        rv_error("emulated RMA message failed: %s", ucs_status_string(status));
+    if (op->cb != NULL) {
+        tw->completions++;
+        op->cb(op->arg, rv_ucx_status(status));
+    }
+    rv_ucx_op_put(tw, op);
+}
+
+/*
+ * Sends @p h (+ @p data) to @p peer. @p cb, if not NULL, runs when the send
+ * completes (then RV_INPROGRESS is returned); RV_OK means it already has.
+ */
+static rv_status_t emu_send(struct rv_tworker *tw, uint32_t peer,
+                            const emu_hdr_t *h, const void *data, size_t len,
+                            rv_completion_fn cb, void *arg)
+{
+    ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
+    if (op == NULL)
+        return RV_ERR_NO_MEMORY;
+    memcpy(op->hdr, h, sizeof(*h)); /* must outlive the call */
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = emu_send_done,
+        .user_data = op,
+    };
+    ucs_status_ptr_t r = ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_RMA, op->hdr,
+                                         sizeof(*h), data, len, &p);
+    if (r == NULL) {
+        rv_ucx_op_put(tw, op);
+        return RV_OK;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        rv_ucx_op_put(tw, op);
+        rv_error("cannot send an emulated RMA operation to worker %u: %s",
+                 peer, ucs_status_string(UCS_PTR_STATUS(r)));
+        return rv_ucx_status(UCS_PTR_STATUS(r));
+    }
+    return RV_INPROGRESS;
+}
+
+/* A reply from the target side; nothing waits for its completion. */
+static void emu_reply(struct rv_tworker *tw, const emu_hdr_t *req, uint8_t op,
+                      rv_status_t status, const void *data, size_t len)
+{
+    emu_hdr_t h = *req;
+    h.op = op;
+    h.status = (int16_t)status;
+    h.src = tw->tid;
+    emu_send(tw, req->src, &h, data, len, NULL, NULL);
+}
+
+/* Completes an initiator's op (get, atomic or flush). */
+static void emu_complete(ucx_op_t *op, rv_status_t status)
+{
+    struct rv_tworker *tw = op->tw;
+    if (op->result_p != NULL && status == RV_OK)
+        *op->result_p = op->result;
+    tw->completions++;
+    op->cb(op->arg, status);
+    rv_ucx_op_put(tw, op);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Initiator side                                                          */
+
+rv_status_t rv_ucx_emu_put(struct rv_tworker *tw, uint32_t peer,
+                           const void *src, size_t len, uint64_t raddr,
+                           rv_trkey_t *rkey, rv_completion_fn cb, void *arg)
+{
+    emu_hdr_t h = {.op = EMU_PUT, .src = tw->tid, .region = rkey->region,
+                   .raddr = raddr, .len = len};
+    tw->emu_dirty[peer] = true;
+    return emu_send(tw, peer, &h, src, len, cb, arg);
+}
+
+/* Starts a request whose reply completes @p op. */
+static rv_status_t emu_request(struct rv_tworker *tw, uint32_t peer,
+                               emu_hdr_t *h, ucx_op_t *op)
+{
+    h->src = tw->tid;
+    h->cookie = (uintptr_t)op;
+    rv_status_t status = emu_send(tw, peer, h, NULL, 0, NULL, NULL);
+    if (status < 0) {
+        rv_ucx_op_put(tw, op);
+        return status;
+    }
+    return RV_INPROGRESS;
+}
+
+rv_status_t rv_ucx_emu_get(struct rv_tworker *tw, uint32_t peer, void *dst,
+                           size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                           rv_completion_fn cb, void *arg)
+{
+    ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
+    if (op == NULL)
+        return RV_ERR_NO_MEMORY;
+    op->dst = dst;
+    op->len = len;
+    emu_hdr_t h = {.op = EMU_GET_REQ, .region = rkey->region,
+                   .raddr = raddr, .len = len};
+    return emu_request(tw, peer, &h, op);
+}
+
+rv_status_t rv_ucx_emu_atomic(struct rv_tworker *tw, uint32_t peer, bool cswap,
+                              uint64_t v1, uint64_t v2, uint64_t raddr,
+                              rv_trkey_t *rkey, uint64_t *result,
+                              rv_completion_fn cb, void *arg)
+{
+    ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
+    if (op == NULL)
+        return RV_ERR_NO_MEMORY;
+    op->result_p = result;
+    emu_hdr_t h = {.op = EMU_AMO_REQ,
+                   .amo = cswap ? EMU_AMO_CSWAP : EMU_AMO_FADD,
+                   .region = rkey->region, .raddr = raddr,
+                   .len = sizeof(uint64_t), .v1 = v1, .v2 = v2};
+    tw->emu_dirty[peer] = true;
+    return emu_request(tw, peer, &h, op);
+}
+
+/* Sends a flush request whose reply completes @p op. */
+static rv_status_t emu_flush_peer(struct rv_tworker *tw, uint32_t peer,
+                                  ucx_op_t *op)
+{
+    emu_hdr_t h = {.op = EMU_FLUSH_REQ, .src = tw->tid,
+                   .cookie = (uintptr_t)op};
+    tw->emu_dirty[peer] = false;
+    return emu_send(tw, peer, &h, NULL, 0, NULL, NULL);
+}
+
+rv_status_t rv_ucx_emu_flush(struct rv_tworker *tw, uint32_t peer,
+                             rv_completion_fn cb, void *arg)
+{
+    ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
+    if (op == NULL)
+        return RV_ERR_NO_MEMORY;
+    op->pending = 1;
+    op->status = RV_OK;
+    rv_status_t status = emu_flush_peer(tw, peer, op);
+    if (status < 0) {
+        rv_ucx_op_put(tw, op);
+        return status;
+    }
+    return RV_INPROGRESS;
+}
+
+/* One part of a worker-wide flush is done. */
+static void flush_part_done(ucx_op_t *op, rv_status_t status)
+{
+    if (status < 0 && op->status == RV_OK)
+        op->status = status;
+    if (--op->pending == 0)
+        emu_complete(op, op->status);
+}
+
+static void worker_flush_done(void *request, ucs_status_t status,
+                              void *user_data)
+{
+    ucp_request_free(request);
+    flush_part_done(user_data, rv_ucx_status(status));
+}
+
+rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
+                                 void *arg)
+{
+    ucx_op_t *op = rv_ucx_op_get(tw, cb, arg);
+    if (op == NULL)
+        return RV_ERR_NO_MEMORY;
+    op->status = RV_OK;
+    op->pending = 1; /* held until every part has been started */
+
+    for (uint32_t peer = 0; peer < tw->nworkers; peer++) {
+        if (!tw->emulate[peer] || !tw->emu_dirty[peer])
+            continue;
+        op->pending++;
+        if (emu_flush_peer(tw, peer, op) < 0)
+            op->pending--;
+    }
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = worker_flush_done,
+        .user_data = op,
+    };
+    ucs_status_ptr_t r = ucp_worker_flush_nbx(tw->worker, &p);
+    if (UCS_PTR_IS_PTR(r))
+        op->pending++;
+    else if (UCS_PTR_IS_ERR(r) && op->status == RV_OK)
+        op->status = rv_ucx_status(UCS_PTR_STATUS(r));
+
+    if (--op->pending == 0) { /* nothing to wait for */
+        rv_status_t status = op->status;
+        rv_ucx_op_put(tw, op);
+        return status;
+    }
+    return RV_INPROGRESS;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Target side and replies (the RV_UCX_AM_RMA handler)                     */
+
+/* A rendezvous put is landing: the initiator's flushes wait for it. */
+typedef struct {
+    struct rv_tworker *tw;
+    uint32_t src;
+} put_landing_t;
+
+static void answer_flushes(struct rv_tworker *tw, uint32_t src)
+{
+    while (tw->emu_puts_landing[src] == 0 && tw->emu_flush_waiting[src]) {
+        ucx_flush_wait_t *fw = tw->emu_flush_waiting[src];
+        tw->emu_flush_waiting[src] = fw->next;
+        emu_hdr_t req = {.src = src, .cookie = fw->cookie};
+        emu_reply(tw, &req, EMU_FLUSH_REP, RV_OK, NULL, 0);
+        free(fw);
+    }
+}
+
+static void put_landed(void *request, ucs_status_t status, size_t length,
+                       void *user_data)
+{
+    put_landing_t *pl = user_data;
+    (void)length;
+    if (request != NULL)
+        ucp_request_free(request);
+    if (status != UCS_OK)
+        rv_error("an emulated put from worker %u failed to land: %s",
+                 pl->src, ucs_status_string(status));
+    pl->tw->emu_puts_landing[pl->src]--;
+    answer_flushes(pl->tw, pl->src);
+    free(pl);
+}
+
+static void get_landed(void *request, ucs_status_t status, size_t length,
+                       void *user_data)
+{
+    (void)length;
+    if (request != NULL)
+        ucp_request_free(request);
+    emu_complete(user_data, rv_ucx_status(status));
+}
+
+/* Receives rendezvous data of @p len bytes into @p dst. */
+static void recv_into(struct rv_tworker *tw, void *desc, void *dst,
+                      size_t len, ucp_am_recv_data_nbx_callback_t cb,
+                      void *arg)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv_am = cb,
+        .user_data = arg,
+    };
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, desc, dst, len, &p);
+    if (UCS_PTR_IS_ERR(r))
+        cb(NULL, UCS_PTR_STATUS(r), 0, arg);
+    else if (r == NULL)
+        cb(NULL, UCS_OK, len, arg);
+}
+
+static ucs_status_t on_put(struct rv_tworker *tw, const emu_hdr_t *h,
+                           void *data, size_t length, bool rndv)
+{
+    if (length != h->len || !region_check(tw->tp, h->region, h->raddr,
+                                          h->len)) {
+        rv_error("dropped an emulated put of %zu bytes at 0x%llx from worker "
+                 "%u: outside the registered memory of its remote key",
+                 length, (unsigned long long)h->raddr, h->src);
+        return UCS_OK;
+    }
+    if (!rndv) {
+        memcpy((void *)(uintptr_t)h->raddr, data, length);
+        return UCS_OK;
+    }
+    put_landing_t *pl = malloc(sizeof(*pl));
+    if (pl == NULL)
+        return UCS_ERR_NO_MEMORY;
+    pl->tw = tw;
+    pl->src = h->src;
+    tw->emu_puts_landing[h->src]++;
+    recv_into(tw, data, (void *)(uintptr_t)h->raddr, length, put_landed, pl);
+    return UCS_INPROGRESS;
+}
+
+static void on_amo(struct rv_tworker *tw, const emu_hdr_t *h)
+{
+    if (!region_check(tw->tp, h->region, h->raddr, sizeof(uint64_t)) ||
+        h->raddr % sizeof(uint64_t) != 0) {
+        rv_error("refused an emulated atomic at 0x%llx from worker %u: "
+                 "unaligned or outside registered memory",
+                 (unsigned long long)h->raddr, h->src);
+        emu_reply(tw, h, EMU_AMO_REP, RV_ERR_INVALID, NULL, 0);
+        return;
+    }
+    uint64_t *p = (uint64_t *)(uintptr_t)h->raddr, old;
+    if (h->amo == EMU_AMO_FADD) {
+        old = __atomic_fetch_add(p, h->v1, __ATOMIC_SEQ_CST);
+    } else {
+        old = h->v1;
+        __atomic_compare_exchange_n(p, &old, h->v2, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+    }
+    emu_hdr_t rep = *h;
+    rep.v1 = old;
+    emu_reply(tw, &rep, EMU_AMO_REP, RV_OK, NULL, 0);
+}
+
+ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
+                                size_t header_length, void *data,
+                                size_t length, const ucp_am_recv_param_t *param)
+{
+    struct rv_tworker *tw = arg;
+    bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    emu_hdr_t h;
+
+    if (header_length != sizeof(h)) {
+        rv_warn("dropped an emulated RMA message with a %zu-byte header",
+                header_length);
+        return UCS_OK;
+    }
+    memcpy(&h, header, sizeof(h));
+    if (h.src >= tw->nworkers) {
+        rv_warn("dropped an emulated RMA message from unknown worker %u",
+                h.src);
+        return UCS_OK;
+    }
+    tw->completions++;
+
+    switch (h.op) {
+    case EMU_PUT:
+        return on_put(tw, &h, data, length, rndv);
+    case EMU_GET_REQ:
+        if (!region_check(tw->tp, h.region, h.raddr, h.len)) {
+            rv_error("refused an emulated get of %llu bytes at 0x%llx from "
+                     "worker %u: outside registered memory",
+                     (unsigned long long)h.len, (unsigned long long)h.raddr,
+                     h.src);
+            emu_reply(tw, &h, EMU_GET_REP, RV_ERR_INVALID, NULL, 0);
+        } else {
+            emu_reply(tw, &h, EMU_GET_REP, RV_OK,
+                      (const void *)(uintptr_t)h.raddr, h.len);
+        }
+        return UCS_OK;
+    case EMU_AMO_REQ:
+        on_amo(tw, &h);
+        return UCS_OK;
+    case EMU_FLUSH_REQ: {
+        ucx_flush_wait_t *fw = malloc(sizeof(*fw));
+        if (fw == NULL)
+            return UCS_OK;
+        fw->cookie = h.cookie;
+        fw->next = NULL;
+        ucx_flush_wait_t **tail = &tw->emu_flush_waiting[h.src];
+        while (*tail != NULL)
+            tail = &(*tail)->next;
+        *tail = fw;
+        answer_flushes(tw, h.src);
+        return UCS_OK;
+    }
+    case EMU_GET_REP: {
+        ucx_op_t *op = (ucx_op_t *)(uintptr_t)h.cookie;
+        if (h.status != RV_OK || length != op->len) {
+            emu_complete(op, h.status != RV_OK ? h.status : RV_ERR_TRUNCATED);
+            return UCS_OK;
+        }
+        if (!rndv) {
+            memcpy(op->dst, data, length);
+            emu_complete(op, RV_OK);
+            return UCS_OK;
+        }
+        recv_into(tw, data, op->dst, length, get_landed, op);
+        return UCS_INPROGRESS;
+    }
+    case EMU_AMO_REP: {
+        ucx_op_t *op = (ucx_op_t *)(uintptr_t)h.cookie;
+        op->result = h.v1;
+        emu_complete(op, h.status);
+        return UCS_OK;
+    }
+    case EMU_FLUSH_REP:
+        flush_part_done((ucx_op_t *)(uintptr_t)h.cookie, h.status);
+        return UCS_OK;
+    default:
+        rv_warn("dropped an emulated RMA message of unknown kind %u from "
+                "worker %u", h.op, h.src);
+        return UCS_OK;
+    }
+}
