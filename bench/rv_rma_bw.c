@@ -1,0 +1,214 @@
+/*
+ * rv-rma-bw: one-sided put and get bandwidth, and get latency, through the
+ * transport interface, from worker 0 of rank 0 into a region of worker 0
+ * of rank 1 (memory the transport allocated: on shm, mapped into rank 0).
+ * Over tcp this measures rivet's RMA emulated over active messages
+ * (transport.ucx.rma_emulation) against what UCX's own RMA does.
+ *
+ *   rivetrun -c configs/pingpong-tcp.yaml build/bin/rv-rma-bw [options]
+ *   -s SIZES   comma-separated sizes (default 8,4096,65536,4194304)
+ *   -n ITERS   operations per size and kind (default: about 64 MiB, at
+ *              least 100 and at most 100000)
+ *   -W WINDOW  operations in flight for bandwidth (default 32)
+ *   --csv      print "op,size,mb_per_s,lat_us" rows only
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_util.h"
+#include "rivet.h"
+
+#define REGION (64u << 20)
+
+static struct {
+    size_t sizes[32];
+    int nsizes;
+    long iters, window;
+    int csv;
+    rv_handler_id_t key;
+} rb = {.window = 32};
+
+static uint8_t keybuf[1024];
+static size_t keylen;
+static uint64_t raddr;
+static volatile int have_key;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static rv_status_t on_key(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)w;
+    (void)arg;
+    memcpy(&raddr, msg->data, sizeof(raddr));
+    keylen = msg->len - sizeof(raddr);
+    memcpy(keybuf, (uint8_t *)msg->data + sizeof(raddr), keylen);
+    have_key = 1;
+    return RV_OK;
+}
+
+static void done_cb(void *arg, rv_status_t status)
+{
+    rv_sync_complete(arg, status);
+}
+
+/* Runs n operations of one kind with `window` in flight; returns seconds. */
+static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
+                  long window, rv_trkey_t *rkey)
+{
+    const rv_transport_ops_t *ops =
+        rv_context_transport(rv_worker_context(w), NULL);
+    rv_tworker_t *tw = rv_worker_tworker(w);
+    rv_sync_t sync;
+    rv_sync_init(&sync, 0);
+    size_t slots = REGION / size;
+    rv_tid_t peer = rv_tid_make(rv_worker_context(w), 1, 0);
+    double t0 = now_s();
+    for (long i = 0; i < n; i++) {
+        while (atomic_load(&sync.pending) >= window)
+            rv_progress(w);
+        uint64_t off = (uint64_t)(i % (long)slots) * size;
+        atomic_fetch_add(&sync.pending, 1);
+        rv_status_t st = get ? ops->get(tw, peer, buf, size, raddr + off,
+                                        rkey, done_cb, &sync)
+                             : ops->put(tw, peer, buf, size, raddr + off,
+                                        rkey, done_cb, &sync);
+        if (st != RV_INPROGRESS)
+            atomic_fetch_sub(&sync.pending, 1);
+        if (st < 0)
+            return -1;
+    }
+    if (rv_sync_wait(w, &sync) != RV_OK)
+        return -1;
+    if (!get) { /* puts count once they have landed */
+        rv_sync_init(&sync, 1);
+        rv_status_t st = ops->flush(tw, UINT32_MAX, done_cb, &sync);
+        if (st == RV_INPROGRESS)
+            rv_sync_wait(w, &sync);
+    }
+    return now_s() - t0;
+}
+
+static int worker(rv_worker_t *w, void *arg)
+{
+    rv_context_t *ctx = rv_worker_context(w);
+    rv_transport_t *tp;
+    const rv_transport_ops_t *ops = rv_context_transport(ctx, &tp);
+    rv_tmem_t *mem = NULL;
+    void *region = NULL;
+    int rc = 0;
+    (void)arg;
+
+    if (rv_worker_local(w) != 0 || rv_rank(ctx) > 1)
+        return rv_barrier(w) == RV_OK ? 0 : 1;
+    if (rv_rank(ctx) == 1) {
+        void *key;
+        size_t len;
+        if (ops->mem_alloc(tp, REGION, &mem, &region) != RV_OK ||
+            ops->rkey_pack(tp, mem, &key, &len) != RV_OK)
+            return 1;
+        memset(region, 1, REGION);
+        uint8_t msg[sizeof(uint64_t) + 1024];
+        uint64_t addr = (uintptr_t)region;
+        memcpy(msg, &addr, sizeof(addr));
+        memcpy(msg + sizeof(addr), key, len);
+        ops->rkey_buffer_release(tp, key);
+        if (rv_send(w, rv_tid_make(ctx, 0, 0), rb.key, msg,
+                    sizeof(addr) + len, NULL) != RV_OK)
+            return 1;
+        rc = rv_barrier(w) == RV_OK ? 0 : 1; /* rank 0 measures meanwhile */
+        ops->mem_deregister(tp, mem);
+        return rc;
+    }
+
+    while (!have_key)
+        rv_progress(w);
+    rv_trkey_t *rkey;
+    rv_tid_t peer = rv_tid_make(ctx, 1, 0);
+    if (ops->rkey_unpack(rv_worker_tworker(w), peer, keybuf, keylen, &rkey))
+        return 1;
+    if (!rb.csv) {
+        printf("rivet RMA: transport %s\n", rv_context_caps(ctx)->description);
+        printf("%4s %10s %10s %14s %14s\n", "op", "size", "ops", "MB/s",
+               "latency(us)");
+    } else {
+        printf("op,size,mb_per_s,lat_us\n");
+    }
+    for (int s = 0; s < rb.nsizes && rc == 0; s++) {
+        size_t size = rb.sizes[s];
+        long n = rb.iters > 0 ? rb.iters : (long)((64u << 20) / size);
+        n = n < 100 ? 100 : n > 100000 ? 100000 : n;
+        uint8_t *buf = calloc(1, size);
+        for (int get = 0; get <= 1 && buf != NULL; get++) {
+            run(w, get, buf, size, n / 10 + 1, rb.window, rkey); /* warm-up */
+            double t = run(w, get, buf, size, n, rb.window, rkey);
+            long nl = n < 2000 ? n : 2000;
+            double tl = run(w, get, buf, size, nl, 1, rkey);
+            if (t < 0 || tl < 0) {
+                rc = 1;
+                break;
+            }
+            double mbs = (double)n * (double)size / t / 1e6;
+            double lat = tl / (double)nl * 1e6;
+            if (rb.csv)
+                printf("%s,%zu,%.1f,%.2f\n", get ? "get" : "put", size, mbs,
+                       lat);
+            else
+                printf("%4s %10zu %10ld %14.1f %14.2f\n", get ? "get" : "put",
+                       size, n, mbs, lat);
+            fflush(stdout);
+        }
+        free(buf);
+    }
+    ops->rkey_destroy(rv_worker_tworker(w), rkey);
+    return rv_barrier(w) == RV_OK ? rc : 1;
+}
+
+int main(int argc, char **argv)
+{
+    rv_context_t *ctx;
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *sizes = "8,4096,65536,4194304";
+    int c;
+    while ((c = getopt_long(argc, argv, "s:n:W:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': sizes = optarg; break;
+        case 'n': rb.iters = atol(optarg); break;
+        case 'W': rb.window = atol(optarg); break;
+        case 'C': rb.csv = 1; break;
+        default:
+            fprintf(stderr, "usage: rivetrun -c JOB.yaml %s [-s SIZES] "
+                            "[-n ITERS] [-W WINDOW] [--csv]\n", argv[0]);
+            rv_finalize(ctx);
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    rb.nsizes = bench_parse_sizes(sizes, rb.sizes, 32, 1);
+    if (rb.nsizes <= 0 || rv_size(ctx) < 2 || rb.window < 1) {
+        fprintf(stderr, "rv-rma-bw needs 2 processes, sizes and a window\n");
+        rv_finalize(ctx);
+        return 2;
+    }
+    for (int s = 0; s < rb.nsizes; s++)
+        if (rb.sizes[s] > REGION) {
+            fprintf(stderr, "rv-rma-bw: sizes up to %u bytes\n", REGION);
+            rv_finalize(ctx);
+            return 2;
+        }
+    if (rv_handler_register(ctx, "rmabw.key", on_key, NULL, 0, &rb.key))
+        return 1;
+    rv_status_t status = rv_job_run(ctx, worker, NULL);
+    rv_finalize(ctx);
+    return status == RV_OK ? 0 : 1;
+}
