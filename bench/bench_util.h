@@ -2,8 +2,12 @@
 #ifndef RIVET_BENCH_UTIL_H
 #define RIVET_BENCH_UTIL_H
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "rivet.h"
 
 /* Parses "8,64,4096" into sizes[]; returns the count, or -1 if malformed
  * or a size is below @p min. */
@@ -27,6 +31,67 @@ static inline int bench_parse_sizes(const char *text, size_t *sizes, int max,
         }
     }
     return n;
+}
+
+/* The options every benchmark takes. */
+typedef struct {
+    size_t sizes[32];
+    int nsizes;
+    long iters;      /* -n ITERS; 0: the program's default */
+    long window;     /* -W WINDOW: operations in flight */
+    long warmup;     /* -w WARMUP: untimed iterations */
+    int csv;         /* --csv: CSV rows only */
+    int echo;        /* --echo (rv-pingpong) */
+} bench_opts_t;
+
+/*
+ * Parses -s SIZES, -n, -W, -w, --csv and --echo (those named in @p accept,
+ * e.g. "snW"), checks the job has two processes, and on a problem prints
+ * @p usage and finalizes @p ctx.
+ * @return -1 to go on, else the exit code to return from main.
+ */
+static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
+                                const char *accept, const char *usage,
+                                const char *default_sizes, size_t min_size,
+                                bench_opts_t *o)
+{
+    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
+                                         {"echo", no_argument, NULL, 'E'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *sizes = default_sizes;
+    int c, rc = -1;
+    while (rc < 0 && (c = getopt_long(argc, argv, "s:n:W:w:h", opts, NULL)) !=
+                         -1) {
+        if (c != 'C' && c != 'h' && (c == '?' || !strchr(accept, c)))
+            c = '?';
+        switch (c) {
+        case 's': sizes = optarg; break;
+        case 'n': o->iters = atol(optarg); break;
+        case 'W': o->window = atol(optarg); break;
+        case 'w': o->warmup = atol(optarg); break;
+        case 'C': o->csv = 1; break;
+        case 'E': o->echo = 1; break;
+        default: rc = c == 'h' ? 0 : 2; break;
+        }
+    }
+    if (rc < 0) {
+        o->nsizes = bench_parse_sizes(sizes, o->sizes, 32, min_size);
+        if (o->nsizes <= 0 || o->iters < 0 || o->window < 1 || o->warmup < 0)
+            rc = 2;
+    }
+    if (rc < 0 && rv_size(ctx) < 2) {
+        fprintf(stderr, "%s needs 2 processes (this job has %d); run it with "
+                        "rivetrun or mpirun\n", argv[0], rv_size(ctx));
+        rc = 2;
+    }
+    if (rc >= 0) {
+        if (rc != 0 || c == 'h')
+            fprintf(stderr, "usage: rivetrun -c JOB.yaml %s %s\n", argv[0],
+                    usage);
+        rv_finalize(ctx);
+    }
+    return rc;
 }
 
 #endif

@@ -11,7 +11,6 @@
  *   -W WINDOW  sends in flight (default 64)
  *   --csv      print "size,msgs_per_s,mb_per_s" rows only (MB = 10^6 B)
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +19,10 @@
 #include "bench_util.h"
 #include "rivet.h"
 
-typedef struct {
-    size_t sizes[32];
-    int nsizes;
-    long iters, window;
-    int csv;
+static bench_opts_t opt = {.window = 64};
+static struct {
     rv_handler_id_t data, ack;
-} bw_t;
-
-static bw_t bw = {.window = 64};
+} bw;
 static long received, acks;
 
 static double now_s(void)
@@ -40,8 +34,8 @@ static double now_s(void)
 
 static long iters_for(size_t size)
 {
-    if (bw.iters > 0)
-        return bw.iters;
+    if (opt.iters > 0)
+        return opt.iters;
     long n = (long)((256u << 20) / (size ? size : 1));
     return n < 2000 ? 2000 : n > 2000000 ? 2000000 : n;
 }
@@ -83,7 +77,7 @@ static double send_round(rv_worker_t *w, rv_tid_t peer, const char *buf,
     memcpy(last, &n, sizeof(n));
     double t0 = now_s();
     for (long i = 0; i < n; i++) {
-        while (atomic_load(&sync.pending) >= bw.window)
+        while (atomic_load(&sync.pending) >= opt.window)
             rv_progress(w);
         if (rv_send(w, peer, bw.data, i == n - 1 ? last : buf, size,
                     &sync) != RV_OK)
@@ -103,16 +97,16 @@ static int worker(rv_worker_t *w, void *arg)
         return 0;
 
     rv_tid_t peer = rv_tid_make(ctx, 1, 0);
-    if (!bw.csv) {
+    if (!opt.csv) {
         printf("rivet AM bandwidth: %d processes, window %ld\n", rv_size(ctx),
-               bw.window);
+               opt.window);
         printf("transport: %s\n", rv_context_caps(ctx)->description);
         printf("%10s %10s %14s %14s\n", "size", "messages", "msgs/s", "MB/s");
     } else {
         printf("size,msgs_per_s,mb_per_s\n");
     }
-    for (int s = 0; s < bw.nsizes; s++) {
-        size_t size = bw.sizes[s];
+    for (int s = 0; s < opt.nsizes; s++) {
+        size_t size = opt.sizes[s];
         long n = iters_for(size);
         char *buf = calloc(1, size), *last = calloc(1, size);
         if (buf == NULL || last == NULL)
@@ -125,7 +119,7 @@ static int worker(rv_worker_t *w, void *arg)
         if (t < 0)
             return 1;
         double rate = (double)n / t;
-        if (bw.csv)
+        if (opt.csv)
             printf("%zu,%.0f,%.1f\n", size, rate, rate * (double)size / 1e6);
         else
             printf("%10zu %10ld %14.0f %14.1f\n", size, n, rate,
@@ -141,34 +135,11 @@ int main(int argc, char **argv)
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
 
-    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *sizes = "8,64,256,4096,65536,4194304";
-    int c;
-    while ((c = getopt_long(argc, argv, "s:n:W:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': sizes = optarg; break;
-        case 'n': bw.iters = atol(optarg); break;
-        case 'W': bw.window = atol(optarg); break;
-        case 'C': bw.csv = 1; break;
-        default:
-            fprintf(stderr, "usage: rivetrun -c JOB.yaml %s [-s SIZES] "
-                            "[-n ITERS] [-W WINDOW] [--csv]\n", argv[0]);
-            rv_finalize(ctx);
-            return c == 'h' ? 0 : 2;
-        }
-    }
-    bw.nsizes = bench_parse_sizes(sizes, bw.sizes, 32, sizeof(long));
-    if (bw.nsizes <= 0) {
-        rv_finalize(ctx);
-        return 2;
-    }
-    if (rv_size(ctx) < 2 || bw.window < 1) {
-        fprintf(stderr, "rv-am-bw needs 2 processes and a window >= 1\n");
-        rv_finalize(ctx);
-        return 2;
-    }
+    int rc = bench_options(ctx, argc, argv, "snW",
+                           "[-s SIZES] [-n ITERS] [-W WINDOW] [--csv]",
+                           "8,64,256,4096,65536,4194304", sizeof(long), &opt);
+    if (rc >= 0)
+        return rc;
     /* Both handlers only count or reply: they run inline, in the
      * transport's receive callback, like ucp_am_bw's. */
     if (rv_handler_register(ctx, "ambw.data", on_data, NULL,

@@ -12,7 +12,6 @@
  *              the two measure the same thing)
  *   --csv      print "size,lat_median_us,lat_mean_us,rtt_per_s" rows only
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +20,11 @@
 #include "bench_util.h"
 #include "rivet.h"
 
-typedef struct {
-    size_t sizes[32];
-    int nsizes;
-    long iters, warmup;
-    int csv, echo;
+static bench_opts_t opt = {.iters = 20000, .warmup = 1000, .window = 1};
+static struct {
     char *reply;                /* the responder's own reply buffer */
     rv_handler_id_t ping, pong;
-    int failed;
-} pp_t;
-
-static pp_t pp = {.iters = 20000, .warmup = 1000};
+} pp;
 static volatile long pongs;
 
 static double now_us(void)
@@ -44,7 +37,7 @@ static double now_us(void)
 static rv_status_t on_ping(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     (void)arg;
-    return rv_send(w, msg->src, pp.pong, pp.echo ? msg->data : pp.reply,
+    return rv_send(w, msg->src, pp.pong, opt.echo ? msg->data : pp.reply,
                    msg->len, NULL);
 }
 
@@ -68,7 +61,7 @@ static int run_size(rv_worker_t *w, rv_tid_t peer, size_t size, double *rtt)
     char *buf = calloc(1, size ? size : 1);
     if (buf == NULL)
         return 1;
-    for (long i = 0; i < pp.warmup + pp.iters; i++) {
+    for (long i = 0; i < opt.warmup + opt.iters; i++) {
         long want = pongs + 1;
         double t0 = now_us();
         if (rv_send(w, peer, pp.ping, buf, size, NULL) != RV_OK) {
@@ -77,8 +70,8 @@ static int run_size(rv_worker_t *w, rv_tid_t peer, size_t size, double *rtt)
         }
         while (pongs < want)
             rv_progress(w);
-        if (i >= pp.warmup)
-            rtt[i - pp.warmup] = now_us() - t0;
+        if (i >= opt.warmup)
+            rtt[i - opt.warmup] = now_us() - t0;
     }
     free(buf);
     return 0;
@@ -92,10 +85,10 @@ static int worker(rv_worker_t *w, void *arg)
         return 0;
 
     rv_tid_t peer = rv_tid_make(ctx, 1, 0);
-    double *rtt = malloc(sizeof(double) * (size_t)pp.iters);
+    double *rtt = malloc(sizeof(double) * (size_t)opt.iters);
     if (rtt == NULL)
         return 1;
-    if (!pp.csv) {
+    if (!opt.csv) {
         printf("rivet ping-pong: %d processes, bootstrap %s\n", rv_size(ctx),
                rv_bootstrap_name(ctx));
         printf("transport: %s\n", rv_context_caps(ctx)->description);
@@ -104,34 +97,26 @@ static int worker(rv_worker_t *w, void *arg)
     } else {
         printf("size,lat_median_us,lat_mean_us,rtt_per_s\n");
     }
-    for (int s = 0; s < pp.nsizes; s++) {
-        if (run_size(w, peer, pp.sizes[s], rtt) != 0) {
+    for (int s = 0; s < opt.nsizes; s++) {
+        if (run_size(w, peer, opt.sizes[s], rtt) != 0) {
             free(rtt);
             return 1;
         }
         double sum = 0;
-        for (long i = 0; i < pp.iters; i++)
+        for (long i = 0; i < opt.iters; i++)
             sum += rtt[i];
-        qsort(rtt, (size_t)pp.iters, sizeof(double), cmp_double);
-        double median = rtt[pp.iters / 2] / 2, mean = sum / (double)pp.iters / 2;
-        double rate = (double)pp.iters / (sum / 1e6);
-        if (pp.csv)
-            printf("%zu,%.3f,%.3f,%.0f\n", pp.sizes[s], median, mean, rate);
+        qsort(rtt, (size_t)opt.iters, sizeof(double), cmp_double);
+        double median = rtt[opt.iters / 2] / 2, mean = sum / (double)opt.iters / 2;
+        double rate = (double)opt.iters / (sum / 1e6);
+        if (opt.csv)
+            printf("%zu,%.3f,%.3f,%.0f\n", opt.sizes[s], median, mean, rate);
         else
-            printf("%10zu %10ld %14.3f %14.3f %14.0f\n", pp.sizes[s],
-                   pp.iters, median, mean, rate);
+            printf("%10zu %10ld %14.3f %14.3f %14.0f\n", opt.sizes[s],
+                   opt.iters, median, mean, rate);
         fflush(stdout);
     }
     free(rtt);
     return 0;
-}
-
-static void usage(const char *prog)
-{
-    fprintf(stderr,
-            "usage: rivetrun -c JOB.yaml %s [-s SIZES] [-n ITERS] [-w WARMUP] "
-            "[--echo] [--csv]\n",
-            prog);
 }
 
 int main(int argc, char **argv)
@@ -140,40 +125,21 @@ int main(int argc, char **argv)
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
 
-    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
-                                         {"echo", no_argument, NULL, 'E'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *sizes = "8,4096";
-    int c;
-    while ((c = getopt_long(argc, argv, "s:n:w:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': sizes = optarg; break;
-        case 'n': pp.iters = atol(optarg); break;
-        case 'w': pp.warmup = atol(optarg); break;
-        case 'C': pp.csv = 1; break;
-        case 'E': pp.echo = 1; break;
-        default: usage(argv[0]); rv_finalize(ctx); return c == 'h' ? 0 : 2;
-        }
-    }
-    pp.nsizes = bench_parse_sizes(sizes, pp.sizes, 32, 0);
-    if (pp.iters < 1 || pp.nsizes <= 0) {
-        usage(argv[0]);
+    int rc = bench_options(ctx, argc, argv, "snwE",
+                           "[-s SIZES] [-n ITERS] [-w WARMUP] [--echo] [--csv]",
+                           "8,4096", 0, &opt);
+    if (rc >= 0)
+        return rc;
+    if (opt.iters < 1) {
         rv_finalize(ctx);
         return 2;
     }
     size_t max = 1;
-    for (int s = 0; s < pp.nsizes; s++)
-        max = pp.sizes[s] > max ? pp.sizes[s] : max;
+    for (int s = 0; s < opt.nsizes; s++)
+        max = opt.sizes[s] > max ? opt.sizes[s] : max;
     pp.reply = calloc(1, max);
     if (pp.reply == NULL)
         return 1;
-    if (rv_size(ctx) < 2) {
-        fprintf(stderr, "rv-pingpong needs 2 processes (this job has %d); "
-                        "run it with rivetrun or mpirun\n", rv_size(ctx));
-        rv_finalize(ctx);
-        return 2;
-    }
     /* Both handlers only count or reply: they run inline, in the
      * transport's receive callback, like ucp_am_lat's. */
     if (rv_handler_register(ctx, "pingpong.ping", on_ping, NULL,

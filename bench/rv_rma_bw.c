@@ -12,7 +12,6 @@
  *   -W WINDOW  operations in flight for bandwidth (default 32)
  *   --csv      print "op,size,mb_per_s,lat_us" rows only
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +22,10 @@
 
 #define REGION (64u << 20)
 
+static bench_opts_t opt = {.window = 32};
 static struct {
-    size_t sizes[32];
-    int nsizes;
-    long iters, window;
-    int csv;
     rv_handler_id_t key;
-} rb = {.window = 32};
+} rb;
 
 static uint8_t keybuf[1024];
 static size_t keylen;
@@ -134,21 +130,21 @@ static int worker(rv_worker_t *w, void *arg)
     rv_tid_t peer = rv_tid_make(ctx, 1, 0);
     if (ops->rkey_unpack(rv_worker_tworker(w), peer, keybuf, keylen, &rkey))
         return 1;
-    if (!rb.csv) {
+    if (!opt.csv) {
         printf("rivet RMA: transport %s\n", rv_context_caps(ctx)->description);
         printf("%4s %10s %10s %14s %14s\n", "op", "size", "ops", "MB/s",
                "latency(us)");
     } else {
         printf("op,size,mb_per_s,lat_us\n");
     }
-    for (int s = 0; s < rb.nsizes && rc == 0; s++) {
-        size_t size = rb.sizes[s];
-        long n = rb.iters > 0 ? rb.iters : (long)((64u << 20) / size);
+    for (int s = 0; s < opt.nsizes && rc == 0; s++) {
+        size_t size = opt.sizes[s];
+        long n = opt.iters > 0 ? opt.iters : (long)((64u << 20) / size);
         n = n < 100 ? 100 : n > 100000 ? 100000 : n;
         uint8_t *buf = calloc(1, size);
         for (int get = 0; get <= 1 && buf != NULL; get++) {
-            run(w, get, buf, size, n / 10 + 1, rb.window, rkey); /* warm-up */
-            double t = run(w, get, buf, size, n, rb.window, rkey);
+            run(w, get, buf, size, n / 10 + 1, opt.window, rkey); /* warm-up */
+            double t = run(w, get, buf, size, n, opt.window, rkey);
             long nl = n < 2000 ? n : 2000;
             double tl = run(w, get, buf, size, nl, 1, rkey);
             if (t < 0 || tl < 0) {
@@ -157,7 +153,7 @@ static int worker(rv_worker_t *w, void *arg)
             }
             double mbs = (double)n * (double)size / t / 1e6;
             double lat = tl / (double)nl * 1e6;
-            if (rb.csv)
+            if (opt.csv)
                 printf("%s,%zu,%.1f,%.2f\n", get ? "get" : "put", size, mbs,
                        lat);
             else
@@ -176,32 +172,13 @@ int main(int argc, char **argv)
     rv_context_t *ctx;
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
-    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *sizes = "8,4096,65536,4194304";
-    int c;
-    while ((c = getopt_long(argc, argv, "s:n:W:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': sizes = optarg; break;
-        case 'n': rb.iters = atol(optarg); break;
-        case 'W': rb.window = atol(optarg); break;
-        case 'C': rb.csv = 1; break;
-        default:
-            fprintf(stderr, "usage: rivetrun -c JOB.yaml %s [-s SIZES] "
-                            "[-n ITERS] [-W WINDOW] [--csv]\n", argv[0]);
-            rv_finalize(ctx);
-            return c == 'h' ? 0 : 2;
-        }
-    }
-    rb.nsizes = bench_parse_sizes(sizes, rb.sizes, 32, 1);
-    if (rb.nsizes <= 0 || rv_size(ctx) < 2 || rb.window < 1) {
-        fprintf(stderr, "rv-rma-bw needs 2 processes, sizes and a window\n");
-        rv_finalize(ctx);
-        return 2;
-    }
-    for (int s = 0; s < rb.nsizes; s++)
-        if (rb.sizes[s] > REGION) {
+    int rc = bench_options(ctx, argc, argv, "snW",
+                           "[-s SIZES] [-n ITERS] [-W WINDOW] [--csv]",
+                           "8,4096,65536,4194304", 1, &opt);
+    if (rc >= 0)
+        return rc;
+    for (int s = 0; s < opt.nsizes; s++)
+        if (opt.sizes[s] > REGION) {
             fprintf(stderr, "rv-rma-bw: sizes up to %u bytes\n", REGION);
             rv_finalize(ctx);
             return 2;
