@@ -109,8 +109,10 @@ rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
 typedef struct rv_msg {
     rv_tid_t src;           /**< sending worker */
     rv_handler_id_t handler;
-    void *data;             /**< payload, 8-byte aligned where possible */
+    void *data;             /**< payload (no alignment promised) */
     size_t len;
+    const void *xhdr;       /**< rv_sendx's header extension, 8-aligned */
+    size_t xhdr_len;
     void *desc_;            /**< private */
 } rv_msg_t;
 
@@ -194,6 +196,19 @@ rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
 
 /** @brief As rv_send, with a payload gathered from @p iovcnt pieces. */
 rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
+
+/** Largest header extension rv_sendx carries. */
+#define RV_MSG_XHDR_MAX 48
+
+/**
+ * @brief As rv_sendv, with a header extension of up to RV_MSG_XHDR_MAX
+ * bytes that travels in the transport's AM header and reaches the handler
+ * as msg->xhdr. For the layers above core (the invocation layer puts its
+ * call header there). @p xhdr is copied: it may be reused on return.
+ */
+rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                     const void *xhdr, size_t xhdr_len,
                      const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
 
 /**

@@ -151,13 +151,13 @@ static void free_copy(void *arg, rv_status_t status)
 /* A send with sync NULL from an inline handler, which cannot wait for the
  * buffer: it goes at once, or from a copy that rivet frees on completion. */
 static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
-                                      const rv_msg_hdr_t *hdr,
+                                      const void *hdr, size_t hdr_len,
                                       const struct iovec *iov, size_t iovcnt,
                                       size_t len)
 {
     const rv_transport_ops_t *ops = w->ctx->ops;
-    rv_status_t status = ops->am_send(w->tw, dest, hdr, sizeof(*hdr), iov,
-                                      iovcnt, RV_AM_SEND_IMMEDIATE, NULL, NULL);
+    rv_status_t status = ops->am_send(w->tw, dest, hdr, hdr_len, iov, iovcnt,
+                                      RV_AM_SEND_IMMEDIATE, NULL, NULL);
     if (status == RV_ERR_AGAIN) {
         char *copy = malloc(len ? len : 1);
         if (copy == NULL)
@@ -168,7 +168,7 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
             off += iov[i].iov_len;
         }
         struct iovec one = {.iov_base = copy, .iov_len = len};
-        status = ops->am_send(w->tw, dest, hdr, sizeof(*hdr), &one, 1, 0,
+        status = ops->am_send(w->tw, dest, hdr, hdr_len, &one, 1, 0,
                               free_copy, copy);
         if (status != RV_INPROGRESS)
             free(copy);
@@ -183,7 +183,19 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
 rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                      const struct iovec *iov, size_t iovcnt, rv_sync_t *sync)
 {
+    return rv_sendx(w, dest, h, NULL, 0, iov, iovcnt, sync);
+}
+
+rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                     const void *xhdr, size_t xhdr_len,
+                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync)
+{
     rv_context_t *ctx = w->ctx;
+    if (xhdr_len > RV_MSG_XHDR_MAX) {
+        rv_error("a message header extension of %zu bytes is over the %d "
+                 "bytes allowed", xhdr_len, RV_MSG_XHDR_MAX);
+        return RV_ERR_INVALID;
+    }
     if (dest >= rv_nworkers(ctx)) {
         rv_error("send to worker %u: the job has %u workers", dest,
                  rv_nworkers(ctx));
@@ -199,10 +211,17 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                  RV_MSG_MAX_LEN);
         return RV_ERR_INVALID;
     }
-    rv_msg_hdr_t hdr = {.handler = h, .len = (uint32_t)len};
+    /* The core header, then the caller's extension: the transport copies
+     * both, so they may live on this stack. */
+    uint8_t hdr[sizeof(rv_msg_hdr_t) + RV_MSG_XHDR_MAX];
+    rv_msg_hdr_t core = {.handler = h, .len = (uint32_t)len};
+    memcpy(hdr, &core, sizeof(core));
+    if (xhdr_len > 0)
+        memcpy(hdr + sizeof(core), xhdr, xhdr_len);
+    size_t hdr_len = sizeof(core) + xhdr_len;
 
     if (w->in_callback && sync == NULL)
-        return send_from_callback(w, dest, &hdr, iov, iovcnt, len);
+        return send_from_callback(w, dest, hdr, hdr_len, iov, iovcnt, len);
 
     /* Completion callbacks run only from progress, never inside am_send,
      * so the count is raised only for sends that did not complete. */
@@ -210,8 +229,8 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     rv_sync_t *s = sync ? sync : &local;
     if (sync == NULL)
         rv_sync_init(&local, 0);
-    rv_status_t status = ctx->ops->am_send(w->tw, dest, &hdr, sizeof(hdr),
-                                           iov, iovcnt, 0, sync_completion, s);
+    rv_status_t status = ctx->ops->am_send(w->tw, dest, hdr, hdr_len, iov,
+                                           iovcnt, 0, sync_completion, s);
     if (status == RV_INPROGRESS)
         atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
     else if (status < 0)
@@ -261,10 +280,11 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
     rv_msg_hdr_t h;
     const rv_msg_hdr_t *hdr = &h;
 
-    if (rx->hdr_len != sizeof(h))
+    if (rx->hdr_len < sizeof(h) || rx->hdr_len > sizeof(h) + RV_MSG_XHDR_MAX)
         return drop(&w->stats.rx_malformed,
                     "malformed header from worker %u (%zu bytes, expected "
-                    "%zu)", rx->src, rx->hdr_len, sizeof(h));
+                    "%zu to %zu)", rx->src, rx->hdr_len, sizeof(h),
+                    sizeof(h) + RV_MSG_XHDR_MAX);
     memcpy(&h, rx->hdr, sizeof(h)); /* transports give no alignment */
     if (hdr->len != rx->len)
         return drop(&w->stats.rx_malformed,
@@ -297,8 +317,14 @@ static rv_status_t run_handler(rv_worker_t *w, const rv_handler_entry_t *e,
     w->stats.rx_msgs++;
     w->stats.rx_bytes += rx->len;
 
+    /* The extension, copied so that the handler may read it aligned. */
+    uint64_t xhdr[RV_MSG_XHDR_MAX / sizeof(uint64_t)];
+    size_t xhdr_len = rx->hdr_len - sizeof(rv_msg_hdr_t);
+    memcpy(xhdr, (const uint8_t *)rx->hdr + sizeof(rv_msg_hdr_t), xhdr_len);
     rv_msg_t msg = {.src = rx->src, .handler = id,
-                    .data = rx->data, .len = rx->len, .desc_ = desc};
+                    .data = rx->data, .len = rx->len,
+                    .xhdr = xhdr_len ? xhdr : NULL, .xhdr_len = xhdr_len,
+                    .desc_ = desc};
     if (!(e->flags & RV_HANDLER_KEEP_DATA)) {
         if (e->fn(w, &msg, e->arg) == RV_INPROGRESS)
             rv_warn("handler '%s' returned RV_INPROGRESS without "

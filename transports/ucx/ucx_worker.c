@@ -147,7 +147,10 @@ static void held_enqueue(struct rv_tworker *tw, ucx_held_t *h)
     }
 }
 
-/* Delivers every ready message at the heads of the senders' queues. */
+/* Delivers every ready message at the heads of the senders' queues.
+ * Re-entrant: a handler may progress, and the nested call delivers what
+ * arrives meanwhile (a sender being delivered is not in the ring, so a new
+ * message of its puts it back there). */
 static unsigned deliver_held(struct rv_tworker *tw)
 {
     unsigned delivered = 0;
@@ -155,6 +158,7 @@ static unsigned deliver_held(struct rv_tworker *tw)
         uint32_t src = tw->active[tw->active_head];
         tw->active_head = (tw->active_head + 1) % tw->nworkers;
         tw->active_count--;
+        tw->is_active[src] = false;
         ucx_held_queue_t *q = &tw->held[src];
         ucx_held_t *h;
         while ((h = q->head) != NULL && h->ready) {
@@ -171,12 +175,11 @@ static unsigned deliver_held(struct rv_tworker *tw)
             if (st != RV_INPROGRESS)
                 held_free(h);
         }
-        if (q->head != NULL) {
-            /* still waiting for a rendezvous: stays active */
+        if (q->head != NULL && !tw->is_active[src]) {
+            /* still waiting for a rendezvous: stays in the ring */
+            tw->is_active[src] = true;
             tw->active[(tw->active_head + tw->active_count++) %
                        tw->nworkers] = src;
-        } else {
-            tw->is_active[src] = false;
         }
     }
     return delivered;

@@ -1,0 +1,458 @@
+/*
+ * The invocation layer's send path, as a multi-process job: calls and
+ * call_buffer delivered exactly once and in per-pair order with the right
+ * bytes, call_return values, consumed notifications that wait for the
+ * handler (which itself waits inside), handlers that make calls, and
+ * broadcasts reaching every worker exactly once.
+ *
+ * Worker threads record failures; the main thread asserts after the job.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "rv_am.h"
+
+#define MAX_WORKERS 64
+#define WAIT_LIMIT_S 120
+
+static atomic_int failures;
+
+static void fail_at(int line, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail_at(int line, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (atomic_fetch_add(&failures, 1) < 20)
+        fprintf(stderr, "FAILED (test_am.c:%d): %s\n", line, buf);
+}
+
+#define EXPECT(cond, ...)                                                      \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            fail_at(__LINE__, __VA_ARGS__);                                    \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+#define WAIT_UNTIL(w, cond, what)                                              \
+    do {                                                                       \
+        double t0_ = now_s();                                                  \
+        while (!(cond)) {                                                      \
+            rv_progress(w);                                                    \
+            if (now_s() - t0_ > WAIT_LIMIT_S) {                                \
+                fail_at(__LINE__, "timed out waiting for %s", what);           \
+                break;                                                         \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+static rv_context_t *ctx;
+
+static struct {
+    rv_handler_id_t data, triple, slow, release, relay, finish, bcast;
+} H;
+
+typedef struct {
+    uint64_t seq_from[MAX_WORKERS];
+    uint64_t got_from[MAX_WORKERS];
+    uint64_t bcast_from[MAX_WORKERS];
+    int released;
+    int finished;
+} wstate_t;
+
+static wstate_t *ws;
+
+static wstate_t *state_of(rv_worker_t *w)
+{
+    return &ws[rv_worker_local(w)];
+}
+
+static uint8_t pattern(uint32_t src, uint64_t seq, size_t i)
+{
+    return (uint8_t)(src * 29u + seq * 13u + i * 5u + (i >> 9));
+}
+
+/* ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t src;
+    uint32_t pad;
+    uint64_t seq;
+    uint64_t buf_len;
+} data_args_t;
+
+#define CALLS_PER_PAIR 150
+
+static size_t buf_len_of(uint64_t seq)
+{
+    static const size_t sizes[] = {0, 1, 100, 4096, 9000, 65536, 300000};
+    return seq % 3 == 0 ? 0 : sizes[seq % 7];
+}
+
+static rv_status_t on_data(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    wstate_t *s = state_of(w);
+    data_args_t a;
+    (void)arg;
+    EXPECT(call->args_len == sizeof(a), "args of %zu bytes", call->args_len);
+    memcpy(&a, call->args, sizeof(a));
+    EXPECT(a.src == call->src, "call from %u claims to be from %u",
+           call->src, a.src);
+    EXPECT(a.seq == s->seq_from[call->src],
+           "worker %u: call %llu from %u arrived when %llu was expected",
+           rv_worker_tid(w), (unsigned long long)a.seq, call->src,
+           (unsigned long long)s->seq_from[call->src]);
+    s->seq_from[call->src] = a.seq + 1;
+    s->got_from[call->src]++;
+    EXPECT(call->buf_len == a.buf_len, "buffer of %zu bytes, expected %llu",
+           call->buf_len, (unsigned long long)a.buf_len);
+    const uint8_t *b = call->buf;
+    for (size_t i = 0; i < call->buf_len && i < a.buf_len; i++)
+        if (b[i] != pattern(a.src, a.seq, i)) {
+            fail_at(__LINE__, "buffer of call %llu from %u wrong at byte %zu",
+                    (unsigned long long)a.seq, a.src, i);
+            break;
+        }
+    return RV_OK;
+}
+
+static int body_calls(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    wstate_t *s = state_of(w);
+    uint8_t *buf = malloc(300000);
+    rv_sync_t sync;
+    (void)arg;
+
+    for (uint64_t seq = 0; seq < CALLS_PER_PAIR; seq++) {
+        data_args_t a = {.src = me, .seq = seq, .buf_len = buf_len_of(seq)};
+        for (size_t i = 0; i < a.buf_len; i++)
+            buf[i] = pattern(me, seq, i);
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t dest = (me + k) % n;
+            rv_status_t st;
+            /* one synchronizer per round: the buffer is rewritten after */
+            rv_sync_init(&sync, 0);
+            if (a.buf_len == 0 && seq % 2)
+                st = rv_call(w, dest, H.data, &a, sizeof(a), &sync, 0);
+            else
+                st = rv_call_buffer(w, dest, H.data, &a, sizeof(a), buf,
+                                    a.buf_len, &sync, 0);
+            EXPECT(st == RV_OK, "call: %s", rv_status_str(st));
+            EXPECT(rv_sync_wait(w, &sync) == RV_OK, "sync");
+        }
+    }
+    free(buf);
+    for (uint32_t src = 0; src < n; src++)
+        WAIT_UNTIL(w, s->got_from[src] >= CALLS_PER_PAIR, "calls");
+    rv_barrier(w);
+    for (uint32_t src = 0; src < n; src++)
+        EXPECT(s->got_from[src] == CALLS_PER_PAIR,
+               "%llu calls from %u, expected %d",
+               (unsigned long long)s->got_from[src], src, CALLS_PER_PAIR);
+    rv_am_stats_t st;
+    rv_am_stats(w, &st);
+    EXPECT(st.calls_sent == (uint64_t)CALLS_PER_PAIR * n &&
+               st.calls_received == (uint64_t)CALLS_PER_PAIR * n,
+           "counters: %llu sent, %llu received",
+           (unsigned long long)st.calls_sent,
+           (unsigned long long)st.calls_received);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static rv_status_t on_triple(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    uint64_t x, r;
+    (void)arg;
+    memcpy(&x, call->args, sizeof(x));
+    r = 3 * x + rv_worker_tid(w);
+    EXPECT(call->ret_len >= sizeof(r), "result room of %zu", call->ret_len);
+    memcpy(call->ret, &r, sizeof(r));
+    call->ret_len = sizeof(r);
+    return RV_OK;
+}
+
+static int body_return(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint64_t results[64];
+    rv_sync_t sync;
+    (void)arg;
+
+    /* many in flight on one synchronizer, to every worker */
+    rv_sync_init(&sync, 0);
+    for (int i = 0; i < 64; i++) {
+        uint64_t x = (uint64_t)me * 1000 + (uint64_t)i;
+        results[i] = UINT64_MAX;
+        EXPECT(rv_call_return(w, (me + (uint32_t)i) % n, H.triple, &x,
+                              sizeof(x), &results[i], sizeof(results[i]),
+                              &sync, 0) == RV_OK, "call_return");
+    }
+    EXPECT(rv_sync_wait(w, &sync) == RV_OK, "sync");
+    for (int i = 0; i < 64; i++) {
+        uint64_t want = 3 * ((uint64_t)me * 1000 + (uint64_t)i) +
+                        (me + (uint32_t)i) % n;
+        EXPECT(results[i] == want, "result %d is %llu, expected %llu", i,
+               (unsigned long long)results[i], (unsigned long long)want);
+    }
+    /* and one without a synchronizer */
+    uint64_t x = 7, r = 0;
+    EXPECT(rv_call_return(w, (me + 1) % n, H.triple, &x, sizeof(x), &r,
+                          sizeof(r), NULL, 0) == RV_OK, "call_return");
+    EXPECT(r == 21 + (me + 1) % n, "blocking call_return gave %llu",
+           (unsigned long long)r);
+    rv_barrier(w);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* A consumed notification waits for the handler, which itself waits (on a
+ * release call delivered by nested progress) inside. */
+
+static rv_status_t on_release(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)call;
+    (void)arg;
+    state_of(w)->released++;
+    return RV_OK;
+}
+
+static rv_status_t on_slow(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    wstate_t *s = state_of(w);
+    (void)arg;
+    (void)call;
+    WAIT_UNTIL(w, s->released > 0, "the release call, inside a handler");
+    s->released--;
+    return RV_OK;
+}
+
+static int body_consumed(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint32_t right = (me + 1) % n;
+    rv_sync_t sync;
+    (void)arg;
+
+    /* in pairs (0 calls 1, 2 calls 3, ...): a ring of handlers each
+     * waiting on its neighbour would wait for ever */
+    if (me % 2 != 0 || right == 0) {
+        rv_barrier(w);
+        return 0;
+    }
+    rv_sync_init(&sync, 0);
+    EXPECT(rv_call(w, right, H.slow, NULL, 0, &sync, RV_NOTIFY_CONSUMED) ==
+               RV_OK, "slow call");
+    double t0 = now_s();
+    while (now_s() - t0 < 0.05)
+        rv_progress(w);
+    EXPECT(!rv_sync_done(&sync),
+           "the consumed notification came before the handler finished");
+    EXPECT(rv_call(w, right, H.release, NULL, 0, NULL, 0) == RV_OK,
+           "release call");
+    EXPECT(rv_sync_wait(w, &sync) == RV_OK, "consumed sync");
+    rv_barrier(w);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Handlers that make calls: a relay around every worker and back. */
+
+static rv_status_t on_finish(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)call;
+    (void)arg;
+    state_of(w)->finished++;
+    return RV_OK;
+}
+
+static rv_status_t on_relay(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    uint32_t hops, origin[2];
+    (void)arg;
+    memcpy(origin, call->args, sizeof(origin));
+    hops = origin[1];
+    uint32_t n = rv_nworkers(ctx);
+    if (hops == 0) {
+        EXPECT(rv_call(w, origin[0], H.finish, NULL, 0, NULL,
+                       RV_NOTIFY_CONSUMED) == RV_OK, "finish call");
+        return RV_OK;
+    }
+    origin[1] = hops - 1;
+    /* a call made, and waited for, from inside a handler */
+    EXPECT(rv_call(w, (rv_worker_tid(w) + 1) % n, H.relay, origin,
+                   sizeof(origin), NULL, 0) == RV_OK, "relay call");
+    return RV_OK;
+}
+
+static int body_relay(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint32_t origin[2] = {me, 2 * n};
+    (void)arg;
+    EXPECT(rv_call(w, (me + 1) % n, H.relay, origin, sizeof(origin), NULL,
+                   0) == RV_OK, "relay");
+    WAIT_UNTIL(w, state_of(w)->finished == 1, "the relay to come back");
+    rv_barrier(w);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+#define BCAST_BUF 100000
+
+static rv_status_t on_bcast(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    uint32_t root;
+    (void)arg;
+    EXPECT(call->broadcast, "a broadcast not marked as one");
+    memcpy(&root, call->args, sizeof(root));
+    EXPECT(root == call->src, "broadcast from %u claims %u", call->src, root);
+    state_of(w)->bcast_from[root]++;
+    if (call->buf_len > 0) {
+        EXPECT(call->buf_len == BCAST_BUF, "broadcast buffer of %zu bytes",
+               call->buf_len);
+        const uint8_t *b = call->buf;
+        for (size_t i = 0; i < call->buf_len; i++)
+            if (b[i] != pattern(root, 99, i)) {
+                fail_at(__LINE__, "broadcast buffer from %u wrong at %zu",
+                        root, i);
+                break;
+            }
+    }
+    return RV_OK;
+}
+
+static int body_broadcast(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    wstate_t *s = state_of(w);
+    uint8_t *buf = malloc(BCAST_BUF);
+    rv_sync_t sync;
+    (void)arg;
+
+    for (size_t i = 0; i < BCAST_BUF; i++)
+        buf[i] = pattern(me, 99, i);
+    /* every worker broadcasts: plain, then with a buffer and a consumed
+     * notification, which completes only once all n workers ran it */
+    EXPECT(rv_broadcast(w, H.bcast, &me, sizeof(me), NULL, 0) == RV_OK,
+           "broadcast");
+    rv_sync_init(&sync, 0);
+    EXPECT(rv_broadcast_buffer(w, H.bcast, &me, sizeof(me), buf, BCAST_BUF,
+                               &sync, RV_NOTIFY_CONSUMED) == RV_OK,
+           "broadcast_buffer");
+    EXPECT(rv_sync_wait(w, &sync) == RV_OK, "broadcast sync");
+    free(buf);
+    for (uint32_t r = 0; r < n; r++)
+        WAIT_UNTIL(w, s->bcast_from[r] >= 2, "broadcasts");
+    rv_barrier(w);
+    for (uint32_t r = 0; r < n; r++)
+        EXPECT(s->bcast_from[r] == 2,
+               "worker %u ran %llu broadcasts from %u, expected 2", me,
+               (unsigned long long)s->bcast_from[r], r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    atomic_store(&failures, 0);
+    ws = calloc((size_t)rv_threads(ctx), sizeof(*ws));
+    return ws == NULL;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(ws);
+    return 0;
+}
+
+static void run_job(rv_worker_fn fn)
+{
+    assert_true(rv_nworkers(ctx) <= MAX_WORKERS);
+    assert_int_equal(rv_job_run(ctx, fn, NULL), RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+}
+
+static void test_calls(void **state)
+{
+    (void)state;
+    run_job(body_calls);
+}
+
+static void test_call_return(void **state)
+{
+    (void)state;
+    run_job(body_return);
+}
+
+static void test_consumed(void **state)
+{
+    (void)state;
+    run_job(body_consumed);
+}
+
+static void test_handlers_make_calls(void **state)
+{
+    (void)state;
+    run_job(body_relay);
+}
+
+static void test_broadcast(void **state)
+{
+    (void)state;
+    run_job(body_broadcast);
+}
+
+int main(int argc, char **argv)
+{
+    const char *group = "am";
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    if (argc > 1)
+        group = argv[1];
+    if ((rv_am_register(ctx, "test.data", on_data, NULL, &H.data) |
+         rv_am_register(ctx, "test.triple", on_triple, NULL, &H.triple) |
+         rv_am_register(ctx, "test.slow", on_slow, NULL, &H.slow) |
+         rv_am_register(ctx, "test.release", on_release, NULL, &H.release) |
+         rv_am_register(ctx, "test.relay", on_relay, NULL, &H.relay) |
+         rv_am_register(ctx, "test.finish", on_finish, NULL, &H.finish) |
+         rv_am_register(ctx, "test.bcast", on_bcast, NULL, &H.bcast)) !=
+        RV_OK)
+        return 1;
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_return, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handlers_make_calls, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_broadcast, setup, teardown),
+    };
+    int failed = _cmocka_run_group_tests(group, tests,
+                                         sizeof(tests) / sizeof(tests[0]),
+                                         NULL, NULL);
+    rv_finalize(ctx);
+    return failed ? 1 : 0;
+}
