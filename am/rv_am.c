@@ -187,13 +187,12 @@ rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
     if (e == NULL)
         return RV_ERR_NO_MEMORY;
     *e = (am_entry_t){.fn = fn, .arg = arg};
-    rv_status_t st = rv_handler_register(ctx, name, trampoline, e, 0, &e->id);
+    rv_status_t st = rv_handler_register(ctx, name, trampoline, e,
+                                         RV_HANDLER_OWNS_ARG, &e->id);
     if (st != RV_OK) {
         free(e);
         return st;
     }
-    /* The entry lives as long as the process: handlers are never
-     * unregistered. */
     if (id_p != NULL)
         *id_p = e->id;
     return RV_OK;

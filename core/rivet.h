@@ -138,6 +138,9 @@ enum {
      * order holds across inline and ordinary handlers.
      */
     RV_HANDLER_INLINE = 1u << 1,
+    /** rivet owns @p arg and free()s it when the context is finalized
+     * (for layers that register handlers with state of their own). */
+    RV_HANDLER_OWNS_ARG = 1u << 2,
 };
 
 /**

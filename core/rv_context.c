@@ -94,8 +94,11 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
 err_plugin:
     /* The plugin stays loaded: UCX registers atexit hooks. */
 err_handlers:
-    for (size_t i = 0; i < ctx->nhandlers; i++)
+    for (size_t i = 0; i < ctx->nhandlers; i++) {
         free(ctx->handlers[i].name);
+        if (ctx->handlers[i].flags & RV_HANDLER_OWNS_ARG)
+            free(ctx->handlers[i].arg);
+    }
     free(ctx->handlers);
 err_bootstrap:
     ctx->bs->ops->fini(ctx->bs);
@@ -110,8 +113,11 @@ void rv_finalize(rv_context_t *ctx)
         return;
     ctx->ops->fini(ctx->tp);
     ctx->bs->ops->fini(ctx->bs);
-    for (size_t i = 0; i < ctx->nhandlers; i++)
+    for (size_t i = 0; i < ctx->nhandlers; i++) {
         free(ctx->handlers[i].name);
+        if (ctx->handlers[i].flags & RV_HANDLER_OWNS_ARG)
+            free(ctx->handlers[i].arg);
+    }
     free(ctx->handlers);
     pthread_mutex_destroy(&ctx->lock);
     pthread_cond_destroy(&ctx->cond);
