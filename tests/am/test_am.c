@@ -17,50 +17,10 @@
 
 #include <cmocka.h>
 
+#include "job_test.h"
 #include "rv_am.h"
 
 #define MAX_WORKERS 64
-#define WAIT_LIMIT_S 120
-
-static atomic_int failures;
-
-static void fail_at(int line, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail_at(int line, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (atomic_fetch_add(&failures, 1) < 20)
-        fprintf(stderr, "FAILED (test_am.c:%d): %s\n", line, buf);
-}
-
-#define EXPECT(cond, ...)                                                      \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fail_at(__LINE__, __VA_ARGS__);                                    \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-#define WAIT_UNTIL(w, cond, what)                                              \
-    do {                                                                       \
-        double t0_ = now_s();                                                  \
-        while (!(cond)) {                                                      \
-            rv_progress(w);                                                    \
-            if (now_s() - t0_ > WAIT_LIMIT_S) {                                \
-                fail_at(__LINE__, "timed out waiting for %s", what);           \
-                break;                                                         \
-            }                                                                  \
-        }                                                                      \
-    } while (0)
 
 static rv_context_t *ctx;
 
@@ -125,7 +85,7 @@ static rv_status_t on_data(rv_worker_t *w, rv_call_t *call, void *arg)
     const uint8_t *b = call->buf;
     for (size_t i = 0; i < call->buf_len && i < a.buf_len; i++)
         if (b[i] != pattern(a.src, a.seq, i)) {
-            fail_at(__LINE__, "buffer of call %llu from %u wrong at byte %zu",
+            FAIL("buffer of call %llu from %u wrong at byte %zu",
                     (unsigned long long)a.seq, a.src, i);
             break;
         }
@@ -333,7 +293,7 @@ static rv_status_t on_bcast(rv_worker_t *w, rv_call_t *call, void *arg)
         const uint8_t *b = call->buf;
         for (size_t i = 0; i < call->buf_len; i++)
             if (b[i] != pattern(root, 99, i)) {
-                fail_at(__LINE__, "broadcast buffer from %u wrong at %zu",
+                FAIL("broadcast buffer from %u wrong at %zu",
                         root, i);
                 break;
             }

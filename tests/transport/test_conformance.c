@@ -19,58 +19,11 @@
 
 #include <cmocka.h>
 
+#include "job_test.h"
 #include "rivet.h"
 #include "rv_core.h" /* the wire header, to forge malformed messages */
 
-#define WAIT_LIMIT_S 120
 #define MAX_WORKERS 64
-
-/* ---------------------------------------------------------------------- */
-/* Failure recording, shared by all worker threads of the process.         */
-
-static atomic_int failures;
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void fail_at(int line, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail_at(int line, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&fail_lock);
-    if (atomic_fetch_add(&failures, 1) < 20)
-        fprintf(stderr, "FAILED (test_conformance.c:%d): %s\n", line, buf);
-    pthread_mutex_unlock(&fail_lock);
-}
-
-#define EXPECT(cond, ...)                                                      \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fail_at(__LINE__, __VA_ARGS__);                                    \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* Progresses until cond holds; records a failure after WAIT_LIMIT_S. */
-#define WAIT_UNTIL(w, cond, what)                                              \
-    do {                                                                       \
-        double t0_ = now_s();                                                  \
-        while (!(cond)) {                                                      \
-            rv_progress(w);                                                    \
-            if (now_s() - t0_ > WAIT_LIMIT_S) {                                \
-                fail_at(__LINE__, "timed out waiting for %s", what);           \
-                break;                                                         \
-            }                                                                  \
-        }                                                                      \
-    } while (0)
 
 /* ---------------------------------------------------------------------- */
 /* Job-wide state                                                          */
@@ -668,7 +621,7 @@ static rv_status_t on_marker(rv_worker_t *w, rv_msg_t *msg, void *arg)
 static rv_status_t on_count(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     (void)arg;
-    fail_at(__LINE__, "worker %u ran a truncated message of %zu bytes",
+    FAIL("worker %u ran a truncated message of %zu bytes",
             rv_worker_tid(w), msg->len);
     return RV_OK;
 }
