@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo check check-asan bench install readme clean
+.PHONY: all deps build demo check check-asan check-verbs bench install readme clean
 
 all: build
 
@@ -30,6 +30,11 @@ check-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --timeout 600
+
+# The conformance suite and demos over UCX's InfiniBand transports on a
+# Soft-RoCE device in a qemu guest (scripts/rdma-vm.sh, scripts/check-verbs.sh).
+check-verbs: build
+	scripts/check-verbs.sh $(BUILD)
 
 bench: build
 	bench/compare-ucx.sh

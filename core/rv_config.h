@@ -50,6 +50,7 @@ typedef struct rv_config {
             char net_devices[RV_CONFIG_STR_MAX]; /**< UCX_NET_DEVICES */
             uint64_t rndv_thresh;                /**< 0 = UCX's choice */
             rv_rma_emulation_t rma_emulation;    /**< auto | on | off */
+            int64_t gid_index;                   /**< -1 = UCX's choice */
         } ucx;
         struct {
             char device[RV_CONFIG_STR_MAX];

@@ -162,6 +162,17 @@ const rv_config_field_t rv_config_schema[] = {
                 "testing); off never.",
     },
     {
+        .key = "transport.ucx.gid_index",
+        .type = RV_CFG_INT,
+        .offset = OFF(transport.ucx.gid_index),
+        .def = "-1",
+        .min = -1,
+        .max = 255,
+        .help = "GID table index UCX addresses InfiniBand/RoCE ports with "
+                "(UCX_IB_GID_INDEX); -1 keeps UCX's choice. Soft-RoCE (rxe) "
+                "with UCX 1.13 needs 0, the link-local RoCE v2 GID.",
+    },
+    {
         .key = "transport.verbs.device",
         .type = RV_CFG_STRING,
         .offset = OFF(transport.verbs.device),

@@ -202,7 +202,7 @@ static void test_schema(void **state)
             assert_string_not_equal(f->key, g->key);
     }
     /* One row per field of rv_config_t. */
-    assert_int_equal(rows, 34);
+    assert_int_equal(rows, 35);
 
     /* Enum names follow the C enums. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),

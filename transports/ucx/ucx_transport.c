@@ -87,6 +87,13 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
                  (unsigned long long)c->transport.ucx.rndv_thresh);
         status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
     }
+    if (status == RV_OK && c->transport.ucx.gid_index >= 0) {
+        /* UCX 1.13 takes the IB iface's GID index under its short name;
+         * "IB_GID_INDEX" is reported invalid and ignored. */
+        char v[32];
+        snprintf(v, sizeof(v), "%lld", (long long)c->transport.ucx.gid_index);
+        status = config_set(cfg, "GID_INDEX", "transport.ucx.gid_index", v);
+    }
     if (status != RV_OK) {
         ucp_config_release(cfg);
         free(tp);
