@@ -220,13 +220,15 @@ if command -v gnuplot > /dev/null; then
   awk -F, 'NR > 1 { printf "\"%s %s %s\" %s\n", $1, $2, $3, $6 }' "$csv" \
     > "$results/compare-ucx.dat"
   gnuplot <<EOF
-set terminal pngcairo size 1100,520 noenhanced
+set terminal pngcairo size 1300,600 noenhanced
 set output "$results/compare-ucx.png"
 set title "rivet / raw UCX (ucx_perftest), same run; higher is better"
 set style fill solid 0.6
 set boxwidth 0.7
 set yrange [0:*]
 set xtics rotate by -40
+set bmargin 11
+set rmargin 20
 set grid ytics
 set arrow from graph 0, first 0.9 to graph 1, first 0.9 nohead dt 2 lc rgb "red"
 set ylabel "ratio"
