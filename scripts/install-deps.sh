@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages rivet builds and runs with.
+# Installs the Debian 12 packages rivet builds and runs with, or the
+# packages named as arguments (scripts/rdma-vm.sh names its host tools).
 # As root it runs apt-get; otherwise it prints the command and fails.
 set -euo pipefail
 
-pkgs=(
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(
   build-essential cmake pkg-config
   libyaml-dev libcmocka-dev libnuma-dev libhwloc-dev uthash-dev
   libucx-dev ucx-utils

@@ -63,22 +63,9 @@ now() { echo "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # Host tools: installed with apt-get as root, else the command is printed.
-need_host_pkgs() { # command:package ...
-    local missing=() cp
-    for cp in "$@"; do
-        command -v "${cp%%:*}" > /dev/null 2>&1 || missing+=("${cp#*:}")
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "$me: needs these Debian packages on the host:" >&2
-        echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
-        exit 1
-    fi
-    say "installing host packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q > /dev/null || die "apt-get update failed"
-    apt-get install -y -q --no-install-recommends "${missing[@]}" > /dev/null ||
-        die "apt-get install ${missing[*]} failed"
+need_host_pkgs() { # package ...
+    "$(dirname "$0")/install-deps.sh" "$@" ||
+        die "the host needs these Debian packages: $*"
 }
 
 #>>> image: everything between these markers defines the guest image; its
@@ -162,7 +149,7 @@ debian_mirror() {
 build_image() {
     [ "$(id -u)" -eq 0 ] ||
         die "building the guest image needs root (debootstrap and chroot); run 'sudo $0 image' once"
-    need_host_pkgs debootstrap:debootstrap mkfs.ext4:e2fsprogs
+    need_host_pkgs debootstrap e2fsprogs
     local mirror work root kver t0 t1
     mirror=$(debian_mirror)
     mkdir -p "$cache"
@@ -297,7 +284,7 @@ run_guest() {
         case $cwd/ in "$s"/*) workdir=$cwd ;; esac
     done
 
-    need_host_pkgs qemu-system-x86_64:qemu-system-x86
+    need_host_pkgs qemu-system-x86
     RC=125 ensure_image quiet
 
     ctl=$(mktemp -d "${TMPDIR:-/tmp}/rivet-rdma-vm.XXXXXX")

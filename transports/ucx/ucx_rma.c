@@ -161,28 +161,15 @@ rv_status_t rv_ucx_fence(struct rv_tworker *tw, uint32_t peer)
 rv_status_t rv_ucx_flush(struct rv_tworker *tw, uint32_t peer,
                          rv_completion_fn cb, void *arg)
 {
-    ucp_request_param_t p;
-    ucs_status_ptr_t r;
-    ucx_op_t *op;
-
+    /* The worker-wide flush covers emulated peers too (ucx_emu.c). */
     if (peer == UINT32_MAX)
         return rv_ucx_emu_flush_all(tw, cb, arg);
     if (peer < tw->nworkers && tw->emulate[peer])
         return rv_ucx_emu_flush(tw, peer, cb, arg);
-    if (peer == UINT32_MAX) {
-        op = rv_ucx_op_get(tw, cb, arg);
-        if (op == NULL)
-            return RV_ERR_NO_MEMORY;
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-        p.cb.send = op_done;
-        p.user_data = op;
-        r = ucp_worker_flush_nbx(tw->worker, &p);
-    } else {
-        op = op_start(tw, peer, cb, arg, &p);
-        if (op == NULL)
-            return RV_ERR_INVALID;
-        r = ucp_ep_flush_nbx(tw->eps[peer], &p);
-    }
-    return op_posted(tw, op, r, "flush", peer);
+    ucp_request_param_t p;
+    ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
+    if (op == NULL)
+        return RV_ERR_INVALID;
+    return op_posted(tw, op, ucp_ep_flush_nbx(tw->eps[peer], &p), "flush",
+                     peer);
 }
