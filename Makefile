@@ -39,6 +39,11 @@ check-verbs: build
 bench: build
 	bench/compare-ucx.sh
 
+# Seriema's Table 2 (call throughput): rv-call-bw beside ucp_am_bw.
+.PHONY: bench-table2
+bench-table2: build
+	bench/seriema-table2.sh -b $(BUILD)
+
 readme: build
 	scripts/readme-reference.sh $(BUILD)/bin/rivet-config README.md --update
 

@@ -100,10 +100,29 @@ rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
                                 const void *buf, size_t n, rv_sync_t *sync,
                                 unsigned flags);
 
+/** Every destination, for rv_flush. */
+#define RV_ALL_WORKERS UINT32_MAX
+
+/**
+ * @brief Sends every call batched for @p dest (RV_ALL_WORKERS: for every
+ * destination) by aggregation (am.aggregation) or queued by
+ * am.on_full: retry_async, progressing until they have all left this
+ * worker. Calls made afterwards are not covered.
+ */
+rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
+
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {
     uint64_t calls_sent, calls_received;
     uint64_t bytes_sent, bytes_received;   /**< arguments + buffers */
+    uint64_t calls_local;          /**< sent through the local bypass */
+    uint64_t flushes;              /**< transmissions of call records */
+    uint64_t max_aggregated_bytes; /**< largest transmission */
+    uint64_t ring_full;            /**< calls that met a full queue/ring */
+    uint64_t chunk_growths;        /**< chunk requests for larger rings */
+    uint64_t chunks_granted;       /**< ring chunks obtained from peers */
+    uint64_t detours;              /**< write-path calls too large for a
+                                        chunk, sent over send in order */
     uint64_t broadcasts_forwarded;
 } rv_am_stats_t;
 

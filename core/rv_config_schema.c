@@ -266,7 +266,6 @@ const rv_config_field_t rv_config_schema[] = {
         .offset = OFF(am.path),
         .def = "send",
         .values = "send|write",
-        .later = LATER_AM,
         .help = "send: calls travel as transport active messages (no "
                 "setup); write: calls are RDMA-written into one-sided "
                 "messenger rings in the receiver's NUMA zone.",
@@ -277,7 +276,6 @@ const rv_config_field_t rv_config_schema[] = {
         .offset = OFF(am.aggregation),
         .def = "none",
         .values = "none|trad|ovfl",
-        .later = LATER_AM,
         .help = "none: every call is sent at once; trad: calls are batched "
                 "and flushed at am.flush_bytes, on explicit flush and when "
                 "idle; ovfl: calls are batched only while the ring cannot "
@@ -290,7 +288,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "4KiB",
         .min = 64,
         .max = 64 * MIB,
-        .later = LATER_AM,
         .help = "With trad aggregation, a batch is sent once it holds this "
                 "many bytes.",
     },
@@ -301,7 +298,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "1MiB",
         .min = 0,
         .max = GIB,
-        .later = LATER_AM,
         .help = "With ovfl aggregation, the most bytes batched per "
                 "destination while its ring is full; beyond it am.on_full "
                 "applies.",
@@ -312,7 +308,6 @@ const rv_config_field_t rv_config_schema[] = {
         .offset = OFF(am.on_full),
         .def = "fail",
         .values = "fail|retry|retry_async",
-        .later = LATER_AM,
         .help = "When a messenger ring is full: fail (the call returns "
                 "RV_ERR_AGAIN), retry (the call blocks, progressing), "
                 "retry_async (the call is queued in registered memory and "
@@ -325,7 +320,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "2",
         .min = 1,
         .max = 64,
-        .later = LATER_AM,
         .help = "Chunks a sender asks for each time it grows a messenger "
                 "ring.",
     },
@@ -336,7 +330,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "8",
         .min = 1,
         .max = 4096,
-        .later = LATER_AM,
         .help = "Most chunks one messenger ring grows to.",
     },
     {
@@ -346,7 +339,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "2MiB",
         .min = 4 * KIB,
         .max = GIB,
-        .later = LATER_AM,
         .help = "Size of one messenger ring chunk.",
     },
     {
@@ -354,7 +346,6 @@ const rv_config_field_t rv_config_schema[] = {
         .type = RV_CFG_BOOL,
         .offset = OFF(am.local_bypass),
         .def = "true",
-        .later = LATER_AM,
         .help = "Calls between threads of one process go through a "
                 "lockless in-memory queue instead of the transport; false "
                 "forces them through the transport, to measure the "

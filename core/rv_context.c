@@ -111,6 +111,8 @@ void rv_finalize(rv_context_t *ctx)
 {
     if (ctx == NULL)
         return;
+    if (ctx->layer != NULL && ctx->layer->context_fini != NULL)
+        ctx->layer->context_fini(ctx);
     ctx->ops->fini(ctx->tp);
     ctx->bs->ops->fini(ctx->bs);
     for (size_t i = 0; i < ctx->nhandlers; i++) {

@@ -41,6 +41,32 @@ typedef struct rv_handler_entry {
 #define RV_HANDLER_BARRIER "rivet.barrier"
 #define RV_HANDLER_BARRIER_RELEASE "rivet.barrier_release"
 
+/*
+ * A layer above the core (the invocation layer) that keeps per-worker
+ * state and must run inside progress and at the job's stages. The core
+ * knows of one such layer; it installs itself with rv__layer_install
+ * before rv_job_run.
+ */
+typedef struct rv_layer_ops {
+    /* After the worker connected to every peer, before any runs fn. */
+    rv_status_t (*worker_start)(rv_worker_t *w);
+    /* From every rv_progress, after the transport's progress; returns
+     * the events handled. Must tolerate being re-entered from a handler. */
+    unsigned (*progress)(rv_worker_t *w);
+    /* After fn returned: push out everything the layer holds back. */
+    void (*worker_quiesce)(rv_worker_t *w);
+    /* Every worker of the job quiesced: run what has landed, before the
+     * endpoints close. */
+    void (*worker_drain)(rv_worker_t *w);
+    /* After disconnect, before the transport worker is destroyed. */
+    void (*worker_stop)(rv_worker_t *w);
+    /* In rv_finalize. */
+    void (*context_fini)(rv_context_t *ctx);
+} rv_layer_ops_t;
+
+void rv__layer_install(rv_context_t *ctx, const rv_layer_ops_t *ops,
+                       void *ctx_state);
+
 struct rv_worker {
     rv_context_t *ctx;
     rv_tid_t tid;
@@ -59,6 +85,7 @@ struct rv_worker {
     unsigned idle_polls;         /* consecutive empty progress calls */
     int in_callback;             /* running an inline handler */
     bool warned_inline;          /* reported an inline handler waiting */
+    void *layer;                 /* the layer's per-worker state */
 };
 
 struct rv_context {
@@ -87,7 +114,19 @@ struct rv_context {
     atomic_int stage_now;         /* = stage, read by polling workers */
     rv_worker_fn job_fn;
     void *job_arg;
+
+    const rv_layer_ops_t *layer;  /* see rv__layer_install */
+    void *layer_state;
 };
+
+/* Sends a message as rv_sendx does, with transport send @p flags
+ * (RV_AM_SEND_IMMEDIATE) and a completion of the caller's: returns RV_OK
+ * (done), RV_INPROGRESS (@p cb will run), RV_ERR_AGAIN (only with
+ * RV_AM_SEND_IMMEDIATE) or an error. */
+rv_status_t rv__send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                         const void *xhdr, size_t xhdr_len,
+                         const struct iovec *iov, size_t iovcnt,
+                         unsigned flags, rv_completion_fn cb, void *arg);
 
 /* Looks up a handler; NULL if unknown. */
 const rv_handler_entry_t *rv__handler_find(const rv_context_t *ctx,

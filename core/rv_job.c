@@ -81,9 +81,13 @@ static void *worker_main(void *p)
         if (status != RV_OK)
             rv_abort(ctx, 1, "cannot connect to a peer worker");
     }
+    if (ctx->layer != NULL && ctx->layer->worker_start(w) != RV_OK)
+        rv_abort(ctx, 1, "cannot start the invocation layer");
     step(w, &ctx->nready, STAGE_RUN);
 
     w->result = ctx->job_fn(w, ctx->job_arg);
+    if (w->layer != NULL)
+        ctx->layer->worker_quiesce(w);
 
     rv_sync_t sync;
     rv_sync_init(&sync, 1);
@@ -91,9 +95,13 @@ static void *worker_main(void *p)
     if (status == RV_INPROGRESS)
         rv_sync_wait(w, &sync);
     step(w, &ctx->ndone, STAGE_DISCONNECT);
+    if (w->layer != NULL)
+        ctx->layer->worker_drain(w);
 
     ctx->ops->disconnect(w->tw);
     step(w, &ctx->ndone, STAGE_EXIT);
+    if (w->layer != NULL)
+        ctx->layer->worker_stop(w);
 
     ctx->ops->worker_destroy(w->tw);
     w->tw = NULL;

@@ -124,11 +124,20 @@ static bool refuse_in_callback(rv_worker_t *w, const char *what)
     return true;
 }
 
+void rv__layer_install(rv_context_t *ctx, const rv_layer_ops_t *ops,
+                       void *ctx_state)
+{
+    ctx->layer = ops;
+    ctx->layer_state = ctx_state;
+}
+
 unsigned rv_progress(rv_worker_t *w)
 {
     if (refuse_in_callback(w, "rv_progress"))
         return 0;
     unsigned n = w->ctx->ops->progress(w->tw);
+    if (w->layer != NULL)
+        n += w->ctx->layer->progress(w);
     rv__worker_idle(w, n);
     return n;
 }
@@ -178,6 +187,32 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
     w->stats.tx_msgs++;
     w->stats.tx_bytes += len;
     return RV_OK;
+}
+
+rv_status_t rv__send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                         const void *xhdr, size_t xhdr_len,
+                         const struct iovec *iov, size_t iovcnt,
+                         unsigned flags, rv_completion_fn cb, void *arg)
+{
+    uint8_t hdr[sizeof(rv_msg_hdr_t) + RV_MSG_XHDR_MAX];
+    size_t len = 0;
+    for (size_t i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    if (xhdr_len > RV_MSG_XHDR_MAX || len > RV_MSG_MAX_LEN ||
+        dest >= rv_nworkers(w->ctx))
+        return RV_ERR_INVALID;
+    rv_msg_hdr_t core = {.handler = h, .len = (uint32_t)len};
+    memcpy(hdr, &core, sizeof(core));
+    if (xhdr_len > 0)
+        memcpy(hdr + sizeof(core), xhdr, xhdr_len);
+    rv_status_t status = w->ctx->ops->am_send(w->tw, dest, hdr,
+                                              sizeof(core) + xhdr_len, iov,
+                                              iovcnt, flags, cb, arg);
+    if (status >= 0) {
+        w->stats.tx_msgs++;
+        w->stats.tx_bytes += len;
+    }
+    return status;
 }
 
 rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,

@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(
   build-essential cmake pkg-config
-  libyaml-dev libcmocka-dev libnuma-dev libhwloc-dev uthash-dev
+  libyaml-dev libcmocka-dev libnuma-dev libhwloc-dev uthash-dev liburcu-dev
   libucx-dev ucx-utils
   libpmix-dev openmpi-bin
   libibverbs-dev

@@ -1,0 +1,288 @@
+/*
+ * Internal state of the invocation layer (never installed).
+ *
+ * Records. Every call that is batched, queued or written into a messenger
+ * ring is serialized once, straight into registered memory, as a record:
+ *
+ *     am_rec_t (16 B) | body (len bytes) | pad to 8 | footer (8 B)
+ *
+ * The body of a call record is its arguments, or, with AM_REC_XHDR, an
+ * am_hdr_t followed by arguments and buffer. A batch is a record whose
+ * body is a run of call records (their seq and footer unused). In a ring,
+ * seq is the record's sequence number in its ring and the footer proves
+ * the record whole (see am_ring.c).
+ */
+#ifndef RIVET_AM_INTERNAL_H
+#define RIVET_AM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define _LGPL_SOURCE
+#include <urcu/wfcqueue.h>
+
+#include "rv_am.h"
+#include "rv_core.h"
+#include "rv_mem.h"
+
+/* ---------------------------------------------------------------------- */
+/* Wire formats                                                            */
+
+typedef struct am_rec {
+    uint32_t seq;     /* ring records: sequence number (low 32 bits) */
+    uint32_t handler; /* call: handler id; other kinds: 0 */
+    uint32_t len;     /* body bytes (excluding pad and footer) */
+    uint32_t meta;    /* kind | flags */
+} am_rec_t;
+
+enum {
+    AM_REC_CALL = 0,   /* a call */
+    AM_REC_BATCH = 1,  /* body: a run of call records */
+    AM_REC_ROTATE = 2, /* body: u32 chunks spliced in after this one */
+    AM_REC_DETOUR = 3, /* body: u64 token of a call sent over send */
+    AM_REC_KIND_MASK = 0xff,
+    AM_REC_XHDR = 1u << 8,  /* the body starts with an am_hdr_t */
+    AM_REC_LARGE = 1u << 9, /* body written first, header after a fence */
+};
+
+#define AM_REC_FOOTER 8u
+#define AM_ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+
+static inline size_t am_rec_size(size_t len)
+{
+    return sizeof(am_rec_t) + AM_ALIGN8(len) + AM_REC_FOOTER;
+}
+
+/* The call header of calls that need more than handler and arguments. */
+typedef struct am_hdr {
+    uint32_t args_len;
+    uint32_t flags;     /* AM_* below */
+    uint64_t sync;      /* caller's rv_sync_t *, for AM_NOTIFY */
+    uint64_t ret;       /* caller's result buffer, for AM_RETURN */
+    uint32_t ret_len;
+    rv_tid_t root;      /* AM_BCAST: the broadcasting worker */
+    uint64_t token;     /* AM_DETOUR: matches a ring's DETOUR record */
+} am_hdr_t;
+
+enum {
+    AM_NOTIFY = 1u << 0,     /* answer with rivet.am.done */
+    AM_RETURN = 1u << 1,     /* ... carrying the handler's result */
+    AM_BCAST = 1u << 2,      /* forward down the tree rooted at root */
+    AM_NOTIFY_RMA = 1u << 3, /* count it in the ring's notified word */
+    AM_DETOUR = 1u << 4,     /* a ring call that travelled over send */
+    AM_LOCAL = 1u << 5,      /* local bypass: sync and ret are pointers
+                                of this process, completed directly */
+};
+
+/* A call decoded, before it runs. */
+typedef struct am_call {
+    rv_tid_t src;
+    rv_handler_id_t handler;
+    am_hdr_t hdr;            /* zero but args_len when the record had none */
+    const uint8_t *args;
+    size_t args_len;
+    const uint8_t *buf;
+    size_t buf_len;
+} am_call_t;
+
+/* Decodes a call record's body; false if malformed. */
+bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
+                    const uint8_t *body);
+
+/* ---------------------------------------------------------------------- */
+/* Sender side                                                             */
+
+/* A buffer of registered memory that records are serialized into, in
+ * runs: [16 B reserve][records...][8 B reserve]. The reserves take the
+ * batch record's header and footer when the run goes as one ring record.
+ * Bytes below `sent` have been transmitted; [sent, used) are pending runs
+ * (each run's length is kept in the first word of its reserve). */
+typedef struct am_buf {
+    uint8_t *base;
+    size_t cap, used, sent;
+    size_t open;          /* offset of the open run, or SIZE_MAX */
+    unsigned inflight;    /* transmissions not yet complete */
+    struct am_buf *next;
+} am_buf_t;
+
+struct am_worker;
+
+/* The sender's half of a messenger (Seriema's RDMAMessenger): a ring of
+ * chunks in the receiver's NUMA zone. */
+typedef struct am_ochunk {
+    uint64_t raddr;
+    size_t len;
+    rv_trkey_t *rkey;
+    uint64_t left_end;    /* stream offset when the sender last left it */
+} am_ochunk_t;
+
+/* Words of the sender's that the receiver RMA-writes. */
+typedef struct am_ctrl {
+    volatile uint64_t consumed;  /* ring stream offset of drained chunks */
+    volatile uint64_t notified;  /* AM_NOTIFY_RMA calls run */
+} am_ctrl_t;
+
+typedef enum { RING_NONE, RING_REQUESTED, RING_READY, RING_FAILED } am_ring_state_t;
+
+typedef struct am_oring {
+    am_ring_state_t state;
+    am_ochunk_t *chunks;
+    uint32_t nchunks, cur;
+    size_t pos;             /* in the current chunk */
+    uint64_t stream;        /* bytes of the stream written or skipped */
+    uint64_t seq;           /* next record's sequence number */
+    uint64_t nonce;         /* from the receiver */
+    bool growing;           /* a chunk request is out */
+    am_ochunk_t *spare;     /* chunks received, not spliced in yet */
+    uint32_t nspare;
+    am_ctrl_t *ctrl;        /* registered, in this worker's memory */
+    uint64_t detours;       /* tokens of calls sent over send */
+    /* syncs of AM_NOTIFY_RMA calls, completed as ctrl->notified grows */
+    rv_sync_t **notes;
+    uint64_t notes_head, notes_tail; /* absolute indexes */
+    size_t notes_cap;
+} am_oring_t;
+
+/* Everything a worker keeps per destination worker. */
+typedef struct am_dest {
+    rv_tid_t tid;
+    am_buf_t *bufs, *last;  /* oldest first */
+    size_t pending;         /* bytes in runs not yet transmitted */
+    bool warned_limit;
+    am_oring_t ring;
+} am_dest_t;
+
+/* ---------------------------------------------------------------------- */
+/* Receiver side                                                           */
+
+/* A run of records being executed: a batch that came over send (kept
+ * message) or from a ring. Calls are taken one at a time with the cursor
+ * advanced first, so that a handler that progresses continues the run
+ * in order instead of overtaking it. */
+typedef struct am_run {
+    const uint8_t *p, *end;
+    unsigned refs;          /* calls of the run still executing */
+    bool has_msg;
+    rv_msg_t msg;           /* released when the run is done */
+    uint64_t token;         /* a detour call waiting for its ring turn */
+    bool detour;
+    struct am_run *next;
+} am_run_t;
+
+typedef struct am_ichunk {
+    uint8_t *addr;
+    size_t len;
+    rv_mem_chunk_t *chunk;
+} am_ichunk_t;
+
+/* The receiver's half of a messenger, for one producer. */
+typedef struct am_iring {
+    rv_tid_t src;
+    am_ichunk_t *chunks;
+    uint32_t nchunks, cur;
+    size_t pos;
+    uint64_t stream, seq, nonce;
+    am_ichunk_t *pending;   /* allocated for the producer, not spliced */
+    uint32_t npending;
+    /* where to push consumed/notified, in the producer's memory */
+    uint64_t ctrl_addr;
+    rv_trkey_t *ctrl_rkey;
+    uint64_t notified;
+    uint64_t drained;       /* stream offset at the last chunk drained */
+    uint64_t pushed;        /* consumed offset last pushed */
+    uint64_t push_val[2];   /* source of the pushes (stable in flight) */
+    bool push_busy, push_due;
+    unsigned depth;         /* calls of this ring executing */
+    bool stopped;           /* a protocol error: nothing more is read */
+    am_run_t batch;         /* the ring batch being executed */
+} am_iring_t;
+
+/* Per source: runs that came over send, kept for FIFO order. */
+typedef struct am_src {
+    am_run_t *head, *tail;
+    am_run_t *detours;      /* detour calls waiting for their ring turn */
+    am_iring_t *ring;
+} am_src_t;
+
+/* ---------------------------------------------------------------------- */
+/* Local bypass: one wait-free queue per (sender, receiver) thread pair of
+ * a process (liburcu's wfcqueue: wait-free enqueue, and a single
+ * dequeuer, the receiver, needs no lock). */
+
+typedef struct am_lnode {
+    struct cds_wfcq_node node;
+    rv_tid_t src;
+    uint32_t reserved;
+    _Alignas(8) uint8_t rec[]; /* a call record, without footer */
+} am_lnode_t;
+
+typedef struct am_lqueue {
+    struct __cds_wfcq_head head;
+    struct cds_wfcq_tail tail;
+} am_lqueue_t;
+
+typedef struct am_proc {
+    int threads;
+    am_lqueue_t *queues;    /* [dst local * threads + src local] */
+} am_proc_t;
+
+/* ---------------------------------------------------------------------- */
+
+typedef struct am_worker {
+    rv_worker_t *w;
+    rv_context_t *ctx;
+    const rv_config_t *cfg;
+    am_proc_t *proc;
+    rv_tid_t me;
+    uint32_t nworkers;
+    int rank, threads;
+    am_dest_t **dests;           /* per destination, on first use */
+    am_src_t **srcs;             /* per source, on first use */
+    am_iring_t **rings;          /* incoming rings, scanned in progress */
+    uint32_t nrings;
+    rv_mem_chunk_allocator_t *ring_chunks; /* am.chunk_bytes chunks */
+    rv_mem_chunk_allocator_t *own_chunks;  /* memory.chunk chunks */
+    rv_mem_general_t *gen;       /* batch buffers, control words */
+    am_buf_t *free_bufs;
+    size_t buf_bytes;            /* size of one batch buffer */
+    size_t max_record;           /* largest ring record */
+    unsigned busy;               /* inside the progress hook */
+    bool idle_flush;             /* trad batches waiting for idleness */
+    rv_am_stats_t stats;
+} am_worker_t;
+
+static inline am_worker_t *am_of(rv_worker_t *w)
+{
+    return (am_worker_t *)w->layer;
+}
+
+/* Internal handler ids (registered with the first rv_am_register). */
+extern rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id,
+    am_ring_rep_id;
+
+/* rv_am.c */
+am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest);
+am_src_t *am_src(am_worker_t *aw, rv_tid_t src);
+void am_run_call(am_worker_t *aw, const am_call_t *c);
+am_buf_t *am_buf_get(am_worker_t *aw);
+void am_buf_put(am_worker_t *aw, am_buf_t *b);
+void am_buf_done(void *arg, rv_status_t status);
+
+/* am_ring.c: the write path */
+rv_status_t am_ring_register(rv_context_t *ctx);
+/* Transmits @p len bytes at @p rec (one record, with room for its
+ * footer) into @p d's ring: RV_OK, RV_INPROGRESS (@p b's inflight was
+ * raised), RV_ERR_AGAIN (no room now) or an error. */
+rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
+                          uint8_t *rec, size_t len);
+/* Whether the ring can take a record of @p size bytes without waiting;
+ * starts setting up or growing the ring when it cannot. */
+bool am_ring_ready(am_worker_t *aw, am_dest_t *d, size_t size);
+unsigned am_ring_progress(am_worker_t *aw);
+void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s);
+void am_ring_fini(am_worker_t *aw);
+bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
+                         uint64_t token);
+
+#endif

@@ -1,0 +1,761 @@
+/*
+ * The write path: one-sided messengers (Seriema §4.4.1), in C and without
+ * the limitations of Seriema's code (shared/seriema-notes.md §3, §11).
+ *
+ * A messenger is a ring of chunks in the *receiver's* NUMA zone that only
+ * the sender writes, by RMA puts. It is created on the first call from a
+ * worker to another (Seriema's RDMAMessengerGlobal, but lazily): the
+ * sender asks for am.chunks_per_request chunks with a no-setup service
+ * call ("rivet.am.ring_req", over the send path); the receiver takes
+ * them from its chunk allocator (am.chunk_bytes each, registered once
+ * per chunk) and answers with their addresses and remote keys, and a
+ * random 64-bit nonce for the ring.
+ *
+ * Records (am_internal.h) are appended at the sender's position. Each
+ * carries its 64-bit sequence number in the ring (low 32 bits in the
+ * header) and an 8-byte footer, and the receiver runs a record only when
+ * the header shows the expected sequence number and the footer matches:
+ *
+ *   - records up to AM_HASH_MAX bytes go in ONE put, and the footer is a
+ *     hash of the nonce, the sequence number and every byte before it.
+ *     Nothing about the order in which a put's bytes land is assumed (a
+ *     shared-memory put is a memcpy whose store order is the C library's
+ *     business; RDMA does not promise ascending placement either): a
+ *     record is run only once all of its bytes are the ones the sender
+ *     hashed. Stale bytes from an earlier lap, or from another ring that
+ *     used the chunk before, cannot match: the sequence number and nonce
+ *     differ.
+ *   - larger records are written in two puts separated by a transport
+ *     fence: body and footer first, then the 16-byte header, so a header
+ *     with the expected sequence number means the body has landed.
+ *     Hashing 64 KiB would cost as much as copying it.
+ *
+ * Every record must leave room for a ROTATE record (32 bytes) at the end
+ * of its chunk. When the next record does not fit, the sender writes
+ * ROTATE and moves on to the next chunk of the ring, provided the
+ * receiver has drained it: the receiver pushes (RMA-writes) into the
+ * sender's control word the stream offset it has drained, once per chunk
+ * (not per record). If the next chunk is still in use and the ring is
+ * below am.max_chunks, the sender requests more chunks; when they arrive
+ * its next ROTATE says "splice N new chunks in after this one", and the
+ * receiver inserts the chunks it allocated for that request at the same
+ * place, so both rings stay symmetric. Until then the ring is full and
+ * am.on_full applies.
+ *
+ * Remote notification (RV_NOTIFY_CONSUMED): calls on this path count, at
+ * the receiver, in a per-ring "notified" word that is pushed with the
+ * consumed offset (one 16-byte put); the sender completes the
+ * synchronizers of those calls in order as the word grows. No reply
+ * message is sent.
+ *
+ * Over UCX's tcp transport, puts run through rivet's RMA emulation (an
+ * AM carrying the bytes, copied into place by the receiver's progress),
+ * because UCX 1.13's own TCP puts are slow; the protocol is the same.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "am_internal.h"
+
+#define AM_HASH_MAX 1024u
+#define AM_ROT_SIZE (sizeof(am_rec_t) + 8 + AM_REC_FOOTER)
+#define POLL_BUDGET 256
+
+/* ---------------------------------------------------------------------- */
+/* Record validation                                                       */
+
+static inline uint64_t rotl(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+/* A fast 64-bit hash of @p n bytes (a multiple of 8): four independent
+ * multiply lanes, then a final mix. Meant to detect torn records, not to
+ * resist an adversary. */
+static uint64_t rec_hash(uint64_t nonce, uint64_t seq, const uint8_t *p,
+                         size_t n)
+{
+    const uint64_t m = 0x9E3779B97F4A7C15ull;
+    uint64_t a = nonce ^ m, b = seq * 0xC2B2AE3D27D4EB4Full ^ n;
+    uint64_t c = nonce + seq, d = ~nonce;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        memcpy(w, p + i, sizeof(w));
+        a = (a ^ w[0]) * m;
+        b = (b ^ w[1]) * m;
+        c = (c ^ w[2]) * m;
+        d = (d ^ w[3]) * m;
+    }
+    for (; i < n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof(w));
+        a = (a ^ w) * m;
+        a ^= a >> 29;
+    }
+    uint64_t h = a ^ rotl(b, 17) ^ rotl(c, 31) ^ rotl(d, 47);
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    h ^= h >> 29;
+    return h;
+}
+
+static uint64_t large_footer(uint64_t nonce, uint64_t seq, uint32_t len)
+{
+    return nonce ^ (seq * 0xC2B2AE3D27D4EB4Full) ^ len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Service calls: ring set-up and growth                                   */
+
+typedef struct {
+    uint32_t nchunks;
+    uint32_t first;
+    uint64_t ctrl_addr;
+    uint32_t rkey_len;
+    uint32_t reserved;
+} ring_req_t;
+
+typedef struct {
+    uint32_t nchunks;   /* 0: refused (no memory) */
+    uint32_t first;
+    uint64_t nonce;
+} ring_rep_t;
+
+typedef struct {
+    uint64_t addr, len;
+    uint32_t rkey_len;
+    uint32_t reserved;
+} ring_chunk_desc_t;
+
+static rv_status_t ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
+                                bool first)
+{
+    am_oring_t *r = &d->ring;
+    const rv_mem_chunk_t *chunk;
+    if (first) {
+        void *mem;
+        rv_status_t st = rv_mem_general_alloc(aw->gen, sizeof(am_ctrl_t), 64,
+                                              &mem, &chunk);
+        if (st != RV_OK)
+            return st;
+        r->ctrl = mem;
+        r->ctrl->consumed = 0;
+        r->ctrl->notified = 0;
+    } else {
+        chunk = rv_mem_general_lookup(aw->gen, r->ctrl);
+    }
+    ring_req_t req = {.nchunks = n, .first = first,
+                      .ctrl_addr = (uintptr_t)r->ctrl,
+                      .rkey_len = (uint32_t)chunk->rkey_len};
+    struct iovec iov[2] = {{.iov_base = &req, .iov_len = sizeof(req)},
+                           {.iov_base = (void *)chunk->rkey,
+                            .iov_len = chunk->rkey_len}};
+    /* Marked before sending: the send progresses, and progress pushes
+     * pending calls, which must not ask again. */
+    if (first)
+        r->state = RING_REQUESTED;
+    else
+        r->growing = true;
+    rv_status_t st = rv_sendv(aw->w, d->tid, am_ring_req_id, iov, 2, NULL);
+    if (st != RV_OK) {
+        if (first)
+            r->state = RING_FAILED;
+        else
+            r->growing = false;
+        rv_error("cannot ask worker %u for ring chunks: %s", d->tid,
+                 rv_status_str(st));
+    }
+    return st;
+}
+
+/* Receiver: allocates chunks for a producer and describes them. */
+static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    am_worker_t *aw = am_of(w);
+    ring_req_t req;
+    (void)arg;
+    if (aw == NULL)
+        return RV_OK;
+    if (msg->len < sizeof(req)) {
+        w->stats.rx_malformed++;
+        return RV_OK;
+    }
+    memcpy(&req, msg->data, sizeof(req));
+    if (msg->len != sizeof(req) + req.rkey_len || req.nchunks == 0 ||
+        req.nchunks > 4096) {
+        w->stats.rx_malformed++;
+        rv_warn("dropped a malformed ring request from worker %u", msg->src);
+        return RV_OK;
+    }
+    am_src_t *s = am_src(aw, msg->src);
+    am_iring_t *r = s ? s->ring : NULL;
+    ring_rep_t rep = {.first = req.first};
+    if (req.first && r == NULL && s != NULL) {
+        r = calloc(1, sizeof(*r));
+        if (r != NULL) {
+            r->src = msg->src;
+            r->ctrl_addr = req.ctrl_addr;
+            if (getrandom(&r->nonce, sizeof(r->nonce), 0) !=
+                (ssize_t)sizeof(r->nonce))
+                r->nonce = (uint64_t)time(NULL) ^ (uintptr_t)r;
+            rv_status_t st = aw->ctx->ops->rkey_unpack(
+                w->tw, msg->src, (const uint8_t *)msg->data + sizeof(req),
+                req.rkey_len, &r->ctrl_rkey);
+            if (st != RV_OK) {
+                rv_error("ring from worker %u: cannot unpack its remote key: "
+                         "%s", msg->src, rv_status_str(st));
+                free(r);
+                r = NULL;
+            } else {
+                s->ring = r;
+                aw->rings[aw->nrings++] = r;
+            }
+        }
+    }
+    if (r == NULL || (bool)req.first != (r->nchunks == 0)) {
+        rv_error("cannot set up the ring from worker %u", msg->src);
+        rep.nchunks = 0;
+        return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL,
+                        0, NULL);
+    }
+
+    /* Allocate: the first request makes the ring, later ones wait in
+     * `pending` until the producer's ROTATE splices them in. */
+    am_ichunk_t **list = req.first ? &r->chunks : &r->pending;
+    uint32_t *count = req.first ? &r->nchunks : &r->npending;
+    am_ichunk_t *grown = realloc(*list, (*count + req.nchunks) *
+                                            sizeof(**list));
+    if (grown == NULL)
+        return RV_OK;
+    *list = grown;
+    struct iovec iov[1 + 2 * 64];
+    ring_chunk_desc_t desc[64];
+    size_t niov = 1;
+    uint32_t got = 0;
+    for (; got < req.nchunks && got < 64; got++) {
+        rv_mem_chunk_t *c;
+        if (rv_mem_chunk_alloc(aw->ring_chunks, 1, &c) != RV_OK)
+            break;
+        grown[*count + got] = (am_ichunk_t){.addr = c->addr, .len = c->len,
+                                            .chunk = c};
+        desc[got] = (ring_chunk_desc_t){.addr = (uintptr_t)c->addr,
+                                        .len = c->len,
+                                        .rkey_len = (uint32_t)c->rkey_len};
+        iov[niov++] = (struct iovec){.iov_base = &desc[got],
+                                     .iov_len = sizeof(desc[got])};
+        iov[niov++] = (struct iovec){.iov_base = (void *)c->rkey,
+                                     .iov_len = c->rkey_len};
+    }
+    *count += got;
+    rep.nchunks = got;
+    rep.nonce = r->nonce;
+    iov[0] = (struct iovec){.iov_base = &rep, .iov_len = sizeof(rep)};
+    rv_status_t st = rv_sendv(w, msg->src, am_ring_rep_id, iov, niov, NULL);
+    if (st != RV_OK)
+        rv_error("cannot answer the ring request of worker %u: %s",
+                 msg->src, rv_status_str(st));
+    return RV_OK;
+}
+
+/* Sender: the receiver's chunks arrived. */
+static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    am_worker_t *aw = am_of(w);
+    ring_rep_t rep;
+    (void)arg;
+    if (aw == NULL || msg->len < sizeof(rep))
+        return RV_OK;
+    memcpy(&rep, msg->data, sizeof(rep));
+    am_dest_t *d = am_dest(aw, msg->src);
+    am_oring_t *r = &d->ring;
+    if (rep.nchunks == 0) {
+        rv_error("worker %u could not give ring chunks to worker %u (out of "
+                 "registered memory?)%s", msg->src, aw->me,
+                 rep.first ? "; calls to it fail" : "; the ring stays at "
+                                                   "its size");
+        if (rep.first)
+            r->state = RING_FAILED;
+        else
+            r->growing = false;
+        return RV_OK;
+    }
+    am_ochunk_t *list = calloc(rep.nchunks, sizeof(*list));
+    if (list == NULL)
+        return RV_OK;
+    const uint8_t *p = (const uint8_t *)msg->data + sizeof(rep);
+    const uint8_t *end = (const uint8_t *)msg->data + msg->len;
+    uint32_t i;
+    for (i = 0; i < rep.nchunks; i++) {
+        ring_chunk_desc_t desc;
+        if (p + sizeof(desc) > end)
+            break;
+        memcpy(&desc, p, sizeof(desc));
+        p += sizeof(desc);
+        if (p + desc.rkey_len > end ||
+            aw->ctx->ops->rkey_unpack(w->tw, msg->src, p, desc.rkey_len,
+                                      &list[i].rkey) != RV_OK)
+            break;
+        p += desc.rkey_len;
+        list[i].raddr = desc.addr;
+        list[i].len = desc.len;
+    }
+    if (i < rep.nchunks) {
+        rv_error("a malformed ring answer from worker %u", msg->src);
+        for (uint32_t j = 0; j < i; j++)
+            aw->ctx->ops->rkey_destroy(w->tw, list[j].rkey);
+        free(list);
+        if (rep.first)
+            r->state = RING_FAILED;
+        return RV_OK;
+    }
+    aw->stats.chunks_granted += rep.nchunks;
+    if (rep.first) {
+        r->chunks = list;
+        r->nchunks = rep.nchunks;
+        r->nonce = rep.nonce;
+        r->state = RING_READY;
+    } else {
+        r->spare = list;
+        r->nspare = rep.nchunks;
+        r->growing = false;
+    }
+    return RV_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sender                                                                  */
+
+static void free_arg(void *arg, rv_status_t status)
+{
+    (void)status;
+    free(arg);
+}
+
+static rv_status_t put(am_worker_t *aw, am_dest_t *d, const void *src,
+                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                       rv_completion_fn cb, void *arg)
+{
+    return aw->ctx->ops->put(aw->w->tw, d->tid, src, len, raddr, rkey, cb,
+                             arg);
+}
+
+/* Moves the sender to the next chunk (splicing in new ones if it has
+ * them), writing ROTATE at the end of the current one. False if the ring
+ * is full. */
+static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
+{
+    am_oring_t *r = &d->ring;
+    uint32_t next = (r->cur + 1) % r->nchunks;
+    uint32_t splice = r->nspare;
+    if (splice == 0) {
+        uint64_t consumed = __atomic_load_n(&r->ctrl->consumed,
+                                            __ATOMIC_ACQUIRE);
+        if (r->chunks[next].left_end > consumed) {
+            if (!r->growing &&
+                r->nchunks < (uint32_t)aw->cfg->am.max_chunks) {
+                uint32_t n = (uint32_t)aw->cfg->am.chunks_per_request;
+                uint32_t room = (uint32_t)aw->cfg->am.max_chunks - r->nchunks;
+                if (ring_request(aw, d, n < room ? n : room, false) == RV_OK)
+                    aw->stats.chunk_growths++;
+            }
+            return false;
+        }
+    }
+    uint64_t *rot = malloc(AM_ROT_SIZE);
+    am_ochunk_t *grown = splice ? realloc(r->chunks, (r->nchunks + splice) *
+                                                         sizeof(*grown))
+                                : r->chunks;
+    if (rot == NULL || grown == NULL) {
+        free(rot);
+        return false;
+    }
+    r->chunks = grown;
+    am_ochunk_t *ch = &r->chunks[r->cur];
+    am_rec_t rec = {.seq = (uint32_t)r->seq, .len = 4,
+                    .meta = AM_REC_ROTATE};
+    memset(rot, 0, AM_ROT_SIZE);
+    memcpy(rot, &rec, sizeof(rec));
+    memcpy((uint8_t *)rot + sizeof(rec), &splice, sizeof(splice));
+    rot[3] = rec_hash(r->nonce, r->seq, (const uint8_t *)rot,
+                      AM_ROT_SIZE - AM_REC_FOOTER);
+    rv_status_t st = put(aw, d, rot, AM_ROT_SIZE, ch->raddr + r->pos,
+                         ch->rkey, free_arg, rot);
+    if (st == RV_OK)
+        free(rot);
+    else if (st != RV_INPROGRESS) {
+        free(rot);
+        rv_error("ring to worker %u: cannot write: %s", d->tid,
+                 rv_status_str(st));
+        return false;
+    }
+    r->seq++;
+    r->stream += ch->len - r->pos;
+    ch->left_end = r->stream;
+    if (splice) {
+        memmove(&r->chunks[r->cur + 1 + splice], &r->chunks[r->cur + 1],
+                (r->nchunks - r->cur - 1) * sizeof(*r->chunks));
+        memcpy(&r->chunks[r->cur + 1], r->spare, splice * sizeof(*r->spare));
+        free(r->spare);
+        r->spare = NULL;
+        r->nspare = 0;
+        r->nchunks += splice;
+        next = r->cur + 1;
+    }
+    r->cur = next;
+    r->pos = 0;
+    return true;
+}
+
+rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
+                          uint8_t *rec, size_t len)
+{
+    am_oring_t *r = &d->ring;
+    switch (r->state) {
+    case RING_NONE: {
+        rv_status_t st = ring_request(
+            aw, d, (uint32_t)aw->cfg->am.chunks_per_request, true);
+        return st == RV_OK ? RV_ERR_AGAIN : st;
+    }
+    case RING_REQUESTED:
+        return RV_ERR_AGAIN;
+    case RING_FAILED:
+        return RV_ERR_NO_MEMORY;
+    case RING_READY:
+        break;
+    }
+    if (len > aw->max_record)
+        return RV_ERR_INVALID;
+    am_ochunk_t *ch = &r->chunks[r->cur];
+    if (r->pos + len + AM_ROT_SIZE > ch->len) {
+        if (!ring_rotate(aw, d))
+            return RV_ERR_AGAIN;
+        ch = &r->chunks[r->cur];
+    }
+    am_rec_t hdr;
+    memcpy(&hdr, rec, sizeof(hdr));
+    hdr.seq = (uint32_t)r->seq;
+    uint64_t raddr = ch->raddr + r->pos;
+    rv_status_t st, st2 = RV_OK;
+    uint64_t footer;
+    if (len <= AM_HASH_MAX) {
+        memcpy(rec, &hdr, sizeof(hdr));
+        footer = rec_hash(r->nonce, r->seq, rec, len - AM_REC_FOOTER);
+        memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
+        st = put(aw, d, rec, len, raddr, ch->rkey, am_buf_done, b);
+    } else {
+        hdr.meta |= AM_REC_LARGE;
+        memcpy(rec, &hdr, sizeof(hdr));
+        footer = large_footer(r->nonce, r->seq, hdr.len);
+        memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
+        st = put(aw, d, rec + sizeof(hdr), len - sizeof(hdr),
+                 raddr + sizeof(hdr), ch->rkey, am_buf_done, b);
+        if (st >= 0) {
+            if (st == RV_INPROGRESS)
+                b->inflight++;
+            st = aw->ctx->ops->fence(aw->w->tw, d->tid);
+            if (st >= 0)
+                st2 = put(aw, d, rec, sizeof(hdr), raddr, ch->rkey,
+                          am_buf_done, b);
+            st = st2;
+        }
+    }
+    if (st < 0)
+        return st;
+    if (st == RV_INPROGRESS)
+        b->inflight++;
+    r->seq++;
+    r->pos += len;
+    r->stream += len;
+    return RV_OK;
+}
+
+void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s)
+{
+    am_oring_t *r = &d->ring;
+    (void)aw;
+    if (r->notes_tail - r->notes_head == r->notes_cap) {
+        size_t cap = r->notes_cap ? 2 * r->notes_cap : 64;
+        rv_sync_t **grown = malloc(cap * sizeof(*grown));
+        if (grown == NULL) {
+            rv_error("out of memory tracking a call's notification");
+            return; /* the call's synchronizer completes locally */
+        }
+        for (uint64_t i = r->notes_head; i < r->notes_tail; i++)
+            grown[i % cap] = r->notes[i % r->notes_cap];
+        free(r->notes);
+        r->notes = grown;
+        r->notes_cap = cap;
+    }
+    atomic_fetch_add(&s->pending, 1);
+    r->notes[r->notes_tail % r->notes_cap] = s;
+    r->notes_tail++;
+}
+
+/* Completes the synchronizers whose calls the receiver reported run. */
+static unsigned notes_poll(am_dest_t *d)
+{
+    am_oring_t *r = &d->ring;
+    if (r->notes_head == r->notes_tail)
+        return 0;
+    uint64_t done = __atomic_load_n(&r->ctrl->notified, __ATOMIC_ACQUIRE);
+    unsigned n = 0;
+    while (r->notes_head < r->notes_tail && r->notes_head < done) {
+        rv_sync_complete(r->notes[r->notes_head % r->notes_cap], RV_OK);
+        r->notes_head++;
+        n++;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Receiver                                                                */
+
+static void push_done(void *arg, rv_status_t status)
+{
+    am_iring_t *r = arg;
+    if (status != RV_OK)
+        rv_error("cannot report ring progress to worker %u: %s", r->src,
+                 rv_status_str(status));
+    r->push_busy = false;
+}
+
+/* Reports drained chunks and run notifications to the producer. */
+static void ring_push(am_worker_t *aw, am_iring_t *r)
+{
+    if (!r->push_due || r->push_busy)
+        return;
+    bool idle = r->depth == 0 && r->batch.p >= r->batch.end &&
+                r->batch.refs == 0;
+    if (idle)
+        r->pushed = r->drained;
+    r->push_val[0] = r->pushed;
+    r->push_val[1] = r->notified;
+    r->push_due = !idle; /* push again once the running calls return */
+    rv_status_t st = aw->ctx->ops->put(aw->w->tw, r->src, r->push_val,
+                                       sizeof(r->push_val), r->ctrl_addr,
+                                       r->ctrl_rkey, push_done, r);
+    if (st == RV_INPROGRESS)
+        r->push_busy = true;
+    else if (st != RV_OK)
+        rv_error("cannot report ring progress to worker %u: %s", r->src,
+                 rv_status_str(st));
+}
+
+static void ring_splice(am_iring_t *r, uint32_t splice)
+{
+    am_ichunk_t *grown = realloc(r->chunks, (r->nchunks + splice) *
+                                                sizeof(*grown));
+    if (grown == NULL)
+        abort(); /* cannot keep the rings symmetric */
+    r->chunks = grown;
+    memmove(&r->chunks[r->cur + 1 + splice], &r->chunks[r->cur + 1],
+            (r->nchunks - r->cur - 1) * sizeof(*r->chunks));
+    memcpy(&r->chunks[r->cur + 1], r->pending, splice * sizeof(*r->pending));
+    memmove(r->pending, r->pending + splice,
+            (r->npending - splice) * sizeof(*r->pending));
+    r->npending -= splice;
+    r->nchunks += splice;
+}
+
+/* The record at the ring's position if it is whole, else NULL. */
+static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
+{
+    am_ichunk_t *ch = &r->chunks[r->cur];
+    const uint8_t *at = ch->addr + r->pos;
+    uint32_t seq = __atomic_load_n((const uint32_t *)at, __ATOMIC_ACQUIRE);
+    if (seq != (uint32_t)r->seq)
+        return NULL;
+    memcpy(hdr, at, sizeof(*hdr));
+    size_t size = am_rec_size(hdr->len);
+    if (hdr->len > ch->len || r->pos + size > ch->len)
+        return NULL; /* not (yet) a record */
+    uint64_t footer;
+    memcpy(&footer, at + size - AM_REC_FOOTER, sizeof(footer));
+    if (hdr->meta & AM_REC_LARGE) {
+        if (footer != large_footer(r->nonce, r->seq, hdr->len))
+            return NULL;
+    } else if (size > AM_HASH_MAX ||
+               footer != rec_hash(r->nonce, r->seq, at,
+                                  size - AM_REC_FOOTER)) {
+        return NULL;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    *size_p = size;
+    return at;
+}
+
+static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
+{
+    unsigned n = 0;
+    am_src_t *s = aw->srcs[r->src];
+    while (n < POLL_BUDGET && r->nchunks > 0 && !r->stopped) {
+        am_run_t *b = &r->batch;
+        if (b->p < b->end) {
+            am_rec_t rec;
+            am_call_t c;
+            memcpy(&rec, b->p, sizeof(rec));
+            size_t size = am_rec_size(rec.len);
+            if (size > (size_t)(b->end - b->p) ||
+                !am_call_decode(&c, r->src, &rec, b->p + sizeof(rec))) {
+                aw->w->stats.rx_malformed++;
+                rv_warn("dropped the rest of a malformed batch from worker "
+                        "%u", r->src);
+                b->p = b->end;
+                continue;
+            }
+            b->p += size;
+            b->refs++;
+            am_run_call(aw, &c);
+            b->refs--;
+            n++;
+            continue;
+        }
+        am_rec_t hdr;
+        size_t size;
+        const uint8_t *at = ring_peek(r, &hdr, &size);
+        if (at == NULL)
+            break;
+        const uint8_t *body = at + sizeof(hdr);
+        switch (hdr.meta & AM_REC_KIND_MASK) {
+        case AM_REC_CALL: {
+            am_call_t c;
+            r->pos += size;
+            r->stream += size;
+            r->seq++;
+            if (!am_call_decode(&c, r->src, &hdr, body)) {
+                aw->w->stats.rx_malformed++;
+                rv_warn("dropped a malformed call from worker %u", r->src);
+                break;
+            }
+            r->depth++;
+            am_run_call(aw, &c);
+            r->depth--;
+            n++;
+            break;
+        }
+        case AM_REC_BATCH:
+            r->pos += size;
+            r->stream += size;
+            r->seq++;
+            b->p = body;
+            b->end = body + hdr.len;
+            break;
+        case AM_REC_ROTATE: {
+            uint32_t splice;
+            memcpy(&splice, body, sizeof(splice));
+            if (splice > r->npending) {
+                rv_error("ring from worker %u: asked to splice %u chunks, "
+                         "%u were granted; the ring is stopped", r->src,
+                         splice, r->npending);
+                r->stopped = true;
+                return n;
+            }
+            r->stream += r->chunks[r->cur].len - r->pos;
+            r->seq++;
+            if (splice) {
+                ring_splice(r, splice);
+                r->cur++;
+            } else {
+                r->cur = (r->cur + 1) % r->nchunks;
+            }
+            r->pos = 0;
+            r->drained = r->stream;
+            r->push_due = true;
+            break;
+        }
+        case AM_REC_DETOUR: {
+            uint64_t token;
+            memcpy(&token, body, sizeof(token));
+            /* The call itself travels over send; run it in its turn. */
+            if (s == NULL || !am_src_detour_match(aw, s, r->src, token))
+                goto out;
+            r->pos += size;
+            r->stream += size;
+            r->seq++;
+            n++;
+            break;
+        }
+        default:
+            rv_error("ring from worker %u: unknown record kind %u; the ring "
+                     "is stopped", r->src, hdr.meta & AM_REC_KIND_MASK);
+            r->stopped = true;
+            return n;
+        }
+    }
+out:
+    ring_push(aw, r);
+    return n;
+}
+
+unsigned am_ring_progress(am_worker_t *aw)
+{
+    unsigned n = 0;
+    for (uint32_t i = 0; i < aw->nrings; i++)
+        n += ring_poll(aw, aw->rings[i]);
+    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+        am_dest_t *d = aw->dests[t];
+        if (d != NULL && d->ring.state == RING_READY)
+            n += notes_poll(d);
+    }
+    return n;
+}
+
+bool am_ring_ready(am_worker_t *aw, am_dest_t *d, size_t size)
+{
+    am_oring_t *r = &d->ring;
+    (void)aw;
+    if (r->state != RING_READY)
+        return false;
+    return r->pos + size + AM_ROT_SIZE <= r->chunks[r->cur].len ||
+           r->nspare > 0 ||
+           r->chunks[(r->cur + 1) % r->nchunks].left_end <=
+               __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE);
+}
+
+void am_ring_fini(am_worker_t *aw)
+{
+    const rv_transport_ops_t *ops = aw->ctx->ops;
+    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+        am_dest_t *d = aw->dests[t];
+        if (d == NULL)
+            continue;
+        am_oring_t *r = &d->ring;
+        for (uint32_t i = 0; i < r->nchunks; i++)
+            ops->rkey_destroy(aw->w->tw, r->chunks[i].rkey);
+        for (uint32_t i = 0; i < r->nspare; i++)
+            ops->rkey_destroy(aw->w->tw, r->spare[i].rkey);
+        free(r->chunks);
+        free(r->spare);
+        free(r->notes);
+        if (r->ctrl != NULL)
+            rv_mem_general_free(aw->gen, r->ctrl);
+    }
+    for (uint32_t i = 0; i < aw->nrings; i++) {
+        am_iring_t *r = aw->rings[i];
+        for (uint32_t j = 0; j < r->nchunks; j++)
+            rv_mem_chunk_free(aw->ring_chunks, r->chunks[j].chunk);
+        for (uint32_t j = 0; j < r->npending; j++)
+            rv_mem_chunk_free(aw->ring_chunks, r->pending[j].chunk);
+        if (r->ctrl_rkey != NULL)
+            ops->rkey_destroy(aw->w->tw, r->ctrl_rkey);
+        free(r->chunks);
+        free(r->pending);
+        free(r);
+    }
+    aw->nrings = 0;
+}
+
+rv_status_t am_ring_register(rv_context_t *ctx)
+{
+    rv_status_t st = rv_handler_register(ctx, "rivet.am.ring_req",
+                                         on_ring_req, NULL, 0,
+                                         &am_ring_req_id);
+    if (st == RV_OK)
+        st = rv_handler_register(ctx, "rivet.am.ring_rep", on_ring_rep, NULL,
+                                 0, &am_ring_rep_id);
+    return st;
+}
