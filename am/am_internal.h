@@ -150,6 +150,7 @@ typedef struct am_dest {
     am_buf_t *bufs, *last;  /* oldest first */
     size_t pending;         /* bytes in runs not yet transmitted */
     bool warned_limit;
+    bool pushing;           /* inside dest_push */
     am_oring_t ring;
 } am_dest_t;
 
@@ -282,6 +283,7 @@ bool am_ring_ready(am_worker_t *aw, am_dest_t *d, size_t size);
 unsigned am_ring_progress(am_worker_t *aw);
 void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s);
 void am_ring_fini(am_worker_t *aw);
+bool am_ring_busy(am_worker_t *aw);
 bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
                          uint64_t token);
 

@@ -131,6 +131,12 @@ typedef struct {
     uint32_t reserved;
 } ring_chunk_desc_t;
 
+static void free_arg(void *arg, rv_status_t status)
+{
+    (void)status;
+    free(arg);
+}
+
 static rv_status_t ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
                                 bool first)
 {
@@ -151,25 +157,32 @@ static rv_status_t ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
     ring_req_t req = {.nchunks = n, .first = first,
                       .ctrl_addr = (uintptr_t)r->ctrl,
                       .rkey_len = (uint32_t)chunk->rkey_len};
-    struct iovec iov[2] = {{.iov_base = &req, .iov_len = sizeof(req)},
-                           {.iov_base = (void *)chunk->rkey,
-                            .iov_len = chunk->rkey_len}};
-    /* Marked before sending: the send progresses, and progress pushes
-     * pending calls, which must not ask again. */
+    /* Sent from a copy, without waiting: the request is made while calls
+     * are being transmitted, where progress must not run. */
+    uint8_t *copy = malloc(sizeof(req) + chunk->rkey_len);
+    if (copy == NULL)
+        return RV_ERR_NO_MEMORY;
+    memcpy(copy, &req, sizeof(req));
+    memcpy(copy + sizeof(req), chunk->rkey, chunk->rkey_len);
+    struct iovec iov = {.iov_base = copy,
+                        .iov_len = sizeof(req) + chunk->rkey_len};
+    rv_status_t st = rv__send_raw(aw->w, d->tid, am_ring_req_id, NULL, 0,
+                                  &iov, 1, 0, free_arg, copy);
+    if (st == RV_OK)
+        free(copy);
+    if (st < 0) {
+        free(copy);
+        if (first)
+            r->state = RING_FAILED;
+        rv_error("cannot ask worker %u for ring chunks: %s", d->tid,
+                 rv_status_str(st));
+        return st;
+    }
     if (first)
         r->state = RING_REQUESTED;
     else
         r->growing = true;
-    rv_status_t st = rv_sendv(aw->w, d->tid, am_ring_req_id, iov, 2, NULL);
-    if (st != RV_OK) {
-        if (first)
-            r->state = RING_FAILED;
-        else
-            r->growing = false;
-        rv_error("cannot ask worker %u for ring chunks: %s", d->tid,
-                 rv_status_str(st));
-    }
-    return st;
+    return RV_OK;
 }
 
 /* Receiver: allocates chunks for a producer and describes them. */
@@ -328,12 +341,6 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
 
 /* ---------------------------------------------------------------------- */
 /* Sender                                                                  */
-
-static void free_arg(void *arg, rv_status_t status)
-{
-    (void)status;
-    free(arg);
-}
 
 static rv_status_t put(am_worker_t *aw, am_dest_t *d, const void *src,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,
@@ -758,4 +765,12 @@ rv_status_t am_ring_register(rv_context_t *ctx)
         st = rv_handler_register(ctx, "rivet.am.ring_rep", on_ring_rep, NULL,
                                  0, &am_ring_rep_id);
     return st;
+}
+
+bool am_ring_busy(am_worker_t *aw)
+{
+    for (uint32_t i = 0; i < aw->nrings; i++)
+        if (aw->rings[i]->push_busy || aw->rings[i]->push_due)
+            return true;
+    return false;
 }

@@ -576,6 +576,11 @@ static int dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
                      bool open)
 {
     int n = 0;
+    /* A transmission may progress (a ring request waits for its send);
+     * the progress hook must not push the same runs meanwhile. */
+    if (d->pushing)
+        return 0;
+    d->pushing = true;
     for (am_buf_t *b = d->bufs; b != NULL; b = b->next) {
         while (b->sent < b->used) {
             size_t off = b->sent;
@@ -588,6 +593,7 @@ static int dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
             if (st < 0) {
                 rv_error("calls to worker %u are lost: %s", d->tid,
                          rv_status_str(st));
+                d->pushing = false;
                 return -1;
             }
             if (b->open == off)
@@ -598,6 +604,7 @@ static int dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
         }
     }
 out:
+    d->pushing = false;
     buf_reap(aw, d);
     return n;
 }
@@ -1137,6 +1144,19 @@ err:
     return RV_ERR_NO_MEMORY;
 }
 
+/* Transmissions whose completion callbacks point into this layer's
+ * memory (batch buffers, ring pushes). */
+static bool am_busy(am_worker_t *aw)
+{
+    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+        am_dest_t *d = aw->dests[t];
+        for (am_buf_t *b = d ? d->bufs : NULL; b != NULL; b = b->next)
+            if (b->inflight > 0)
+                return true;
+    }
+    return am_ring_busy(aw);
+}
+
 static void am_worker_quiesce(rv_worker_t *w)
 {
     rv_status_t st = rv_flush(w, RV_ALL_WORKERS);
@@ -1144,20 +1164,19 @@ static void am_worker_quiesce(rv_worker_t *w)
         rv_error("worker %u: calls still queued at the end of the job: %s",
                  w->tid, rv_status_str(st));
     /* Wait for the transmissions out of registered memory. */
-    am_worker_t *aw = am_of(w);
-    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
-        for (am_buf_t *b = d ? d->bufs : NULL; b != NULL; b = b->next)
-            while (b->inflight > 0)
-                rv_progress(w);
-    }
+    while (am_busy(am_of(w)))
+        rv_progress(w);
 }
 
 static void am_worker_drain(rv_worker_t *w)
 {
-    /* Everything sent has landed (every worker flushed); run it. */
-    for (int quiet = 0; quiet < 64;)
-        quiet = am_progress(w) ? 0 : quiet + 1;
+    /* Everything sent has landed (every worker flushed): run it, and let
+     * the last pushes complete before the endpoints close. */
+    am_worker_t *aw = am_of(w);
+    for (int quiet = 0; quiet < 64;) {
+        unsigned n = rv_progress(w);
+        quiet = n != 0 || am_busy(aw) ? 0 : quiet + 1;
+    }
 }
 
 static void print_stats(am_worker_t *aw)
