@@ -22,6 +22,8 @@
 #define _LGPL_SOURCE
 #include <urcu/wfcqueue.h>
 
+#include <uthash.h>
+
 #include "rv_am.h"
 #include "rv_core.h"
 #include "rv_mem.h"
@@ -73,6 +75,10 @@ enum {
     AM_DETOUR = 1u << 4,     /* a ring call that travelled over send */
     AM_LOCAL = 1u << 5,      /* local bypass: sync and ret are pointers
                                 of this process, completed directly */
+    AM_BUFPUT = 1u << 6,     /* the buffer is at ret (ret_len bytes) in the
+                                target's memory */
+    AM_BUFGET = 1u << 7,     /* the target reads ret_len bytes at ret,
+                                region `root`, of the caller's process */
 };
 
 /* A call decoded, before it runs. */
@@ -202,6 +208,8 @@ typedef struct am_iring {
 /* Per source: runs that came over send, kept for FIFO order. */
 typedef struct am_src {
     am_run_t *head, *tail;
+    unsigned fetching;      /* a call_buffer_get of it reads its buffer:
+                               its later calls wait */
     am_run_t *detours;      /* detour calls waiting for their ring turn */
     am_iring_t *ring;
 } am_src_t;
@@ -223,10 +231,37 @@ typedef struct am_lqueue {
     struct cds_wfcq_tail tail;
 } am_lqueue_t;
 
+/* A registration named by remote pointers. */
+typedef struct am_region {
+    const rv_mem_chunk_t *chunk;
+    uint32_t id;
+    UT_hash_handle hh;      /* by chunk */
+} am_region_t;
+
 typedef struct am_proc {
     int threads;
     am_lqueue_t *queues;    /* [dst local * threads + src local] */
+    pthread_mutex_t lock;   /* regions */
+    am_region_t **regions;  /* by id */
+    uint32_t nregions, regions_cap;
+    am_region_t *by_chunk;
 } am_proc_t;
+
+/* A remote key being fetched, on the waiting frame's stack. */
+typedef struct am_fetch {
+    uint64_t key;
+    bool done;
+    rv_status_t status;
+    rv_trkey_t *rkey;
+    struct am_fetch *next;
+} am_fetch_t;
+
+/* A peer's remote key, unpacked for this worker. */
+typedef struct am_rkey {
+    uint64_t key;           /* peer tid << 32 | region */
+    rv_trkey_t *rkey;
+    UT_hash_handle hh;
+} am_rkey_t;
 
 /* ---------------------------------------------------------------------- */
 
@@ -250,6 +285,9 @@ typedef struct am_worker {
     size_t max_record;           /* largest ring record */
     unsigned busy;               /* inside the progress hook */
     bool idle_flush;             /* trad batches waiting for idleness */
+    am_rkey_t *rkeys;            /* peers' remote keys, cached */
+    struct am_fetch *fetches;    /* remote keys being fetched (nested
+                                    frames each wait for their own) */
     rv_am_stats_t stats;
 } am_worker_t;
 
@@ -260,7 +298,7 @@ static inline am_worker_t *am_of(rv_worker_t *w)
 
 /* Internal handler ids (registered with the first rv_am_register). */
 extern rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id,
-    am_ring_rep_id;
+    am_ring_rep_id, am_rkey_req_id, am_rkey_rep_id;
 
 /* rv_am.c */
 am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest);
@@ -269,6 +307,22 @@ void am_run_call(am_worker_t *aw, const am_call_t *c);
 am_buf_t *am_buf_get(am_worker_t *aw);
 void am_buf_put(am_worker_t *aw, am_buf_t *b);
 void am_buf_done(void *arg, rv_status_t status);
+/* A call whose buffer travels by reference (AM_BUFPUT, AM_BUFGET). */
+rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                        const void *args, size_t len, uint64_t addr,
+                        size_t n, uint32_t region, uint32_t am_flags,
+                        rv_sync_t *sync, unsigned flags);
+
+/* am_mem.c: registered memory and remote pointers */
+rv_status_t am_mem_register(rv_context_t *ctx);
+/* The remote key of @p region of worker @p tid's process, for this
+ * worker (fetched and cached on first use; waits, progressing). */
+rv_status_t am_rkey(am_worker_t *aw, rv_tid_t tid, uint32_t region,
+                    rv_trkey_t **rkey_p);
+/* Reads the buffer of a call_buffer_get call into @p buf. */
+rv_status_t am_fetch(am_worker_t *aw, const am_call_t *c, void *buf);
+void am_mem_fini(am_worker_t *aw);
+void am_proc_mem_fini(am_proc_t *proc);
 
 /* am_ring.c: the write path */
 rv_status_t am_ring_register(rv_context_t *ctx);

@@ -599,7 +599,8 @@ static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
 {
     unsigned n = 0;
     am_src_t *s = aw->srcs[r->src];
-    while (n < POLL_BUDGET && r->nchunks > 0 && !r->stopped) {
+    while (n < POLL_BUDGET && r->nchunks > 0 && !r->stopped &&
+           !(s != NULL && s->fetching)) {
         am_run_t *b = &r->batch;
         if (b->p < b->end) {
             am_rec_t rec;

@@ -228,6 +228,32 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
     const am_hdr_t *h = &c->hdr;
     if (h->flags & AM_BCAST)
         forward(aw, c);
+    const uint8_t *buf = c->buf;
+    size_t buf_len = c->buf_len;
+    uint8_t *fetched = NULL;
+    if (h->flags & AM_BUFPUT) {
+        buf = (const uint8_t *)(uintptr_t)h->ret;
+        buf_len = h->ret_len;
+    } else if (h->flags & AM_BUFGET) {
+        /* Later calls of this source wait until the buffer is here. */
+        am_src_t *s = am_src(aw, c->src);
+        fetched = malloc(h->ret_len ? h->ret_len : 1);
+        rv_status_t st = fetched && s ? RV_OK : RV_ERR_NO_MEMORY;
+        if (st == RV_OK) {
+            s->fetching++;
+            st = am_fetch(aw, c, fetched);
+            s->fetching--;
+        }
+        if (st != RV_OK) {
+            rv_error("a call from worker %u: cannot read its %u-byte buffer: "
+                     "%s; the call is dropped", c->src, h->ret_len,
+                     rv_status_str(st));
+            free(fetched);
+            return;
+        }
+        buf = fetched;
+        buf_len = h->ret_len;
+    }
 
     /* The result is built in a scratch buffer and sent back after the
      * call, or written straight into the caller's when it is local. */
@@ -249,15 +275,16 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
         .src = (h->flags & AM_BCAST) ? h->root : c->src,
         .args = c->args,
         .args_len = c->args_len,
-        .buf = c->buf,
-        .buf_len = c->buf_len,
+        .buf = buf,
+        .buf_len = buf_len,
         .ret = reply,
         .ret_len = ret_cap,
         .broadcast = h->flags & AM_BCAST,
     };
     aw->stats.calls_received++;
-    aw->stats.bytes_received += c->args_len + c->buf_len;
+    aw->stats.bytes_received += c->args_len + buf_len;
     rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+    free(fetched);
     if (st < 0)
         rv_warn("a call handler returned %s", rv_status_str(st));
 
@@ -291,7 +318,7 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
 static unsigned src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
 {
     unsigned n = 0;
-    for (am_run_t *r = s->head; r != NULL;) {
+    for (am_run_t *r = s->head; r != NULL && !s->fetching;) {
         if (r->p >= r->end) {
             r = r->next;
             continue;
@@ -400,7 +427,7 @@ static rv_status_t trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
     am_src_t *s = aw ? am_src(aw, msg->src) : NULL;
     if (s == NULL)
         return RV_OK;
-    if ((c.hdr.flags & AM_DETOUR) || s->head != NULL) {
+    if ((c.hdr.flags & AM_DETOUR) || s->head != NULL || s->fetching) {
         /* Its turn has not come: a ring call that travelled over send
          * waits for its DETOUR record; others queue behind earlier runs.
          * Kept as a one-record run. */
@@ -708,7 +735,25 @@ typedef struct {
     unsigned flags;
     uint32_t am_flags;
     long notifications;
+    uint64_t xaddr;       /* AM_BUFPUT/AM_BUFGET: the buffer's address, */
+    uint32_t xlen;        /* length */
+    uint32_t xregion;     /* and (get) region */
 } call_desc_t;
+
+/* The call header of @p cd (notification flags are the caller's). */
+static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
+{
+    am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
+                    .ret = (uintptr_t)cd->ret,
+                    .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
+    if (cd->am_flags & (AM_BUFPUT | AM_BUFGET)) {
+        hdr.ret = cd->xaddr;
+        hdr.ret_len = cd->xlen;
+        if (cd->am_flags & AM_BUFGET)
+            hdr.root = cd->xregion;
+    }
+    return hdr;
+}
 
 static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local,
                               rv_sync_t *sync)
@@ -722,11 +767,10 @@ static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
                               rv_sync_t *s)
 {
     bool notify = (cd->flags & RV_NOTIFY_CONSUMED) || cd->ret != NULL;
-    am_hdr_t hdr = {.args_len = (uint32_t)cd->len,
-                    .flags = AM_LOCAL | (notify ? AM_NOTIFY : 0) |
-                             (cd->ret ? AM_RETURN : 0),
-                    .sync = (uintptr_t)s, .ret = (uintptr_t)cd->ret,
-                    .ret_len = (uint32_t)cd->ret_len};
+    am_hdr_t hdr = hdr_of(aw, cd);
+    hdr.flags |= AM_LOCAL | (notify ? AM_NOTIFY : 0) |
+                 (cd->ret ? AM_RETURN : 0);
+    hdr.sync = (uintptr_t)s;
     size_t body = sizeof(hdr) + cd->len + cd->n;
     am_lnode_t *ln = malloc(sizeof(*ln) + sizeof(am_rec_t) + AM_ALIGN8(body));
     if (ln == NULL)
@@ -748,9 +792,7 @@ static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
 static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
                            rv_sync_t *s, bool notify)
 {
-    am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
-                    .ret = (uintptr_t)cd->ret,
-                    .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
+    am_hdr_t hdr = hdr_of(aw, cd);
     if (notify) {
         hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
         hdr.sync = (uintptr_t)s;
@@ -819,9 +861,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
         return RV_ERR_NO_MEMORY;
     rv_aggregation_t agg = aw->cfg->am.aggregation;
     bool write = path_write(aw);
-    am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
-                    .ret = (uintptr_t)cd->ret,
-                    .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
+    am_hdr_t hdr = hdr_of(aw, cd);
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
     bool rma_note = false;
     if (notify) {
@@ -996,6 +1036,34 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                       .ret = ret, .ret_len = ret_len, .sync = sync,
                       .flags = flags, .notifications = 1};
     return call_out(w, &cd);
+}
+
+rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                        const void *args, size_t len, uint64_t addr,
+                        size_t n, uint32_t region, uint32_t am_flags,
+                        rv_sync_t *sync, unsigned flags)
+{
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .sync = sync, .flags = flags, .am_flags = am_flags,
+                      .notifications = 1, .xaddr = addr,
+                      .xlen = (uint32_t)n, .xregion = region};
+    return call_out(w, &cd);
+}
+
+rv_status_t rv_call_buffer_get(rv_worker_t *w, rv_tid_t dest,
+                               rv_handler_id_t h, const void *args,
+                               size_t len, rv_rptr_t src, size_t n,
+                               rv_sync_t *sync, unsigned flags)
+{
+    if ((int)src.rank != rv_rank(rv_worker_context(w)) || n > UINT32_MAX) {
+        rv_error("rv_call_buffer_get: the buffer must be registered memory "
+                 "of the calling process (rv_mem_alloc)");
+        return RV_ERR_INVALID;
+    }
+    /* The source is reusable once the target has read it: only the
+     * target knows, so the call always reports back. */
+    return am_call_ref(w, dest, h, args, len, src.addr, n, src.region,
+                       AM_BUFGET, sync, flags | RV_NOTIFY_CONSUMED);
 }
 
 rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
@@ -1217,6 +1285,7 @@ static void am_worker_stop(rv_worker_t *w)
     am_worker_t *aw = am_of(w);
     print_stats(aw);
     am_ring_fini(aw);
+    am_mem_fini(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         am_dest_t *d = aw->dests[t];
         if (d != NULL) {
@@ -1269,6 +1338,8 @@ static void am_context_fini(rv_context_t *ctx)
                node != CDS_WFCQ_WOULDBLOCK)
             free(caa_container_of(node, am_lnode_t, node));
     }
+    am_proc_mem_fini(proc);
+    pthread_mutex_destroy(&proc->lock);
     free(proc->queues);
     free(proc);
     ctx->layer_state = NULL;
@@ -1300,6 +1371,7 @@ static rv_status_t am_install(rv_context_t *ctx)
     }
     for (int i = 0; i < proc->threads * proc->threads; i++)
         __cds_wfcq_init(&proc->queues[i].head, &proc->queues[i].tail);
+    pthread_mutex_init(&proc->lock, NULL);
 
     struct {
         const char *name;
@@ -1320,6 +1392,8 @@ static rv_status_t am_install(rv_context_t *ctx)
         }
     }
     rv_status_t st = am_ring_register(ctx);
+    if (st == RV_OK)
+        st = am_mem_register(ctx);
     if (st != RV_OK) {
         free(proc->queues);
         free(proc);

@@ -111,6 +111,63 @@ rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
  */
 rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
 
+/* ---------------------------------------------------------------------- */
+/* Registered memory and remote pointers                                   */
+
+/**
+ * @brief A remote pointer: an address in registered memory of process
+ * @c rank, named by the registration (@c region) it lies in. Plain data:
+ * copy it into call arguments, store it, send it anywhere. The peer that
+ * uses it fetches and caches the region's remote key on first use.
+ */
+typedef struct rv_rptr {
+    uint64_t addr;   /**< address in the owner's process */
+    uint32_t rank;   /**< owning process */
+    uint32_t region; /**< registration id in that process */
+} rv_rptr_t;
+
+/**
+ * @brief Allocates @p len bytes of registered memory in the calling
+ * worker's NUMA zone (from the chunk allocators: no registration per
+ * allocation), and describes it as a remote pointer.
+ * @return the memory, or NULL (logged)
+ */
+void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr);
+
+/** @brief Frees memory of rv_mem_alloc (by the same worker). */
+void rv_mem_free(rv_worker_t *w, void *p);
+
+/** @brief @p p advanced by @p off bytes (same region). */
+static inline rv_rptr_t rv_rptr_add(rv_rptr_t p, uint64_t off)
+{
+    p.addr += off;
+    return p;
+}
+
+/**
+ * @brief @p n bytes at @p src are RDMA-written into the remote @p dst (in
+ * @p dest's process), then @p dest runs @p h with call->buf = the local
+ * address of @p dst. The put is completed remotely before the call is
+ * sent (put, flush, send), so the handler sees every byte. @p src is
+ * reusable when this returns.
+ */
+rv_status_t rv_call_buffer_put(rv_worker_t *w, rv_tid_t dest,
+                               rv_handler_id_t h, const void *args,
+                               size_t len, const void *src, rv_rptr_t dst,
+                               size_t n, rv_sync_t *sync, unsigned flags);
+
+/**
+ * @brief @p dest RDMA-reads @p n bytes at @p src (registered memory of the
+ * caller's process, from rv_mem_alloc) into a buffer of its own, then runs
+ * @p h with it as call->buf. @p src must stay unchanged until @p sync
+ * completes, which is once the target has run the call. Calls from the
+ * same worker that arrive while the read is in flight wait for it (FIFO).
+ */
+rv_status_t rv_call_buffer_get(rv_worker_t *w, rv_tid_t dest,
+                               rv_handler_id_t h, const void *args,
+                               size_t len, rv_rptr_t src, size_t n,
+                               rv_sync_t *sync, unsigned flags);
+
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {
     uint64_t calls_sent, calls_received;

@@ -43,7 +43,6 @@ _Static_assert(sizeof(rv_huge_pages_t) == sizeof(int), "enum size");
 
 #define LATER_PROGRESS "the progress engine (core/)"
 #define LATER_VERBS "the verbs transport (transports/verbs/)"
-#define LATER_AM "the invocation layer (am/)"
 #define LATER_RMA "the remote memory layer (rma/)"
 #define LATER_STORE "the object store (store/)"
 #define LATER_MCTS "distributed MCTS (mcts/)"

@@ -1,9 +1,12 @@
 /*
- * The invocation layer's send path, as a multi-process job: calls and
- * call_buffer delivered exactly once and in per-pair order with the right
- * bytes, call_return values, consumed notifications that wait for the
- * handler (which itself waits inside), handlers that make calls, and
- * broadcasts reaching every worker exactly once.
+ * The invocation layer, as a multi-process job, in whatever mode the job's
+ * configuration selects (ctest runs it for every am.path x
+ * am.aggregation): calls and call_buffer delivered exactly once and in
+ * per-pair order with the right bytes, call_return values, consumed
+ * notifications that wait for the handler (which itself waits inside),
+ * handlers that make calls, broadcasts reaching every worker exactly
+ * once, and buffers moved by RMA (call_buffer_put into lent memory,
+ * call_buffer_get from the caller's).
  *
  * Worker threads record failures; the main thread asserts after the job.
  */
@@ -26,6 +29,7 @@ static rv_context_t *ctx;
 
 static struct {
     rv_handler_id_t data, triple, slow, release, relay, finish, bcast;
+    rv_handler_id_t lend, bufref;
 } H;
 
 typedef struct {
@@ -34,6 +38,8 @@ typedef struct {
     uint64_t bcast_from[MAX_WORKERS];
     int released;
     int finished;
+    uint64_t bufref_from[MAX_WORKERS];
+    void *landing[MAX_WORKERS];  /* rv_mem_alloc'ed for each source */
 } wstate_t;
 
 static wstate_t *ws;
@@ -332,6 +338,107 @@ static int body_broadcast(rv_worker_t *w, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Buffers by RMA: rv_call_buffer_put into memory the target lent, and
+ * rv_call_buffer_get from the caller's registered memory. */
+
+#define BUFREF_LEN ((size_t)3 << 20) /* several rendezvous fragments */
+
+typedef struct {
+    uint32_t src;
+    uint32_t how;   /* 0: put, 1: get */
+    uint64_t len;
+} bufref_args_t;
+
+/* Lends a landing buffer of registered memory to the calling worker. */
+static rv_status_t on_lend(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    rv_rptr_t p;
+    (void)arg;
+    void *mem = rv_mem_alloc(w, BUFREF_LEN, &p);
+    EXPECT(mem != NULL, "rv_mem_alloc");
+    state_of(w)->landing[call->src] = mem;
+    EXPECT(call->ret_len >= sizeof(p), "room for a remote pointer");
+    memcpy(call->ret, &p, sizeof(p));
+    call->ret_len = sizeof(p);
+    return RV_OK;
+}
+
+static rv_status_t on_bufref(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    wstate_t *s = state_of(w);
+    bufref_args_t a;
+    (void)arg;
+    memcpy(&a, call->args, sizeof(a));
+    EXPECT(call->buf_len == a.len, "%s buffer of %zu bytes, expected %llu",
+           a.how ? "get" : "put", call->buf_len, (unsigned long long)a.len);
+    if (a.how == 0)
+        EXPECT(call->buf == s->landing[a.src],
+               "a put buffer not where it was lent");
+    const uint8_t *b = call->buf;
+    for (size_t i = 0; i < call->buf_len; i++)
+        if (b[i] != pattern(a.src, 40 + a.how, i)) {
+            FAIL("%s buffer from %u wrong at byte %zu", a.how ? "get" : "put",
+                 a.src, i);
+            break;
+        }
+    s->bufref_from[a.src]++;
+    return RV_OK;
+}
+
+static int body_bufref(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    wstate_t *s = state_of(w);
+    (void)arg;
+
+    uint8_t *src = malloc(BUFREF_LEN);
+    rv_rptr_t gp;
+    uint8_t *gsrc = rv_mem_alloc(w, BUFREF_LEN, &gp);
+    EXPECT(src != NULL && gsrc != NULL, "buffers");
+    for (size_t i = 0; i < BUFREF_LEN; i++) {
+        src[i] = pattern(me, 40, i);
+        gsrc[i] = pattern(me, 41, i);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t dest = (me + k) % n;
+        rv_rptr_t landing;
+        EXPECT(rv_call_return(w, dest, H.lend, NULL, 0, &landing,
+                              sizeof(landing), NULL, 0) == RV_OK, "lend");
+        EXPECT((int)landing.rank == rv_tid_rank(ctx, dest),
+               "a landing buffer of rank %u from worker %u", landing.rank,
+               dest);
+        /* small and large, both ways */
+        size_t lens[2] = {64, BUFREF_LEN};
+        for (int j = 0; j < 2; j++) {
+            bufref_args_t a = {.src = me, .how = 0, .len = lens[j]};
+            EXPECT(rv_call_buffer_put(w, dest, H.bufref, &a, sizeof(a), src,
+                                      landing, a.len, NULL, 0) == RV_OK,
+                   "call_buffer_put");
+            a.how = 1;
+            rv_sync_t sync;
+            rv_sync_init(&sync, 0);
+            EXPECT(rv_call_buffer_get(w, dest, H.bufref, &a, sizeof(a), gp,
+                                      a.len, &sync, 0) == RV_OK,
+                   "call_buffer_get");
+            EXPECT(rv_sync_wait(w, &sync) == RV_OK, "get sync");
+            /* the target has run it: the source may change now */
+            EXPECT(s != NULL, "state");
+        }
+    }
+    for (uint32_t r = 0; r < n; r++)
+        WAIT_UNTIL(w, s->bufref_from[r] >= 4, "buffer calls");
+    rv_barrier(w);
+    for (uint32_t r = 0; r < n; r++) {
+        EXPECT(s->bufref_from[r] == 4, "%llu buffer calls from %u, expected 4",
+               (unsigned long long)s->bufref_from[r], r);
+        rv_mem_free(w, s->landing[r]);
+    }
+    rv_mem_free(w, gsrc);
+    free(src);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 
 static int setup(void **state)
 {
@@ -385,6 +492,12 @@ static void test_broadcast(void **state)
     run_job(body_broadcast);
 }
 
+static void test_buffer_put_get(void **state)
+{
+    (void)state;
+    run_job(body_bufref);
+}
+
 int main(int argc, char **argv)
 {
     const char *group = "am";
@@ -398,7 +511,9 @@ int main(int argc, char **argv)
          rv_am_register(ctx, "test.release", on_release, NULL, &H.release) |
          rv_am_register(ctx, "test.relay", on_relay, NULL, &H.relay) |
          rv_am_register(ctx, "test.finish", on_finish, NULL, &H.finish) |
-         rv_am_register(ctx, "test.bcast", on_bcast, NULL, &H.bcast)) !=
+         rv_am_register(ctx, "test.bcast", on_bcast, NULL, &H.bcast) |
+         rv_am_register(ctx, "test.lend", on_lend, NULL, &H.lend) |
+         rv_am_register(ctx, "test.bufref", on_bufref, NULL, &H.bufref)) !=
         RV_OK)
         return 1;
 
@@ -409,6 +524,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_handlers_make_calls, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_broadcast, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buffer_put_get, setup,
+                                        teardown),
     };
     int failed = _cmocka_run_group_tests(group, tests,
                                          sizeof(tests) / sizeof(tests[0]),

@@ -486,8 +486,9 @@ static void test_syntax_and_structure(void **state)
 static void test_later_keys(void **state)
 {
     (void)state;
-    expect_error("am:\n  path: write\n", 2, 3,
-                 "am.path: not supported yet (the invocation layer (am/))");
+    expect_error("rma:\n  am_long_protocol: reassembly\n", 2, 3,
+                 "rma.am_long_protocol: not supported yet (the remote memory "
+                 "layer (rma/))");
     expect_error("transport:\n  verbs:\n    device: mlx5_0\n", 3, 5,
                  "transport.verbs.device: not supported yet (the verbs "
                  "transport (transports/verbs/))");
@@ -561,9 +562,9 @@ static void test_env_override(void **state)
                      "with a unit K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, "
                      "TiB (binary multiples)");
     clear_config_env();
-    setenv("RIVET_AM_AGGREGATION", "ovfl", 1);
+    setenv("RIVET_AM_AGGREGATION", "batched", 1);
     expect_env_error("environment RIVET_AM_AGGREGATION: error: am.aggregation: "
-                     "not supported yet (the invocation layer (am/))");
+                     "bad value 'batched'; expected one of none, trad, ovfl");
     clear_config_env();
 
     /* A file error comes before the environment is looked at. */
@@ -627,8 +628,10 @@ static void test_dump_round_trip(void **state)
     rv_config_dump(&cfg, mem);
     assert_int_equal(fclose(mem), 0);
     assert_non_null(strstr(text, "\n    rndv_thresh: 8KiB\n"));
-    assert_non_null(strstr(text, "\n# am.path: send  (not supported yet: "
-                                 "the invocation layer (am/))\n"));
+    assert_non_null(strstr(text, "\nam:\n  path: send\n  aggregation: none\n"));
+    assert_non_null(strstr(text, "\n# rma.am_long_protocol: reassembly  (not "
+                                 "supported yet: the remote memory layer "
+                                 "(rma/))\n"));
     assert_non_null(strstr(text, "\n  # transport.verbs.port: 1  (not "
                                  "supported yet: the verbs transport "
                                  "(transports/verbs/))\n"));
@@ -716,7 +719,9 @@ static void test_tool(void **state)
                                 "`core`, `numa` | `RIVET_JOB_PLACEMENT` |"));
     assert_non_null(strstr(out, "| `am.aggregation` | enum | `none` | "
                                 "`none`, `trad`, `ovfl` | "
-                                "`RIVET_AM_AGGREGATION` | *Not supported yet"));
+                                "`RIVET_AM_AGGREGATION` | none: every call"));
+    assert_non_null(strstr(out, "| `rma.am_long_protocol` | enum | "));
+    assert_non_null(strstr(out, "*Not supported yet"));
     free(out);
 
     snprintf(cmd, sizeof(cmd), "'%s' --help", RIVET_CONFIG_BIN);
