@@ -283,6 +283,9 @@ typedef struct am_worker {
     am_buf_t *free_bufs;
     size_t buf_bytes;            /* size of one batch buffer */
     size_t max_record;           /* largest ring record */
+    size_t run_max;              /* largest run of records */
+    const rv_handler_entry_t *last_entry; /* the last call handler run */
+    size_t trad_limit;           /* trad: bytes waiting before on_full */
     unsigned busy;               /* inside the progress hook */
     bool idle_flush;             /* trad batches waiting for idleness */
     am_rkey_t *rkeys;            /* peers' remote keys, cached */

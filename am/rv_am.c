@@ -158,7 +158,6 @@ static void buf_reap(am_worker_t *aw, am_dest_t *d)
 bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
                     const uint8_t *body)
 {
-    memset(c, 0, sizeof(*c));
     c->src = src;
     c->handler = rec->handler;
     size_t len = rec->len;
@@ -171,7 +170,7 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
         if (c->hdr.args_len > len)
             return false;
     } else {
-        c->hdr.args_len = (uint32_t)len;
+        c->hdr = (am_hdr_t){.args_len = (uint32_t)len};
     }
     c->args = body;
     c->args_len = c->hdr.args_len;
@@ -216,7 +215,12 @@ static void notify_rma(am_worker_t *aw, rv_tid_t src)
 
 void am_run_call(am_worker_t *aw, const am_call_t *c)
 {
-    const rv_handler_entry_t *e = rv__handler_find(aw->ctx, c->handler);
+    const rv_handler_entry_t *e = aw->last_entry;
+    if (e == NULL || e->id != c->handler) {
+        e = rv__handler_find(aw->ctx, c->handler);
+        if (e != NULL && e->fn == trampoline)
+            aw->last_entry = e; /* calls come in runs of one handler */
+    }
     if (e == NULL || e->fn != trampoline) {
         aw->w->stats.rx_unknown_handler++;
         rv_warn("dropped a call from worker %u to unknown call handler "
@@ -653,7 +657,7 @@ static uint8_t *dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
     am_buf_t *b = d->last;
     if (join && b != NULL && b->open != SIZE_MAX) {
         size_t len = run_len(b, b->open);
-        if (len + size <= run_max(aw) && b->used + size <= b->cap) {
+        if (len + size <= aw->run_max && b->used + size <= b->cap) {
             uint8_t *at = b->base + b->used - AM_REC_FOOTER;
             run_set_len(b, b->open, len + size);
             b->used += size;
@@ -853,12 +857,38 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
 }
 
 /* The record paths: aggregation and/or the write path. */
+/* The common case of trad aggregation, kept short: a plain call appended
+ * to the open run of its destination, which has room. */
+static bool trad_append(am_worker_t *aw, am_dest_t *d, const call_desc_t *cd)
+{
+    am_buf_t *b = d->last;
+    size_t size = am_rec_size(cd->len);
+    if (b == NULL || b->open == SIZE_MAX || b->used + size > b->cap)
+        return false;
+    size_t len = run_len(b, b->open) + size;
+    if (len > aw->run_max || d->pending + size > aw->trad_limit)
+        return false;
+    uint8_t *at = b->base + b->used - AM_REC_FOOTER;
+    rec_write(at, cd->h, NULL, cd->args, cd->len, NULL, 0);
+    run_set_len(b, b->open, len);
+    b->used += size;
+    d->pending += size;
+    if (len >= aw->cfg->am.flush_bytes)
+        dest_push(aw, d, false, true);
+    else
+        aw->idle_flush = true;
+    return true;
+}
+
 static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
                                rv_sync_t *s, bool notify)
 {
-    am_dest_t *d = am_dest(aw, cd->dest);
-    if (d == NULL)
+    am_dest_t *d = aw->dests[cd->dest];
+    if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
+    if (aw->cfg->am.aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
+        cd->am_flags == 0 && trad_append(aw, d, cd))
+        return RV_OK;
     rv_aggregation_t agg = aw->cfg->am.aggregation;
     bool write = path_write(aw);
     am_hdr_t hdr = hdr_of(aw, cd);
@@ -876,7 +906,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
     size_t size = am_rec_size(body);
 
-    if (size > run_max(aw)) {
+    if (size > aw->run_max) {
         /* Too large for a batch or a ring chunk: what is queued goes
          * first, then the call over send. On the write path a DETOUR
          * record keeps its place in the ring's order. */
@@ -915,11 +945,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     switch (agg) {
     case RV_AGG_NONE: limit = 0; break;
     case RV_AGG_OVFL: limit = aw->cfg->am.ovfl_limit; break;
-    default:
-        limit = aw->cfg->am.ovfl_limit > 2 * aw->cfg->am.flush_bytes
-                    ? aw->cfg->am.ovfl_limit
-                    : 2 * aw->cfg->am.flush_bytes;
-        break;
+    default: limit = aw->trad_limit; break;
     }
     if (d->pending > 0 &&
         dest_push(aw, d, agg == RV_AGG_OVFL, agg != RV_AGG_TRAD) < 0)
@@ -993,7 +1019,7 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     rv_status_t st;
     bool bcast = cd->am_flags & AM_BCAST;
     if (!bcast && aw->cfg->am.local_bypass &&
-        rv_tid_rank(aw->ctx, cd->dest) == aw->rank)
+        cd->dest / (rv_tid_t)aw->threads == (rv_tid_t)aw->rank)
         st = call_local(aw, cd, s);
     else if (bcast || (aw->cfg->am.path == RV_AM_PATH_SEND &&
                        aw->cfg->am.aggregation == RV_AGG_NONE))
@@ -1194,6 +1220,11 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     if (aw->buf_bytes > cfg->memory.chunk)
         aw->buf_bytes = cfg->memory.chunk;
     aw->max_record = ring_chunk - am_rec_size(8); /* room to rotate */
+    aw->run_max = run_max(aw);
+    /* trad: what may wait for a full ring before am.on_full applies */
+    aw->trad_limit = cfg->am.ovfl_limit > 2 * cfg->am.flush_bytes
+                         ? cfg->am.ovfl_limit
+                         : 2 * cfg->am.flush_bytes;
     w->layer = aw;
     return RV_OK;
 err:
