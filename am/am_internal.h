@@ -231,6 +231,32 @@ typedef struct am_lqueue {
     struct cds_wfcq_tail tail;
 } am_lqueue_t;
 
+/* A service call handed to a service thread (job.service_threads > 0):
+ * `run` executes on the service thread, then `done` on the worker that
+ * submitted it, from its progress (Seriema §4.3: service threads take the
+ * slow, no-setup calls off the workers). */
+typedef struct am_sjob {
+    struct cds_wfcq_node node;  /* in the worker's outbox */
+    struct am_sjob *next;       /* in the service queue */
+    struct am_worker *aw;
+    void (*run)(struct am_sjob *job);
+    void (*done)(struct am_sjob *job);
+    rv_tid_t src;
+    uint32_t want, got;
+    bool first;
+    rv_mem_chunk_t *chunks[64];
+} am_sjob_t;
+
+typedef struct am_service {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    am_sjob_t *head, *tail;
+    bool stop;
+    int users;                  /* workers started */
+    int nthreads;
+    pthread_t threads[64];
+} am_service_t;
+
 /* A registration named by remote pointers. */
 typedef struct am_region {
     const rv_mem_chunk_t *chunk;
@@ -245,6 +271,7 @@ typedef struct am_proc {
     am_region_t **regions;  /* by id */
     uint32_t nregions, regions_cap;
     am_region_t *by_chunk;
+    am_service_t svc;
 } am_proc_t;
 
 /* A remote key being fetched, on the waiting frame's stack. */
@@ -292,6 +319,10 @@ typedef struct am_worker {
     struct am_fetch *fetches;    /* remote keys being fetched (nested
                                     frames each wait for their own) */
     rv_am_stats_t stats;
+    /* service calls done by service threads, to finish here */
+    struct __cds_wfcq_head outbox_head;
+    struct cds_wfcq_tail outbox_tail;
+    atomic_uint service_pending;
 } am_worker_t;
 
 static inline am_worker_t *am_of(rv_worker_t *w)
@@ -326,6 +357,15 @@ rv_status_t am_rkey(am_worker_t *aw, rv_tid_t tid, uint32_t region,
 rv_status_t am_fetch(am_worker_t *aw, const am_call_t *c, void *buf);
 void am_mem_fini(am_worker_t *aw);
 void am_proc_mem_fini(am_proc_t *proc);
+
+/* am_service.c: service threads */
+void am_service_init(am_proc_t *proc);
+void am_service_fini(am_proc_t *proc);
+rv_status_t am_service_start(am_worker_t *aw);
+void am_service_stop(am_worker_t *aw);
+/* Runs @p job on a service thread if the job has some, else here. */
+void am_service_submit(am_worker_t *aw, am_sjob_t *job);
+unsigned am_service_poll(am_worker_t *aw);
 
 /* am_ring.c: the write path */
 rv_status_t am_ring_register(rv_context_t *ctx);

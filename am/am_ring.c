@@ -185,6 +185,60 @@ static rv_status_t ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
     return RV_OK;
 }
 
+/* Receiver, on a service thread or the worker: takes the chunks. */
+static void ring_alloc(am_sjob_t *job)
+{
+    for (job->got = 0; job->got < job->want; job->got++)
+        if (rv_mem_chunk_alloc(job->aw->ring_chunks, 1,
+                               &job->chunks[job->got]) != RV_OK)
+            break;
+}
+
+/* Receiver, on the worker: records the chunks and describes them to the
+ * producer. The first request makes the ring; later ones wait in
+ * `pending` until the producer's ROTATE splices them in. */
+static void ring_grant(am_sjob_t *job)
+{
+    am_worker_t *aw = job->aw;
+    am_iring_t *r = aw->srcs[job->src]->ring;
+    ring_rep_t rep = {.first = job->first, .nonce = r->nonce};
+    am_ichunk_t **list = job->first ? &r->chunks : &r->pending;
+    uint32_t *count = job->first ? &r->nchunks : &r->npending;
+    am_ichunk_t *grown = realloc(*list, (*count + job->got) *
+                                            sizeof(**list));
+    struct iovec iov[1 + 2 * 64];
+    ring_chunk_desc_t desc[64];
+    size_t niov = 1;
+    if (grown == NULL) {
+        for (uint32_t i = 0; i < job->got; i++)
+            rv_mem_chunk_free(aw->ring_chunks, job->chunks[i]);
+        job->got = 0;
+    } else {
+        *list = grown;
+    }
+    for (uint32_t i = 0; i < job->got; i++) {
+        rv_mem_chunk_t *c = job->chunks[i];
+        grown[*count + i] = (am_ichunk_t){.addr = c->addr, .len = c->len,
+                                          .chunk = c};
+        desc[i] = (ring_chunk_desc_t){.addr = (uintptr_t)c->addr,
+                                      .len = c->len,
+                                      .rkey_len = (uint32_t)c->rkey_len};
+        iov[niov++] = (struct iovec){.iov_base = &desc[i],
+                                     .iov_len = sizeof(desc[i])};
+        iov[niov++] = (struct iovec){.iov_base = (void *)c->rkey,
+                                     .iov_len = c->rkey_len};
+    }
+    *count += job->got;
+    rep.nchunks = job->got;
+    iov[0] = (struct iovec){.iov_base = &rep, .iov_len = sizeof(rep)};
+    rv_status_t st = rv_sendv(aw->w, job->src, am_ring_rep_id, iov, niov,
+                              NULL);
+    if (st != RV_OK)
+        rv_error("cannot answer the ring request of worker %u: %s", job->src,
+                 rv_status_str(st));
+    free(job);
+}
+
 /* Receiver: allocates chunks for a producer and describes them. */
 static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
@@ -229,48 +283,27 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
             }
         }
     }
-    if (r == NULL || (bool)req.first != (r->nchunks == 0)) {
+    if (r == NULL || (bool)req.first != (r->nchunks == 0) ||
+        req.nchunks > 64) {
         rv_error("cannot set up the ring from worker %u", msg->src);
         rep.nchunks = 0;
         return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL,
                         0, NULL);
     }
-
-    /* Allocate: the first request makes the ring, later ones wait in
-     * `pending` until the producer's ROTATE splices them in. */
-    am_ichunk_t **list = req.first ? &r->chunks : &r->pending;
-    uint32_t *count = req.first ? &r->nchunks : &r->npending;
-    am_ichunk_t *grown = realloc(*list, (*count + req.nchunks) *
-                                            sizeof(**list));
-    if (grown == NULL)
-        return RV_OK;
-    *list = grown;
-    struct iovec iov[1 + 2 * 64];
-    ring_chunk_desc_t desc[64];
-    size_t niov = 1;
-    uint32_t got = 0;
-    for (; got < req.nchunks && got < 64; got++) {
-        rv_mem_chunk_t *c;
-        if (rv_mem_chunk_alloc(aw->ring_chunks, 1, &c) != RV_OK)
-            break;
-        grown[*count + got] = (am_ichunk_t){.addr = c->addr, .len = c->len,
-                                            .chunk = c};
-        desc[got] = (ring_chunk_desc_t){.addr = (uintptr_t)c->addr,
-                                        .len = c->len,
-                                        .rkey_len = (uint32_t)c->rkey_len};
-        iov[niov++] = (struct iovec){.iov_base = &desc[got],
-                                     .iov_len = sizeof(desc[got])};
-        iov[niov++] = (struct iovec){.iov_base = (void *)c->rkey,
-                                     .iov_len = c->rkey_len};
+    /* The chunks are allocated by a service thread if the process has
+     * some (it takes milliseconds), else right here. */
+    am_sjob_t *job = calloc(1, sizeof(*job));
+    if (job == NULL) {
+        rep.nchunks = 0;
+        return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL,
+                        0, NULL);
     }
-    *count += got;
-    rep.nchunks = got;
-    rep.nonce = r->nonce;
-    iov[0] = (struct iovec){.iov_base = &rep, .iov_len = sizeof(rep)};
-    rv_status_t st = rv_sendv(w, msg->src, am_ring_rep_id, iov, niov, NULL);
-    if (st != RV_OK)
-        rv_error("cannot answer the ring request of worker %u: %s",
-                 msg->src, rv_status_str(st));
+    job->run = ring_alloc;
+    job->done = ring_grant;
+    job->src = msg->src;
+    job->want = req.nchunks;
+    job->first = req.first;
+    am_service_submit(aw, job);
     return RV_OK;
 }
 

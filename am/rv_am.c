@@ -1150,7 +1150,7 @@ rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest)
 static unsigned am_progress(rv_worker_t *w)
 {
     am_worker_t *aw = am_of(w);
-    unsigned n = local_poll(aw);
+    unsigned n = local_poll(aw) + am_service_poll(aw);
     n += am_ring_progress(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         am_src_t *s = aw->srcs[t];
@@ -1219,6 +1219,10 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         aw->buf_bytes = 256u << 10;
     if (aw->buf_bytes > cfg->memory.chunk)
         aw->buf_bytes = cfg->memory.chunk;
+    if (am_service_start(aw) != RV_OK) {
+        am_service_stop(aw);
+        goto err;
+    }
     aw->max_record = ring_chunk - am_rec_size(8); /* room to rotate */
     aw->run_max = run_max(aw);
     /* trad: what may wait for a full ring before am.on_full applies */
@@ -1253,7 +1257,8 @@ static bool am_busy(am_worker_t *aw)
             if (b->inflight > 0)
                 return true;
     }
-    return am_ring_busy(aw);
+    return am_ring_busy(aw) ||
+           atomic_load(&aw->service_pending) > 0;
 }
 
 static void am_worker_quiesce(rv_worker_t *w)
@@ -1315,6 +1320,7 @@ static void am_worker_stop(rv_worker_t *w)
 {
     am_worker_t *aw = am_of(w);
     print_stats(aw);
+    am_service_stop(aw);
     am_ring_fini(aw);
     am_mem_fini(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
@@ -1370,6 +1376,7 @@ static void am_context_fini(rv_context_t *ctx)
             free(caa_container_of(node, am_lnode_t, node));
     }
     am_proc_mem_fini(proc);
+    am_service_fini(proc);
     pthread_mutex_destroy(&proc->lock);
     free(proc->queues);
     free(proc);
@@ -1403,6 +1410,7 @@ static rv_status_t am_install(rv_context_t *ctx)
     for (int i = 0; i < proc->threads * proc->threads; i++)
         __cds_wfcq_init(&proc->queues[i].head, &proc->queues[i].tail);
     pthread_mutex_init(&proc->lock, NULL);
+    am_service_init(proc);
 
     struct {
         const char *name;

@@ -101,10 +101,11 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "0",
         .min = 0,
         .max = 64,
-        .later = LATER_PROGRESS,
-        .help = "Service threads per process that run incoming calls on "
-                "behalf of the worker threads; 0 means workers run their "
-                "own calls when they progress.",
+        .help = "Service threads per process that run the work of service "
+                "calls (setting up and growing messenger rings: allocating, "
+                "binding and registering chunks) on behalf of the worker "
+                "threads, sleeping when there is none; 0: workers do it "
+                "themselves when the call arrives.",
     },
 
     /* ------------------------------------------------------------------ */

@@ -493,8 +493,8 @@ static void test_later_keys(void **state)
                  "transport.verbs.device: not supported yet (the verbs "
                  "transport (transports/verbs/))");
     /* Even the default value is refused: the key does nothing yet. */
-    expect_error("job:\n  service_threads: 0\n", 2, 3,
-                 "job.service_threads: not supported yet (the progress "
+    expect_error("progress:\n  mode: inline\n", 2, 3,
+                 "progress.mode: not supported yet (the progress "
                  "engine (core/))");
 }
 
