@@ -374,9 +374,6 @@ rv_status_t am_ring_register(rv_context_t *ctx);
  * raised), RV_ERR_AGAIN (no room now) or an error. */
 rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
                           uint8_t *rec, size_t len);
-/* Whether the ring can take a record of @p size bytes without waiting;
- * starts setting up or growing the ring when it cannot. */
-bool am_ring_ready(am_worker_t *aw, am_dest_t *d, size_t size);
 unsigned am_ring_progress(am_worker_t *aw);
 void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s);
 void am_ring_fini(am_worker_t *aw);

@@ -383,9 +383,14 @@ static rv_status_t put(am_worker_t *aw, am_dest_t *d, const void *src,
                              arg);
 }
 
-/* Moves the sender to the next chunk (splicing in new ones if it has
- * them), writing ROTATE at the end of the current one. False if the ring
- * is full. */
+/* Moves the sender to the next chunk, writing ROTATE at the end of the
+ * current one. New chunks (from a growth request) are spliced in right
+ * after it; otherwise the next chunk of the ring is taken if the receiver
+ * has drained it. If it has not, the ring grows (a request goes out and
+ * the sender waits for the chunks) while it is below am.max_chunks; at the
+ * maximum the sender moves on anyway and waits at the start of the next
+ * chunk until the receiver has left it (with a ring of one chunk this is
+ * the only way round). False: the ring is full for now. */
 static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
 {
     am_oring_t *r = &d->ring;
@@ -394,15 +399,18 @@ static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
     if (splice == 0) {
         uint64_t consumed = __atomic_load_n(&r->ctrl->consumed,
                                             __ATOMIC_ACQUIRE);
-        if (r->chunks[next].left_end > consumed) {
-            if (!r->growing &&
-                r->nchunks < (uint32_t)aw->cfg->am.max_chunks) {
+        bool free_next = next != r->cur &&
+                         r->chunks[next].left_end <= consumed;
+        if (!free_next) {
+            uint32_t max = (uint32_t)aw->cfg->am.max_chunks;
+            if (!r->growing && r->nchunks < max) {
                 uint32_t n = (uint32_t)aw->cfg->am.chunks_per_request;
-                uint32_t room = (uint32_t)aw->cfg->am.max_chunks - r->nchunks;
+                uint32_t room = max - r->nchunks;
                 if (ring_request(aw, d, n < room ? n : room, false) == RV_OK)
                     aw->stats.chunk_growths++;
             }
-            return false;
+            if (r->growing)
+                return false;
         }
     }
     uint64_t *rot = malloc(AM_ROT_SIZE);
@@ -475,6 +483,10 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
             return RV_ERR_AGAIN;
         ch = &r->chunks[r->cur];
     }
+    /* A chunk is written again only once the receiver has left it. */
+    if (r->pos == 0 &&
+        ch->left_end > __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE))
+        return RV_ERR_AGAIN;
     am_rec_t hdr;
     memcpy(&hdr, rec, sizeof(hdr));
     hdr.seq = (uint32_t)r->seq;
@@ -743,18 +755,6 @@ unsigned am_ring_progress(am_worker_t *aw)
             n += notes_poll(d);
     }
     return n;
-}
-
-bool am_ring_ready(am_worker_t *aw, am_dest_t *d, size_t size)
-{
-    am_oring_t *r = &d->ring;
-    (void)aw;
-    if (r->state != RING_READY)
-        return false;
-    return r->pos + size + AM_ROT_SIZE <= r->chunks[r->cur].len ||
-           r->nspare > 0 ||
-           r->chunks[(r->cur + 1) % r->nchunks].left_end <=
-               __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE);
 }
 
 void am_ring_fini(am_worker_t *aw)
