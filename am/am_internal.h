@@ -157,6 +157,7 @@ typedef struct am_dest {
     size_t pending;         /* bytes in runs not yet transmitted */
     bool warned_limit;
     bool pushing;           /* inside dest_push */
+    bool warned_lost;
     am_oring_t ring;
 } am_dest_t;
 

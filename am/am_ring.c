@@ -464,8 +464,10 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     am_oring_t *r = &d->ring;
     switch (r->state) {
     case RING_NONE: {
-        rv_status_t st = ring_request(
-            aw, d, (uint32_t)aw->cfg->am.chunks_per_request, true);
+        uint32_t n = (uint32_t)aw->cfg->am.chunks_per_request;
+        if (n > (uint32_t)aw->cfg->am.max_chunks)
+            n = (uint32_t)aw->cfg->am.max_chunks;
+        rv_status_t st = ring_request(aw, d, n, true);
         return st == RV_OK ? RV_ERR_AGAIN : st;
     }
     case RING_REQUESTED:

@@ -581,7 +581,7 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
             memcpy(b->base + off, &batch, sizeof(batch));
             st = am_ring_write(aw, d, b, b->base + off,
                                am_rec_size(len));
-            if (st == RV_ERR_AGAIN)
+            if (st < 0)
                 run_set_len(b, off, len); /* the reserve again */
         }
     } else {
@@ -598,6 +598,21 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
             aw->stats.max_aggregated_bytes = len;
     }
     return st;
+}
+
+/* The number of call records in the run at @p off. */
+static uint64_t run_calls(const am_buf_t *b, size_t off)
+{
+    uint64_t n = 0;
+    const uint8_t *p = b->base + off + sizeof(am_rec_t);
+    const uint8_t *end = p + run_len(b, off);
+    while (p + sizeof(am_rec_t) <= end) {
+        am_rec_t rec;
+        memcpy(&rec, p, sizeof(rec));
+        n += (rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL;
+        p += am_rec_size(rec.len);
+    }
+    return n;
 }
 
 /* Transmits @p d's pending runs in order, as far as the messenger takes
@@ -622,10 +637,19 @@ static int dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
             if (st == RV_ERR_AGAIN)
                 goto out;
             if (st < 0) {
-                rv_error("calls to worker %u are lost: %s", d->tid,
-                         rv_status_str(st));
-                d->pushing = false;
-                return -1;
+                /* The transport refused the run for good: its calls are
+                 * lost. Say so once, count them, and go on with the next
+                 * runs rather than retrying this one for ever. */
+                if (!d->warned_lost)
+                    rv_error("calls to worker %u are lost: %s", d->tid,
+                             rv_status_str(st));
+                d->warned_lost = true;
+                aw->stats.calls_lost += run_calls(b, off);
+                if (b->open == off)
+                    b->open = SIZE_MAX;
+                b->sent += size;
+                d->pending -= size;
+                continue;
             }
             if (b->open == off)
                 b->open = SIZE_MAX;
@@ -1285,6 +1309,9 @@ static void am_worker_drain(rv_worker_t *w)
 
 static void print_stats(am_worker_t *aw)
 {
+    if (aw->stats.calls_lost > 0)
+        rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
+                 "transport errors above)", aw->me, aw->stats.calls_lost);
     const char *mode = getenv("RIVET_STATS");
     if (mode == NULL || *mode == '\0' || strcmp(mode, "0") == 0)
         return;
@@ -1297,11 +1324,12 @@ static void print_stats(am_worker_t *aw)
                 ",\"flushes\":%" PRIu64 ",\"ring_full\":%" PRIu64
                 ",\"chunk_growths\":%" PRIu64 ",\"chunks_granted\":%" PRIu64
                 ",\"max_aggregated_bytes\":%" PRIu64 ",\"detours\":%" PRIu64
+                ",\"calls_lost\":%" PRIu64
                 ",\"broadcasts_forwarded\":%" PRIu64 "}\n",
                 aw->rank, aw->me, s->calls_sent, s->calls_received,
                 s->bytes_sent, s->bytes_received, s->calls_local, s->flushes,
                 s->ring_full, s->chunk_growths, s->chunks_granted,
-                s->max_aggregated_bytes, s->detours,
+                s->max_aggregated_bytes, s->detours, s->calls_lost,
                 s->broadcasts_forwarded);
     else
         fprintf(stderr,

@@ -180,6 +180,8 @@ typedef struct rv_am_stats {
     uint64_t chunks_granted;       /**< ring chunks obtained from peers */
     uint64_t detours;              /**< write-path calls too large for a
                                         chunk, sent over send in order */
+    uint64_t calls_lost;           /**< accepted, then refused by the
+                                        transport (logged) */
     uint64_t broadcasts_forwarded;
 } rv_am_stats_t;
 

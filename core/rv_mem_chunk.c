@@ -253,6 +253,17 @@ static int populate(void *addr, size_t len, size_t page)
  */
 static void *map_aligned(size_t len, size_t align, int flags)
 {
+    if (flags & MAP_HUGETLB) {
+        /* The kernel aligns huge page mappings itself: try that first, so
+         * that no reservation is replaced (see below). */
+        char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        if (((uintptr_t)p & (align - 1)) == 0)
+            return p;
+        munmap(p, len);
+    }
     size_t span = len + align;
     char *res = mmap(NULL, span, PROT_NONE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -262,8 +273,15 @@ static void *map_aligned(size_t len, size_t align, int flags)
     char *p = mmap((void *)start, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | flags, -1, 0);
     if (p == MAP_FAILED) {
+        /* A failed MAP_FIXED may already have removed the reservation
+         * under it, and another thread may have mapped something there
+         * since: give back only the parts around it, which are ours. */
         int saved = errno;
-        munmap(res, span);
+        if ((char *)start > res)
+            munmap(res, (size_t)((char *)start - res));
+        if ((char *)start + len < res + span)
+            munmap((char *)start + len,
+                   (size_t)(res + span - ((char *)start + len)));
         errno = saved;
         return NULL;
     }
