@@ -547,6 +547,65 @@ static void test_flush(void **state)
     run_job(body_flush);
 }
 
+/* fence(peer) orders puts: a flag put after a fence is never seen before
+ * the large put issued before the fence has landed, though neither is
+ * waited for by the initiator. The target polls the flag in its own
+ * memory. */
+#define FENCE_ROUNDS 20
+#define FENCE_LEN (1u << 20)
+#define FENCE_FLAG_OFF (REGION - 128)
+
+static int body_fence(rv_worker_t *w, void *arg)
+{
+    const rv_transport_ops_t *ops = rv_context_transport(ctx, NULL);
+    rv_tworker_t *tw = rv_worker_tworker(w);
+    wstate_t *s = state_of(w);
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint32_t right = (me + 1) % n, left = (me + n - 1) % n;
+    uint8_t *buf = malloc(FENCE_LEN);
+    uint64_t flag;
+    rv_sync_t sync;
+    (void)arg;
+
+    rma_setup(w);
+    volatile uint64_t *mine =
+        (volatile uint64_t *)((uint8_t *)s->region_a + FENCE_FLAG_OFF);
+    for (uint64_t r = 0; r < FENCE_ROUNDS; r++) {
+        fill(buf, FENCE_LEN, me, 2000 + r);
+        rv_sync_init(&sync, 2);
+        rv_status_t st = ops->put(tw, right, buf, FENCE_LEN,
+                                  s->raddr_a[right], s->rkey_a[right],
+                                  sync_cb, &sync);
+        if (st != RV_INPROGRESS)
+            rv_sync_complete(&sync, st);
+        EXPECT(ops->fence(tw, right) == RV_OK, "fence");
+        flag = r + 1;
+        st = ops->put(tw, right, &flag, sizeof(flag),
+                      s->raddr_a[right] + FENCE_FLAG_OFF, s->rkey_a[right],
+                      sync_cb, &sync);
+        if (st != RV_INPROGRESS)
+            rv_sync_complete(&sync, st);
+        /* the left neighbour's data, once its flag says it is there */
+        WAIT_UNTIL(w, __atomic_load_n(mine, __ATOMIC_ACQUIRE) == r + 1,
+                   "fence flag");
+        size_t bad = verify(s->region_a, FENCE_LEN, left, 2000 + r);
+        EXPECT(bad == FENCE_LEN,
+               "round %llu: the flag put after a fence landed before the "
+               "data put before it (byte %zu)", (unsigned long long)r, bad);
+        EXPECT(rv_sync_wait(w, &sync) == RV_OK, "puts");
+        rv_barrier(w); /* the next round overwrites */
+    }
+    free(buf);
+    rma_teardown(w);
+    return 0;
+}
+
+static void test_fence(void **state)
+{
+    (void)state;
+    run_job(body_fence);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Inline handlers: they run in the transport's callback, may send (rivet  */
 /* copies a payload that cannot leave at once) and may not wait.           */
@@ -721,6 +780,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_put_get, setup_job, teardown_job),
         cmocka_unit_test_setup_teardown(test_atomics, setup_job, teardown_job),
         cmocka_unit_test_setup_teardown(test_flush, setup_job, teardown_job),
+        cmocka_unit_test_setup_teardown(test_fence, setup_job, teardown_job),
         cmocka_unit_test_setup_teardown(test_inline_handlers, setup_job,
                                         teardown_job),
         cmocka_unit_test_setup_teardown(test_bad_messages, setup_job,

@@ -24,8 +24,12 @@
  *              from this initiator before the request has landed (AMs of
  *              one endpoint arrive in order; rendezvous puts still landing
  *              are counted per initiator and the reply waits for them).
- *   fence      a flush, waited for (a round trip), since a later eager put
- *              could otherwise land before an earlier rendezvous one.
+ *   fence      the next operation to the peer carries a FENCED flag; the
+ *              target holds it, and everything behind it from the same
+ *              initiator, until every earlier rendezvous put from that
+ *              initiator has landed (a later eager put would otherwise
+ *              land before an earlier rendezvous one). No round trip:
+ *              the initiator goes on at once, as on an ordered network.
  *
  * The target validates every access against the regions its process
  * registered (the remote key carries the region id, base and length), so
@@ -49,13 +53,24 @@ enum {
 
 enum { EMU_AMO_FADD = 1, EMU_AMO_CSWAP };
 
+enum { EMU_FENCED = 1u }; /* emu_hdr_t.flags */
+
+/* An operation held at the target behind a fence. */
+typedef struct ucx_emu_deferred {
+    struct ucx_emu_deferred *next;
+    size_t length;
+    void *data;       /* a copy of eager data, or the rendezvous descriptor */
+    bool rndv;
+    char hdr[];       /* emu_hdr_t */
+} ucx_emu_deferred_t;
+
 typedef struct {
     uint8_t op;
     uint8_t amo;
     int16_t status;     /* replies: rv_status_t */
     uint32_t src;       /* initiating worker */
     uint32_t region;    /* target region id */
-    uint32_t reserved;
+    uint32_t flags;     /* EMU_FENCED */
     uint64_t raddr;
     uint64_t len;
     uint64_t v1, v2;    /* atomic operands; v1 carries the old value back */
@@ -147,6 +162,14 @@ static rv_status_t emu_send(struct rv_tworker *tw, uint32_t peer,
     if (op == NULL)
         return RV_ERR_NO_MEMORY;
     memcpy(op->hdr, h, sizeof(*h)); /* must outlive the call */
+    bool request = h->op == EMU_PUT || h->op == EMU_GET_REQ ||
+                   h->op == EMU_AMO_REQ || h->op == EMU_FLUSH_REQ;
+    if (request && tw->emu_fence[peer]) {
+        emu_hdr_t fenced = *h;
+        fenced.flags |= EMU_FENCED;
+        memcpy(op->hdr, &fenced, sizeof(fenced));
+        tw->emu_fence[peer] = false;
+    }
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                         UCP_OP_ATTR_FIELD_USER_DATA,
@@ -346,6 +369,8 @@ static void answer_flushes(struct rv_tworker *tw, uint32_t src)
     }
 }
 
+static void run_deferred(struct rv_tworker *tw, uint32_t src);
+
 static void put_landed(void *request, ucs_status_t status, size_t length,
                        void *user_data)
 {
@@ -357,6 +382,7 @@ static void put_landed(void *request, ucs_status_t status, size_t length,
         rv_error("an emulated put from worker %u failed to land: %s",
                  pl->src, ucs_status_string(status));
     pl->tw->emu_puts_landing[pl->src]--;
+    run_deferred(pl->tw, pl->src);
     answer_flushes(pl->tw, pl->src);
     free(pl);
 }
@@ -435,6 +461,89 @@ static void on_amo(struct rv_tworker *tw, const emu_hdr_t *h)
     emu_reply(tw, &rep, EMU_AMO_REP, RV_OK, NULL, 0);
 }
 
+/* An operation on this worker's memory, in its turn. */
+static ucs_status_t target_op(struct rv_tworker *tw, const emu_hdr_t *h,
+                              void *data, size_t length, bool rndv)
+{
+    switch (h->op) {
+    case EMU_PUT:
+        return on_put(tw, h, data, length, rndv);
+    case EMU_GET_REQ:
+        if (!region_check(tw->tp, h->region, h->raddr, h->len)) {
+            rv_error("refused an emulated get of %llu bytes at 0x%llx from "
+                     "worker %u: outside registered memory",
+                     (unsigned long long)h->len, (unsigned long long)h->raddr,
+                     h->src);
+            emu_reply(tw, h, EMU_GET_REP, RV_ERR_INVALID, NULL, 0);
+        } else {
+            emu_reply(tw, h, EMU_GET_REP, RV_OK,
+                      (const void *)(uintptr_t)h->raddr, h->len);
+        }
+        return UCS_OK;
+    case EMU_AMO_REQ:
+        on_amo(tw, h);
+        return UCS_OK;
+    case EMU_FLUSH_REQ: {
+        ucx_flush_wait_t *fw = malloc(sizeof(*fw));
+        if (fw == NULL)
+            return UCS_OK;
+        fw->cookie = h->cookie;
+        fw->next = NULL;
+        ucx_flush_wait_t **tail = &tw->emu_flush_waiting[h->src];
+        while (*tail != NULL)
+            tail = &(*tail)->next;
+        *tail = fw;
+        answer_flushes(tw, h->src);
+        return UCS_OK;
+    }
+    default:
+        return UCS_OK;
+    }
+}
+
+/* Holds an operation behind a fence (see the file comment). */
+static ucs_status_t defer(struct rv_tworker *tw, const emu_hdr_t *h,
+                          void *data, size_t length, bool rndv)
+{
+    ucx_emu_deferred_t *d = malloc(sizeof(*d) + sizeof(*h) +
+                                   (rndv ? 0 : length));
+    if (d == NULL) {
+        rv_error("out of memory holding an emulated RMA operation from "
+                 "worker %u behind a fence", h->src);
+        return UCS_OK;
+    }
+    d->next = NULL;
+    d->length = length;
+    d->rndv = rndv;
+    memcpy(d->hdr, h, sizeof(*h));
+    if (rndv) {
+        d->data = data; /* received when its turn comes */
+    } else {
+        d->data = d->hdr + sizeof(*h);
+        memcpy(d->data, data, length);
+    }
+    ucx_emu_deferred_t **tail = &tw->emu_deferred[h->src];
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = d;
+    return rndv ? UCS_INPROGRESS : UCS_OK;
+}
+
+/* Runs the operations held behind a fence from @p src whose turn came. */
+static void run_deferred(struct rv_tworker *tw, uint32_t src)
+{
+    ucx_emu_deferred_t *d;
+    while ((d = tw->emu_deferred[src]) != NULL) {
+        emu_hdr_t h;
+        memcpy(&h, d->hdr, sizeof(h));
+        if ((h.flags & EMU_FENCED) && tw->emu_puts_landing[src] > 0)
+            return;
+        tw->emu_deferred[src] = d->next;
+        target_op(tw, &h, d->data, d->length, d->rndv);
+        free(d);
+    }
+}
+
 ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
                                 size_t header_length, void *data,
                                 size_t length, const ucp_am_recv_param_t *param)
@@ -458,35 +567,13 @@ ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
 
     switch (h.op) {
     case EMU_PUT:
-        return on_put(tw, &h, data, length, rndv);
     case EMU_GET_REQ:
-        if (!region_check(tw->tp, h.region, h.raddr, h.len)) {
-            rv_error("refused an emulated get of %llu bytes at 0x%llx from "
-                     "worker %u: outside registered memory",
-                     (unsigned long long)h.len, (unsigned long long)h.raddr,
-                     h.src);
-            emu_reply(tw, &h, EMU_GET_REP, RV_ERR_INVALID, NULL, 0);
-        } else {
-            emu_reply(tw, &h, EMU_GET_REP, RV_OK,
-                      (const void *)(uintptr_t)h.raddr, h.len);
-        }
-        return UCS_OK;
     case EMU_AMO_REQ:
-        on_amo(tw, &h);
-        return UCS_OK;
-    case EMU_FLUSH_REQ: {
-        ucx_flush_wait_t *fw = malloc(sizeof(*fw));
-        if (fw == NULL)
-            return UCS_OK;
-        fw->cookie = h.cookie;
-        fw->next = NULL;
-        ucx_flush_wait_t **tail = &tw->emu_flush_waiting[h.src];
-        while (*tail != NULL)
-            tail = &(*tail)->next;
-        *tail = fw;
-        answer_flushes(tw, h.src);
-        return UCS_OK;
-    }
+    case EMU_FLUSH_REQ:
+        if (((h.flags & EMU_FENCED) && tw->emu_puts_landing[h.src] > 0) ||
+            tw->emu_deferred[h.src] != NULL)
+            return defer(tw, &h, data, length, rndv);
+        return target_op(tw, &h, data, length, rndv);
     case EMU_GET_REP: {
         ucx_op_t *op = (ucx_op_t *)(uintptr_t)h.cookie;
         if (h.status != RV_OK || length != op->len) {

@@ -139,6 +139,9 @@ struct rv_tworker {
     bool *emu_dirty;               /* puts/atomics since the last flush */
     unsigned *emu_puts_landing;    /* target: rendezvous puts still landing */
     ucx_flush_wait_t **emu_flush_waiting; /* target: flushes to answer */
+    bool *emu_fence;               /* the next operation carries a fence */
+    struct ucx_emu_deferred **emu_deferred; /* target: operations behind a
+                                              fence, in arrival order */
     unsigned completions;          /* events since the last progress call */
 };
 
