@@ -522,10 +522,11 @@ static ucs_status_t defer(struct rv_tworker *tw, const emu_hdr_t *h,
         d->data = d->hdr + sizeof(*h);
         memcpy(d->data, data, length);
     }
-    ucx_emu_deferred_t **tail = &tw->emu_deferred[h->src];
-    while (*tail != NULL)
-        tail = &(*tail)->next;
-    *tail = d;
+    if (tw->emu_deferred[h->src] == NULL)
+        tw->emu_deferred[h->src] = d;
+    else
+        tw->emu_deferred_tail[h->src]->next = d;
+    tw->emu_deferred_tail[h->src] = d;
     return rndv ? UCS_INPROGRESS : UCS_OK;
 }
 

@@ -142,6 +142,7 @@ struct rv_tworker {
     bool *emu_fence;               /* the next operation carries a fence */
     struct ucx_emu_deferred **emu_deferred; /* target: operations behind a
                                               fence, in arrival order */
+    struct ucx_emu_deferred **emu_deferred_tail;
     unsigned completions;          /* events since the last progress call */
 };
 

@@ -461,6 +461,7 @@ static void worker_free_arrays(struct rv_tworker *tw)
     free(tw->emu_flush_waiting);
     free(tw->emu_fence);
     free(tw->emu_deferred);
+    free(tw->emu_deferred_tail);
 }
 
 rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
@@ -489,7 +490,10 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
                                    sizeof(*tw->emu_flush_waiting));
     tw->emu_fence = calloc(params->nworkers, sizeof(*tw->emu_fence));
     tw->emu_deferred = calloc(params->nworkers, sizeof(*tw->emu_deferred));
-    if (tw->emu_fence == NULL || tw->emu_deferred == NULL ||tw->eps == NULL || tw->held == NULL || tw->active == NULL ||
+    tw->emu_deferred_tail = calloc(params->nworkers,
+                                   sizeof(*tw->emu_deferred_tail));
+    if (tw->emu_fence == NULL || tw->emu_deferred == NULL ||
+        tw->emu_deferred_tail == NULL ||tw->eps == NULL || tw->held == NULL || tw->active == NULL ||
         tw->is_active == NULL || tw->emulate == NULL ||
         tw->emu_dirty == NULL || tw->emu_puts_landing == NULL ||
         tw->emu_flush_waiting == NULL)
