@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rivet.h"
 
@@ -43,6 +44,26 @@ typedef struct {
     int csv;         /* --csv: CSV rows only */
     int echo;        /* --echo (rv-pingpong) */
 } bench_opts_t;
+
+/* Monotonic time in seconds. */
+static inline double bench_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* -n ITERS if given, else about @p budget bytes' worth of @p size-byte
+ * operations, within [min, max]. */
+static inline long bench_iters(const bench_opts_t *o, size_t size,
+                               size_t budget, long min, long max)
+{
+    if (o->iters > 0)
+        return o->iters;
+    long n = (long)(budget / (size ? size : 1));
+    return n < min ? min : n > max ? max : n;
+}
+
 
 /*
  * Parses -s SIZES, -n, -W, -w, --csv and --echo (those named in @p accept,

@@ -25,21 +25,6 @@ static struct {
 } bw;
 static long received, acks;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static long iters_for(size_t size)
-{
-    if (opt.iters > 0)
-        return opt.iters;
-    long n = (long)((256u << 20) / (size ? size : 1));
-    return n < 2000 ? 2000 : n > 2000000 ? 2000000 : n;
-}
-
 static rv_status_t on_data(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     long expect;
@@ -75,7 +60,7 @@ static double send_round(rv_worker_t *w, rv_tid_t peer, const char *buf,
     rv_sync_init(&sync, 0);
     long want = acks + 1;
     memcpy(last, &n, sizeof(n));
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < n; i++) {
         while (atomic_load(&sync.pending) >= opt.window)
             rv_progress(w);
@@ -86,7 +71,7 @@ static double send_round(rv_worker_t *w, rv_tid_t peer, const char *buf,
     rv_sync_wait(w, &sync);
     while (acks < want)
         rv_progress(w);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static int worker(rv_worker_t *w, void *arg)
@@ -107,7 +92,7 @@ static int worker(rv_worker_t *w, void *arg)
     }
     for (int s = 0; s < opt.nsizes; s++) {
         size_t size = opt.sizes[s];
-        long n = iters_for(size);
+        long n = bench_iters(&opt, size, 256u << 20, 2000, 2000000);
         char *buf = calloc(1, size), *last = calloc(1, size);
         if (buf == NULL || last == NULL)
             return 1;

@@ -51,21 +51,6 @@ static struct {
     int failed;
 } rx;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static long iters_for(size_t size)
-{
-    if (opt.iters > 0)
-        return opt.iters;
-    long n = (long)((64u << 20) / (size ? size : 1));
-    return n < 200000 ? 200000 : n > 4000000 ? 4000000 : n;
-}
-
 static rv_status_t on_data(rv_worker_t *w, rv_call_t *call, void *arg)
 {
     (void)w;
@@ -132,7 +117,7 @@ static rv_status_t run_round(rv_worker_t *w, rv_tid_t peer, char *args,
     rv_status_t st = RV_OK;
     rv_sync_t sync;
     rv_sync_init(&sync, 0);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < n && st == RV_OK; i++) {
         char *a = args + (size_t)(i % slots) * size;
         if (i > 0 && i % slots == 0 && (st = drain(w, &sync)) != RV_OK)
@@ -152,7 +137,7 @@ static rv_status_t run_round(rv_worker_t *w, rv_tid_t peer, char *args,
     if (st == RV_OK)
         st = call_retry(w, peer, cb.end, sent, sizeof(sent), NULL,
                         RV_NOTIFY_CONSUMED);
-    *t_p = now_s() - t0;
+    *t_p = bench_now_s() - t0;
     return st;
 }
 
@@ -182,7 +167,7 @@ static int sender(rv_worker_t *w)
     }
     for (int s = 0; s < opt.nsizes; s++) {
         size_t size = opt.sizes[s];
-        long n = iters_for(size);
+        long n = bench_iters(&opt, size, 64u << 20, 200000, 4000000);
         long most = n > opt.warmup ? n : opt.warmup;
         long slots = size ? (long)(ARGS_BYTES / size) : most;
         if (slots > most)

@@ -32,13 +32,6 @@ static size_t keylen;
 static uint64_t raddr;
 static volatile int have_key;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static rv_status_t on_key(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     (void)w;
@@ -66,7 +59,7 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
     rv_sync_init(&sync, 0);
     size_t slots = REGION / size;
     rv_tid_t peer = rv_tid_make(rv_worker_context(w), 1, 0);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < n; i++) {
         while (atomic_load(&sync.pending) >= window)
             rv_progress(w);
@@ -89,7 +82,7 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
         if (st == RV_INPROGRESS)
             rv_sync_wait(w, &sync);
     }
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 static int worker(rv_worker_t *w, void *arg)
