@@ -627,8 +627,9 @@ static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
     size_t size = am_rec_size(hdr->len);
     if (hdr->len > ch->len || r->pos + size > ch->len)
         return NULL; /* not (yet) a record */
-    uint64_t footer;
-    memcpy(&footer, at + size - AM_REC_FOOTER, sizeof(footer));
+    uint64_t footer = __atomic_load_n(
+        (const uint64_t *)(const void *)(at + size - AM_REC_FOOTER),
+        __ATOMIC_ACQUIRE);
     if (hdr->meta & AM_REC_LARGE) {
         if (footer != large_footer(r->nonce, r->seq, hdr->len))
             return NULL;
@@ -637,7 +638,6 @@ static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
                                   size - AM_REC_FOOTER)) {
         return NULL;
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     *size_p = size;
     return at;
 }
