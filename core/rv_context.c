@@ -155,7 +155,12 @@ const char *rv_bootstrap_name(const rv_context_t *ctx)
 
 const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx)
 {
-    ctx->ops->query(ctx->tp, &ctx->caps);
+    /* While a job runs, its workers read what rv_job_run queried once:
+     * querying here would rewrite the struct under their feet. */
+    pthread_mutex_lock(&ctx->lock);
+    if (!ctx->caps_valid)
+        ctx->ops->query(ctx->tp, &ctx->caps);
+    pthread_mutex_unlock(&ctx->lock);
     return &ctx->caps;
 }
 

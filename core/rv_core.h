@@ -95,6 +95,7 @@ struct rv_context {
     const rv_transport_ops_t *ops;
     rv_transport_t *tp;
     rv_transport_caps_t caps;
+    bool caps_valid;              /* caps queried for the running job */
 
     rv_handler_entry_t *handlers; /* sorted by id */
     size_t nhandlers, handlers_cap;

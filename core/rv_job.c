@@ -7,10 +7,16 @@
  *
  *   stage 0  workers bind, create their transport worker, publish address
  *   stage 1  main allgathered the job's addresses; workers connect to all
- *   stage 2  every process connected (bootstrap barrier); workers run fn,
- *            then flush and report done, progressing meanwhile
- *   stage 3  every worker of the job is done; workers disconnect
- *   stage 4  every worker disconnected; workers destroy and exit
+ *   stage 2  every process connected (bootstrap barrier); main queried the
+ *            transport's capabilities once; the layer above (am/) sets up
+ *            each worker's state
+ *   stage 3  every layer is ready everywhere; workers run fn, then the
+ *            layer pushes out what it holds, workers flush and report
+ *            done, progressing meanwhile
+ *   stage 4  every worker of the job is done; the layer runs what has
+ *            landed; workers disconnect
+ *   stage 5  every worker disconnected; the layer frees its state;
+ *            workers destroy and exit
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +24,7 @@
 #include "rv_core.h"
 #include "rv_placement.h"
 
-enum { STAGE_CONNECT = 1, STAGE_RUN, STAGE_DISCONNECT, STAGE_EXIT };
+enum { STAGE_CONNECT = 1, STAGE_START, STAGE_RUN, STAGE_DISCONNECT, STAGE_EXIT };
 
 typedef struct {
     rv_worker_t *w;
@@ -81,6 +87,7 @@ static void *worker_main(void *p)
         if (status != RV_OK)
             rv_abort(ctx, 1, "cannot connect to a peer worker");
     }
+    step(w, &ctx->nready, STAGE_START);
     if (ctx->layer != NULL && ctx->layer->worker_start(w) != RV_OK)
         rv_abort(ctx, 1, "cannot start the invocation layer");
     step(w, &ctx->nready, STAGE_RUN);
@@ -120,6 +127,12 @@ static void wait_count(rv_context_t *ctx, int *counter, int want)
 static void set_stage(rv_context_t *ctx, int stage)
 {
     pthread_mutex_lock(&ctx->lock);
+    if (stage == STAGE_START) {
+        /* Every endpoint is up: what the transport really uses is known.
+         * Queried once, here, before the workers run: they only read it. */
+        ctx->ops->query(ctx->tp, &ctx->caps);
+        ctx->caps_valid = true;
+    }
     ctx->stage = stage;
     atomic_store_explicit(&ctx->stage_now, stage, memory_order_release);
     pthread_cond_broadcast(&ctx->cond);
@@ -194,6 +207,7 @@ rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg)
     ctx->job_fn = fn;
     ctx->job_arg = arg;
 
+    ctx->caps_valid = false;
     for (int t = 0; t < T; t++) {
         rv_worker_t *w = &ctx->workers[t];
         w->ctx = ctx;
@@ -211,7 +225,8 @@ rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg)
     if (status != RV_OK)
         rv_abort(ctx, 1, "worker address exchange failed");
     set_stage(ctx, STAGE_CONNECT);
-    job_step(ctx, &ctx->nready, 2 * T, STAGE_RUN);
+    job_step(ctx, &ctx->nready, 2 * T, STAGE_START);
+    job_step(ctx, &ctx->nready, 3 * T, STAGE_RUN);
     job_step(ctx, &ctx->ndone, T, STAGE_DISCONNECT);
     job_step(ctx, &ctx->ndone, 2 * T, STAGE_EXIT);
 
