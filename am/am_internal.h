@@ -262,6 +262,8 @@ typedef struct am_service {
 typedef struct am_region {
     const rv_mem_chunk_t *chunk;
     uint32_t id;
+    int owner;              /* local index of the worker whose allocator
+                               holds the chunk */
     UT_hash_handle hh;      /* by chunk */
 } am_region_t;
 
@@ -273,6 +275,7 @@ typedef struct am_proc {
     uint32_t nregions, regions_cap;
     am_region_t *by_chunk;
     am_service_t svc;
+    struct am_worker **workers; /* by local index, while the job runs */
 } am_proc_t;
 
 /* A remote key being fetched, on the waiting frame's stack. */
@@ -316,6 +319,7 @@ typedef struct am_worker {
     size_t trad_limit;           /* trad: bytes waiting before on_full */
     unsigned busy;               /* inside the progress hook */
     bool idle_flush;             /* trad batches waiting for idleness */
+    bool rma_dirty;              /* one-sided operations since rv_flush */
     am_rkey_t *rkeys;            /* peers' remote keys, cached */
     struct am_fetch *fetches;    /* remote keys being fetched (nested
                                     frames each wait for their own) */
@@ -342,6 +346,8 @@ void am_run_call(am_worker_t *aw, const am_call_t *c);
 am_buf_t *am_buf_get(am_worker_t *aw);
 void am_buf_put(am_worker_t *aw, am_buf_t *b);
 void am_buf_done(void *arg, rv_status_t status);
+/* A transport completion that completes the rv_sync_t @p arg. */
+void am_sync_done(void *arg, rv_status_t status);
 /* A call whose buffer travels by reference (AM_BUFPUT, AM_BUFGET). */
 rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                         const void *args, size_t len, uint64_t addr,
@@ -350,6 +356,9 @@ rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
 
 /* am_mem.c: registered memory and remote pointers */
 rv_status_t am_mem_register(rv_context_t *ctx);
+/* The allocator of process-local registered memory at @p addr in
+ * @p region, or NULL. */
+rv_mem_general_t *am_region_allocator(am_proc_t *proc, uint32_t region);
 /* The remote key of @p region of worker @p tid's process, for this
  * worker (fetched and cached on first use; waits, progressing). */
 rv_status_t am_rkey(am_worker_t *aw, rv_tid_t tid, uint32_t region,

@@ -26,7 +26,7 @@ typedef struct {
 
 /* The id of the registration holding @p chunk (registered on first use). */
 static rv_status_t region_id(am_proc_t *proc, const rv_mem_chunk_t *chunk,
-                             uint32_t *id_p)
+                             int owner, uint32_t *id_p)
 {
     rv_status_t st = RV_OK;
     pthread_mutex_lock(&proc->lock);
@@ -50,6 +50,7 @@ static rv_status_t region_id(am_proc_t *proc, const rv_mem_chunk_t *chunk,
             goto out;
         }
         r->chunk = chunk;
+        r->owner = owner;
         r->id = proc->nregions;
         HASH_ADD_PTR(proc->by_chunk, chunk, r);
         proc->regions[proc->nregions++] = r;
@@ -71,7 +72,7 @@ void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr)
         return NULL;
     }
     uint32_t id = 0;
-    if (region_id(aw->proc, chunk, &id) != RV_OK) {
+    if (region_id(aw->proc, chunk, rv_worker_local(w), &id) != RV_OK) {
         rv_mem_general_free(aw->gen, p);
         return NULL;
     }
@@ -86,6 +87,17 @@ void rv_mem_free(rv_worker_t *w, void *p)
     am_worker_t *aw = am_of(w);
     if (aw != NULL && p != NULL)
         rv_mem_general_free(aw->gen, p);
+}
+
+rv_mem_general_t *am_region_allocator(am_proc_t *proc, uint32_t region)
+{
+    rv_mem_general_t *gen = NULL;
+    pthread_mutex_lock(&proc->lock);
+    if (region < proc->nregions && proc->workers != NULL &&
+        proc->workers[proc->regions[region]->owner] != NULL)
+        gen = proc->workers[proc->regions[region]->owner]->gen;
+    pthread_mutex_unlock(&proc->lock);
+    return gen;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -141,6 +141,11 @@ void am_buf_done(void *arg, rv_status_t status)
     b->inflight--;
 }
 
+void am_sync_done(void *arg, rv_status_t status)
+{
+    rv_sync_complete(arg, status);
+}
+
 /* Recycles the destination's leading buffers that are done. */
 static void buf_reap(am_worker_t *aw, am_dest_t *d)
 {
@@ -1165,7 +1170,20 @@ rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest)
         if (st != RV_OK)
             return st;
     }
-    return RV_OK;
+    if (!aw->rma_dirty)
+        return RV_OK;
+    /* One-sided operations (rma/): completed at their targets. */
+    rv_sync_t s;
+    rv_sync_init(&s, 1);
+    rv_status_t st = aw->ctx->ops->flush(w->tw, dest == RV_ALL_WORKERS
+                                                    ? UINT32_MAX
+                                                    : dest,
+                                         am_sync_done, &s);
+    if (st == RV_INPROGRESS)
+        st = rv_sync_wait(w, &s);
+    if (st == RV_OK && dest == RV_ALL_WORKERS)
+        aw->rma_dirty = false;
+    return st;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1253,6 +1271,9 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->trad_limit = cfg->am.ovfl_limit > 2 * cfg->am.flush_bytes
                          ? cfg->am.ovfl_limit
                          : 2 * cfg->am.flush_bytes;
+    pthread_mutex_lock(&aw->proc->lock);
+    aw->proc->workers[w->local] = aw;
+    pthread_mutex_unlock(&aw->proc->lock);
     w->layer = aw;
     return RV_OK;
 err:
@@ -1348,6 +1369,9 @@ static void am_worker_stop(rv_worker_t *w)
 {
     am_worker_t *aw = am_of(w);
     print_stats(aw);
+    pthread_mutex_lock(&aw->proc->lock);
+    aw->proc->workers[w->local] = NULL;
+    pthread_mutex_unlock(&aw->proc->lock);
     am_service_stop(aw);
     am_ring_fini(aw);
     am_mem_fini(aw);
@@ -1407,6 +1431,7 @@ static void am_context_fini(rv_context_t *ctx)
     am_service_fini(proc);
     pthread_mutex_destroy(&proc->lock);
     free(proc->queues);
+    free(proc->workers);
     free(proc);
     ctx->layer_state = NULL;
 }
@@ -1431,7 +1456,10 @@ static rv_status_t am_install(rv_context_t *ctx)
     proc->threads = rv_threads(ctx);
     proc->queues = calloc((size_t)proc->threads * (size_t)proc->threads,
                           sizeof(*proc->queues));
-    if (proc->queues == NULL) {
+    proc->workers = calloc((size_t)proc->threads, sizeof(*proc->workers));
+    if (proc->queues == NULL || proc->workers == NULL) {
+        free(proc->workers);
+        free(proc->queues);
         free(proc);
         return RV_ERR_NO_MEMORY;
     }
@@ -1454,6 +1482,7 @@ static rv_status_t am_install(rv_context_t *ctx)
                                              NULL, own[i].flags, own[i].id);
         if (st != RV_OK) {
             free(proc->queues);
+            free(proc->workers);
             free(proc);
             return st;
         }
@@ -1463,6 +1492,7 @@ static rv_status_t am_install(rv_context_t *ctx)
         st = am_mem_register(ctx);
     if (st != RV_OK) {
         free(proc->queues);
+        free(proc->workers);
         free(proc);
         return st;
     }

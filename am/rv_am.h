@@ -107,7 +107,9 @@ rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
  * @brief Sends every call batched for @p dest (RV_ALL_WORKERS: for every
  * destination) by aggregation (am.aggregation) or queued by
  * am.on_full: retry_async, progressing until they have all left this
- * worker. Calls made afterwards are not covered.
+ * worker; with RV_ALL_WORKERS, also completes at their targets every
+ * one-sided operation (rma/rv_rma.h) issued so far. Calls and operations
+ * made afterwards are not covered.
  */
 rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
 

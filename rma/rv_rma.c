@@ -1,0 +1,266 @@
+/*
+ * Remote memory: allocation in any worker's NUMA zone, put/get and 64-bit
+ * atomics on remote pointers.
+ *
+ * An operation on a pointer of process r goes to worker r*T + (the
+ * caller's local index) of that process: every worker of a process can
+ * reach its registered memory, and spreading the callers over the
+ * target's endpoints keeps one worker's transport from serializing them.
+ * The remote key comes from the invocation layer's per-worker cache
+ * (am_mem.c). Pointers into the caller's own process need no transport.
+ */
+#include <string.h>
+
+#include "am_internal.h"
+#include "rv_rma.h"
+
+static rv_handler_id_t alloc_id, free_id;
+
+typedef struct {
+    uint64_t len;
+} alloc_args_t;
+
+typedef struct {
+    int32_t status;
+    uint32_t reserved;
+    rv_rptr_t ptr;
+} alloc_ret_t;
+
+static rv_status_t on_alloc(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    alloc_args_t a;
+    alloc_ret_t r = {.status = RV_ERR_NO_MEMORY};
+    (void)arg;
+    if (call->args_len == sizeof(a)) {
+        memcpy(&a, call->args, sizeof(a));
+        if (rv_mem_alloc(w, a.len, &r.ptr) != NULL)
+            r.status = RV_OK;
+    } else {
+        r.status = RV_ERR_INVALID;
+    }
+    if (call->ret_len >= sizeof(r)) {
+        memcpy(call->ret, &r, sizeof(r));
+        call->ret_len = sizeof(r);
+    }
+    return RV_OK;
+}
+
+static rv_status_t on_free(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    rv_rptr_t p;
+    (void)arg;
+    if (call->args_len != sizeof(p))
+        return RV_ERR_INVALID;
+    memcpy(&p, call->args, sizeof(p));
+    /* The allocator of the worker that allocated it (thread-safe). */
+    rv_mem_general_t *gen = am_region_allocator(am_of(w)->proc, p.region);
+    if (gen == NULL) {
+        rv_error("rv_rfree: no registration %u in this process", p.region);
+        return RV_ERR_INVALID;
+    }
+    rv_mem_general_free(gen, (void *)(uintptr_t)p.addr);
+    return RV_OK;
+}
+
+/* Registers the layer's handlers with the invocation layer's. */
+static rv_status_t rma_register(rv_context_t *ctx)
+{
+    if (alloc_id != 0)
+        return RV_OK;
+    rv_status_t st = rv_am_register(ctx, "rivet.rma.alloc", on_alloc, NULL,
+                                    &alloc_id);
+    if (st == RV_OK)
+        st = rv_am_register(ctx, "rivet.rma.free", on_free, NULL, &free_id);
+    return st;
+}
+
+rv_status_t rv_rma_init(rv_context_t *ctx)
+{
+    return rma_register(ctx);
+}
+
+rv_status_t rv_rmalloc(rv_worker_t *w, rv_tid_t owner, size_t len,
+                       rv_rptr_t *ptr)
+{
+    alloc_args_t a = {.len = len};
+    alloc_ret_t r = {.status = RV_ERR_TRANSPORT};
+    if (alloc_id == 0)
+        return RV_ERR_INVALID;
+    rv_status_t st = rv_call_return(w, owner, alloc_id, &a, sizeof(a), &r,
+                                    sizeof(r), NULL, 0);
+    if (st != RV_OK)
+        return st;
+    if (r.status == RV_OK)
+        *ptr = r.ptr;
+    return r.status;
+}
+
+rv_status_t rv_rfree(rv_worker_t *w, rv_rptr_t ptr)
+{
+    if (free_id == 0)
+        return RV_ERR_INVALID;
+    rv_context_t *ctx = rv_worker_context(w);
+    rv_tid_t any = rv_tid_make(ctx, (int)ptr.rank, rv_worker_local(w));
+    return rv_call(w, any, free_id, &ptr, sizeof(ptr), NULL,
+                   RV_NOTIFY_CONSUMED);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* The worker that serves @p p for the caller, and its remote key; NULL
+ * *peer_p for memory of the caller's own process. */
+static rv_status_t target(am_worker_t *aw, rv_rptr_t p, rv_tid_t *peer_p,
+                          rv_trkey_t **rkey_p)
+{
+    if ((int)p.rank == aw->rank) {
+        *rkey_p = NULL;
+        return RV_OK;
+    }
+    if ((int)p.rank >= rv_size(aw->ctx)) {
+        rv_error("a remote pointer to rank %u: the job has %d", p.rank,
+                 rv_size(aw->ctx));
+        return RV_ERR_INVALID;
+    }
+    *peer_p = rv_tid_make(aw->ctx, (int)p.rank, rv_worker_local(aw->w));
+    aw->rma_dirty = true;
+    return am_rkey(aw, *peer_p, p.region, rkey_p);
+}
+
+/* Accounts a transport operation on @p sync (or waits for it). */
+static rv_status_t finish(am_worker_t *aw, rv_status_t st, rv_sync_t *sync,
+                          rv_sync_t *local)
+{
+    if (st == RV_INPROGRESS) {
+        if (sync == NULL)
+            return rv_sync_wait(aw->w, local);
+        return RV_OK;
+    }
+    if (sync != NULL && st == RV_OK)
+        rv_sync_complete(sync, RV_OK); /* the count was raised up front */
+    return st;
+}
+
+/* Starts an operation: its completion goes to @p sync, or to @p local
+ * when the caller waits. */
+static rv_sync_t *op_sync(rv_sync_t *sync, rv_sync_t *local)
+{
+    if (sync == NULL) {
+        rv_sync_init(local, 1);
+        return local;
+    }
+    atomic_fetch_add(&sync->pending, 1);
+    return sync;
+}
+
+rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, size_t n,
+                   rv_sync_t *sync)
+{
+    am_worker_t *aw = am_of(w);
+    rv_tid_t peer = 0;
+    rv_trkey_t *rkey;
+    if (aw == NULL)
+        return RV_ERR_INVALID;
+    rv_status_t st = target(aw, dst, &peer, &rkey);
+    if (st != RV_OK)
+        return st;
+    if (rkey == NULL) {
+        memcpy((void *)(uintptr_t)dst.addr, src, n);
+        return RV_OK;
+    }
+    rv_sync_t local, *s = op_sync(sync, &local);
+    st = aw->ctx->ops->put(w->tw, peer, src, n, dst.addr, rkey, am_sync_done,
+                           s);
+    if (st < 0 && sync != NULL)
+        atomic_fetch_sub(&sync->pending, 1);
+    return finish(aw, st, sync, &local);
+}
+
+rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
+                   rv_sync_t *sync)
+{
+    am_worker_t *aw = am_of(w);
+    rv_tid_t peer = 0;
+    rv_trkey_t *rkey;
+    if (aw == NULL)
+        return RV_ERR_INVALID;
+    rv_status_t st = target(aw, src, &peer, &rkey);
+    if (st != RV_OK)
+        return st;
+    if (rkey == NULL) {
+        memcpy(dst, (const void *)(uintptr_t)src.addr, n);
+        return RV_OK;
+    }
+    rv_sync_t local, *s = op_sync(sync, &local);
+    st = aw->ctx->ops->get(w->tw, peer, dst, n, src.addr, rkey, am_sync_done,
+                           s);
+    if (st < 0 && sync != NULL)
+        atomic_fetch_sub(&sync->pending, 1);
+    return finish(aw, st, sync, &local);
+}
+
+static rv_status_t atomic_op(rv_worker_t *w, rv_rptr_t p, bool cswap,
+                             uint64_t v1, uint64_t v2, uint64_t *old,
+                             rv_sync_t *sync)
+{
+    am_worker_t *aw = am_of(w);
+    rv_tid_t peer = 0;
+    rv_trkey_t *rkey;
+    if (aw == NULL || p.addr % sizeof(uint64_t) != 0)
+        return RV_ERR_INVALID;
+    rv_status_t st = target(aw, p, &peer, &rkey);
+    if (st != RV_OK)
+        return st;
+    if (rkey == NULL) {
+        /* CPU atomics: atomic with respect to the transport's, which are
+         * CPU atomics on mapped memory (shm) or applied by this process
+         * (emulation). */
+        uint64_t *at = (uint64_t *)(uintptr_t)p.addr, prev;
+        if (cswap) {
+            prev = v1;
+            __atomic_compare_exchange_n(at, &prev, v2, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        } else {
+            prev = __atomic_fetch_add(at, v1, __ATOMIC_SEQ_CST);
+        }
+        if (old != NULL)
+            *old = prev;
+        return RV_OK;
+    }
+    rv_sync_t local, *s = op_sync(sync, &local);
+    const rv_transport_ops_t *ops = aw->ctx->ops;
+    st = cswap ? ops->atomic_cswap64(w->tw, peer, v1, v2, p.addr, rkey, old,
+                                     am_sync_done, s)
+               : ops->atomic_fadd64(w->tw, peer, v1, p.addr, rkey, old,
+                                    am_sync_done, s);
+    if (st < 0 && sync != NULL)
+        atomic_fetch_sub(&sync->pending, 1);
+    return finish(aw, st, sync, &local);
+}
+
+rv_status_t rv_atomic_fadd(rv_worker_t *w, rv_rptr_t p, uint64_t value,
+                           uint64_t *old, rv_sync_t *sync)
+{
+    return atomic_op(w, p, false, value, 0, old, sync);
+}
+
+rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p, uint64_t compare,
+                            uint64_t swap, uint64_t *old, rv_sync_t *sync)
+{
+    return atomic_op(w, p, true, compare, swap, old, sync);
+}
+
+rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
+                           uint64_t *old)
+{
+    uint64_t seen, prev;
+    rv_status_t st = rv_atomic_fadd(w, p, 0, &seen, NULL);
+    while (st == RV_OK) {
+        st = rv_atomic_cswap(w, p, seen, value, &prev, NULL);
+        if (st != RV_OK || prev == seen)
+            break;
+        seen = prev;
+    }
+    if (st == RV_OK && old != NULL)
+        *old = seen;
+    return st;
+}

@@ -1,0 +1,217 @@
+/*
+ * The remote memory layer as a multi-process job: memory allocated in
+ * another worker's zone, put and get of 1 B - 64 MiB at odd offsets
+ * (checked by reading back), 64-bit atomics contended by every worker of
+ * the job (the final count is exact), swap, and free.
+ *
+ * Worker threads record failures; the main thread asserts after the job.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "job_test.h"
+#include "rv_rma.h"
+
+static rv_context_t *ctx;
+static rv_handler_id_t publish_id;
+static rv_rptr_t counter;          /* worker 0's, published by broadcast */
+static atomic_int published;
+
+static uint8_t pattern(uint32_t src, size_t i)
+{
+    return (uint8_t)(src * 31u + i * 7u + (i >> 11));
+}
+
+static rv_status_t on_publish(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)w;
+    (void)arg;
+    if (call->args_len == sizeof(counter) && rv_worker_local(w) == 0) {
+        memcpy(&counter, call->args, sizeof(counter));
+        atomic_fetch_add(&published, 1);
+    }
+    return RV_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static size_t big_len(void)
+{
+    /* 64 MiB per worker pair when the job is small, less when not */
+    return rv_nworkers(ctx) <= 4 ? (64u << 20) : (8u << 20);
+}
+
+static int body_put_get(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint32_t right = (me + 1) % n;
+    size_t big = big_len();
+    const size_t sizes[] = {1, 3, 100, 4097, 65537, (1u << 20) + 3, 0};
+    (void)arg;
+
+    rv_rptr_t remote;
+    rv_status_t st = rv_rmalloc(w, right, big + 64, &remote);
+    EXPECT(st == RV_OK, "rv_rmalloc on worker %u: %s", right,
+           rv_status_str(st));
+    EXPECT((int)remote.rank == rv_tid_rank(ctx, right),
+           "memory of worker %u in rank %u", right, remote.rank);
+    uint8_t *src = malloc(big + 64), *back = malloc(big + 64);
+    EXPECT(src != NULL && back != NULL, "buffers");
+    if (st != RV_OK || src == NULL || back == NULL)
+        return 1;
+    for (size_t i = 0; i < big + 64; i++)
+        src[i] = pattern(me, i);
+
+    /* pieces at odd offsets, all in flight on one synchronizer */
+    rv_sync_t sync;
+    rv_sync_init(&sync, 0);
+    size_t off = 1;
+    for (int i = 0; sizes[i] != 0; i++) {
+        EXPECT(rv_put(w, rv_rptr_add(remote, off), src + off, sizes[i],
+                      &sync) == RV_OK, "put of %zu", sizes[i]);
+        off += sizes[i] + 13;
+    }
+    EXPECT(rv_sync_wait(w, &sync) == RV_OK, "puts");
+    EXPECT(rv_flush(w, RV_ALL_WORKERS) == RV_OK, "flush");
+    memset(back, 0, big + 64);
+    EXPECT(rv_get(w, back + 1, rv_rptr_add(remote, 1), off - 1, NULL) ==
+               RV_OK, "get");
+    off = 1;
+    for (int i = 0; sizes[i] != 0; i++) {
+        EXPECT(memcmp(back + off, src + off, sizes[i]) == 0,
+               "piece of %zu bytes at offset %zu read back wrong", sizes[i],
+               off);
+        off += sizes[i] + 13;
+    }
+    /* and the whole thing, at an odd offset */
+    EXPECT(rv_put(w, rv_rptr_add(remote, 7), src + 7, big, NULL) == RV_OK,
+           "big put");
+    EXPECT(rv_flush(w, RV_ALL_WORKERS) == RV_OK, "flush");
+    memset(back, 0, big + 64);
+    EXPECT(rv_get(w, back, rv_rptr_add(remote, 7), big, NULL) == RV_OK,
+           "big get");
+    EXPECT(memcmp(back, src + 7, big) == 0, "%zu bytes read back wrong",
+           big);
+    rv_barrier(w);
+    EXPECT(rv_rfree(w, remote) == RV_OK, "rv_rfree");
+    free(src);
+    free(back);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+#define ADDS 500
+
+static int body_atomics(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    (void)arg;
+
+    if (me == 0) {
+        rv_rptr_t c;
+        EXPECT(rv_rmalloc(w, 0, sizeof(uint64_t), &c) == RV_OK, "counter");
+        EXPECT(rv_put(w, c, &(uint64_t){0}, sizeof(uint64_t), NULL) == RV_OK,
+               "zero");
+        EXPECT(rv_broadcast(w, publish_id, &c, sizeof(c), NULL,
+                            RV_NOTIFY_CONSUMED) == RV_OK, "publish");
+    }
+    WAIT_UNTIL(w, atomic_load(&published) > 0, "the counter's address");
+    rv_barrier(w);
+
+    /* fetch-adds with a synchronizer, then compare-swap increments */
+    rv_sync_t sync;
+    rv_sync_init(&sync, 0);
+    uint64_t olds[ADDS];
+    for (int i = 0; i < ADDS; i++)
+        EXPECT(rv_atomic_fadd(w, counter, 1, &olds[i], &sync) == RV_OK,
+               "fadd");
+    EXPECT(rv_sync_wait(w, &sync) == RV_OK, "fadds");
+    for (int i = 0; i < ADDS; i++)
+        EXPECT(olds[i] < (uint64_t)2 * ADDS * n, "fadd returned %llu",
+               (unsigned long long)olds[i]);
+    for (int i = 0; i < ADDS; i++) {
+        uint64_t seen = 0, prev;
+        EXPECT(rv_atomic_fadd(w, counter, 0, &seen, NULL) == RV_OK, "read");
+        for (;;) {
+            EXPECT(rv_atomic_cswap(w, counter, seen, seen + 1, &prev,
+                                   NULL) == RV_OK, "cswap");
+            if (prev == seen)
+                break;
+            seen = prev;
+        }
+    }
+    rv_barrier(w);
+    uint64_t total = 0;
+    EXPECT(rv_get(w, &total, counter, sizeof(total), NULL) == RV_OK,
+           "final read");
+    EXPECT(total == (uint64_t)2 * ADDS * n,
+           "the counter is %llu after %u workers x %d increments",
+           (unsigned long long)total, n, 2 * ADDS);
+    rv_barrier(w);
+
+    /* swap: worker 0 alone, so the previous values are known */
+    if (me == 0) {
+        uint64_t old = 1;
+        EXPECT(rv_atomic_swap(w, counter, 42, &old) == RV_OK, "swap");
+        EXPECT(old == total, "swap returned %llu, expected %llu",
+               (unsigned long long)old, (unsigned long long)total);
+        EXPECT(rv_atomic_swap(w, counter, 7, &old) == RV_OK && old == 42,
+               "second swap returned %llu", (unsigned long long)old);
+    }
+    rv_barrier(w);
+    if (me == n - 1)
+        EXPECT(rv_rfree(w, counter) == RV_OK, "free the counter");
+    rv_barrier(w);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void run_job(rv_worker_fn fn)
+{
+    atomic_store(&failures, 0);
+    atomic_store(&published, 0);
+    assert_int_equal(rv_job_run(ctx, fn, NULL), RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+}
+
+static void test_put_get(void **state)
+{
+    (void)state;
+    run_job(body_put_get);
+}
+
+static void test_atomics(void **state)
+{
+    (void)state;
+    run_job(body_atomics);
+}
+
+int main(int argc, char **argv)
+{
+    const char *group = "rma";
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    if (argc > 1)
+        group = argv[1];
+    if (rv_rma_init(ctx) != RV_OK ||
+        rv_am_register(ctx, "test.publish", on_publish, NULL, &publish_id) !=
+            RV_OK)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_get),
+        cmocka_unit_test(test_atomics),
+    };
+    int failed = _cmocka_run_group_tests(group, tests,
+                                         sizeof(tests) / sizeof(tests[0]),
+                                         NULL, NULL);
+    rv_finalize(ctx);
+    return failed ? 1 : 0;
+}
