@@ -79,6 +79,10 @@ enum {
                                 target's memory */
     AM_BUFGET = 1u << 7,     /* the target reads ret_len bytes at ret,
                                 region `root`, of the caller's process */
+    AM_LONG = 1u << 8,       /* AM Long by reassembly: with AM_BUFPUT, the
+                                payload has landed once the target's
+                                landing word for the caller reaches `root`
+                                (rma/rv_rma.c) */
 };
 
 /* A call decoded, before it runs. */
@@ -157,6 +161,10 @@ typedef struct am_dest {
     size_t pending;         /* bytes in runs not yet transmitted */
     bool warned_limit;
     bool pushing;           /* inside dest_push */
+    /* AM Long by reassembly (rma/): the target's landing words */
+    rv_rptr_t landing;
+    bool has_landing;
+    uint32_t long_seq;      /* AM Longs sent to it */
     bool warned_lost;
     am_oring_t ring;
 } am_dest_t;
@@ -320,6 +328,9 @@ typedef struct am_worker {
     unsigned busy;               /* inside the progress hook */
     bool idle_flush;             /* trad batches waiting for idleness */
     bool rma_dirty;              /* one-sided operations since rv_flush */
+    uint64_t *landing;           /* AM Long: per source, the last payload
+                                    known landed (written by peers) */
+    rv_rptr_t landing_ptr;
     am_rkey_t *rkeys;            /* peers' remote keys, cached */
     struct am_fetch *fetches;    /* remote keys being fetched (nested
                                     frames each wait for their own) */

@@ -240,6 +240,26 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
     const uint8_t *buf = c->buf;
     size_t buf_len = c->buf_len;
     uint8_t *fetched = NULL;
+    if (h->flags & AM_LONG) {
+        /* The envelope came first: wait, in this source's order, until
+         * the caller's fenced landing word says the payload is here. */
+        am_src_t *s = am_src(aw, c->src);
+        if (aw->landing == NULL || s == NULL) {
+            rv_error("an AM Long from worker %u before its set-up; dropped",
+                     c->src);
+            return;
+        }
+        const uint64_t *word = &aw->landing[c->src];
+        if ((int32_t)((uint32_t)__atomic_load_n(word, __ATOMIC_ACQUIRE) -
+                      h->root) < 0) {
+            s->fetching++;
+            while ((int32_t)((uint32_t)__atomic_load_n(word,
+                                                       __ATOMIC_ACQUIRE) -
+                             h->root) < 0)
+                rv_progress(aw->w);
+            s->fetching--;
+        }
+    }
     if (h->flags & AM_BUFPUT) {
         buf = (const uint8_t *)(uintptr_t)h->ret;
         buf_len = h->ret_len;
@@ -782,8 +802,8 @@ static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
     if (cd->am_flags & (AM_BUFPUT | AM_BUFGET)) {
         hdr.ret = cd->xaddr;
         hdr.ret_len = cd->xlen;
-        if (cd->am_flags & AM_BUFGET)
-            hdr.root = cd->xregion;
+        if (cd->am_flags & (AM_BUFGET | AM_LONG))
+            hdr.root = cd->xregion; /* region, or AM Long sequence */
     }
     return hdr;
 }

@@ -43,7 +43,6 @@ _Static_assert(sizeof(rv_huge_pages_t) == sizeof(int), "enum size");
 
 #define LATER_PROGRESS "the progress engine (core/)"
 #define LATER_VERBS "the verbs transport (transports/verbs/)"
-#define LATER_RMA "the remote memory layer (rma/)"
 #define LATER_STORE "the object store (store/)"
 #define LATER_MCTS "distributed MCTS (mcts/)"
 
@@ -373,10 +372,11 @@ const rv_config_field_t rv_config_schema[] = {
         .offset = OFF(rma.am_long_protocol),
         .def = "reassembly",
         .values = "reassembly|put_sync_send",
-        .later = LATER_RMA,
-        .help = "How AM Long runs a handler after its payload lands: "
-                "reassembly (target-side reassembly, as in GASNet-EX) or "
-                "put_sync_send (put, wait for completion, then send).",
+        .help = "How AM Long (rv_put_handler) runs a handler after its "
+                "payload lands: reassembly (payload and envelope injected "
+                "back to back, matched at the target, as in GASNet-EX) or "
+                "put_sync_send (put, wait for remote completion, then "
+                "send).",
     },
     {
         .key = "store.capacity",

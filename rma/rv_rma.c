@@ -14,7 +14,7 @@
 #include "am_internal.h"
 #include "rv_rma.h"
 
-static rv_handler_id_t alloc_id, free_id;
+static rv_handler_id_t alloc_id, free_id, landing_id;
 
 typedef struct {
     uint64_t len;
@@ -62,6 +62,26 @@ static rv_status_t on_free(rv_worker_t *w, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
+/* AM Long by reassembly: hands out this worker's landing words (one per
+ * source worker, registered), made on first request. */
+static rv_status_t on_landing(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    am_worker_t *aw = am_of(w);
+    (void)arg;
+    if (aw->landing == NULL) {
+        aw->landing = rv_mem_alloc(w, aw->nworkers * sizeof(uint64_t),
+                                   &aw->landing_ptr);
+        if (aw->landing == NULL)
+            return RV_ERR_NO_MEMORY;
+        memset(aw->landing, 0, aw->nworkers * sizeof(uint64_t));
+    }
+    if (call->ret_len >= sizeof(rv_rptr_t)) {
+        memcpy(call->ret, &aw->landing_ptr, sizeof(rv_rptr_t));
+        call->ret_len = sizeof(rv_rptr_t);
+    }
+    return RV_OK;
+}
+
 /* Registers the layer's handlers with the invocation layer's. */
 static rv_status_t rma_register(rv_context_t *ctx)
 {
@@ -71,6 +91,9 @@ static rv_status_t rma_register(rv_context_t *ctx)
                                     &alloc_id);
     if (st == RV_OK)
         st = rv_am_register(ctx, "rivet.rma.free", on_free, NULL, &free_id);
+    if (st == RV_OK)
+        st = rv_am_register(ctx, "rivet.rma.landing", on_landing, NULL,
+                            &landing_id);
     return st;
 }
 
@@ -263,4 +286,109 @@ rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
     if (st == RV_OK && old != NULL)
         *old = seen;
     return st;
+}
+
+/* ---------------------------------------------------------------------- */
+/* AM Long                                                                 */
+
+static void free_word(void *arg, rv_status_t status)
+{
+    (void)status;
+    free(arg);
+}
+
+/*
+ * reassembly: the payload put, a transport fence, a put of the call's
+ * sequence number into the target's landing word for this caller, and
+ * the envelope (the call, with the buffer by reference and the sequence
+ * number) -- all injected back to back, nothing waited for. The target
+ * runs the handler once the envelope is there and its landing word has
+ * reached the envelope's number: the fence orders the word after the
+ * payload on the same endpoint, so the word proves the payload landed,
+ * whatever the order of the bytes inside the put. How the fence holds on
+ * each transport: on UCX shared memory puts are copies done when the call
+ * returns, and ucp_worker_fence orders the rest; over UCX tcp, rivet's
+ * RMA emulation carries the fence to the target, which applies the word
+ * only after every earlier rendezvous put from the caller has landed; on
+ * RDMA, the fence is the ordering of writes on one RC queue pair (a
+ * fenced write, or the verbs backend's ordering). No round trip on any.
+ *
+ * put_sync_send: the payload put, a flush (remote completion: a round
+ * trip), then the envelope; the target runs the handler at once.
+ */
+rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                           const void *args, size_t len, const void *src,
+                           size_t n, rv_rptr_t dst, rv_sync_t *sync,
+                           unsigned flags)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw == NULL || dest >= aw->nworkers || n > UINT32_MAX ||
+        (int)dst.rank != rv_tid_rank(aw->ctx, dest)) {
+        rv_error("rv_put_handler to worker %u: the payload's destination "
+                 "must be in that worker's process", dest);
+        return RV_ERR_INVALID;
+    }
+    if (aw->cfg->rma.am_long_protocol == RV_AMLONG_PUT_SYNC_SEND ||
+        (int)dst.rank == aw->rank)
+        return rv_call_buffer_put(w, dest, h, args, len, src, dst, n, sync,
+                                  flags);
+
+    am_dest_t *d = am_dest(aw, dest);
+    if (d == NULL)
+        return RV_ERR_NO_MEMORY;
+    if (!d->has_landing) {
+        rv_status_t st = rv_call_return(w, dest, landing_id, NULL, 0,
+                                        &d->landing, sizeof(d->landing), NULL,
+                                        0);
+        if (st != RV_OK)
+            return st;
+        d->has_landing = true;
+    }
+    rv_tid_t peer = 0;
+    rv_trkey_t *pkey, *lkey;
+    rv_status_t st = target(aw, dst, &peer, &pkey);
+    if (st == RV_OK)
+        st = target(aw, d->landing, &peer, &lkey);
+    if (st != RV_OK)
+        return st;
+    uint64_t *word = malloc(sizeof(*word));
+    if (word == NULL)
+        return RV_ERR_NO_MEMORY;
+    uint32_t seq = ++d->long_seq;
+    *word = seq;
+
+    /* The payload: its local completion is the caller's (src reusable). */
+    rv_sync_t local, *s = op_sync(sync, &local);
+    const rv_transport_ops_t *ops = aw->ctx->ops;
+    st = ops->put(w->tw, peer, src, n, dst.addr, pkey, am_sync_done, s);
+    if (st < 0) {
+        if (sync != NULL)
+            atomic_fetch_sub(&sync->pending, 1);
+        free(word);
+        return st;
+    }
+    if (st == RV_OK)
+        rv_sync_complete(s, RV_OK);
+    rv_status_t st2 = ops->fence(w->tw, peer);
+    if (st2 == RV_OK) {
+        st2 = ops->put(w->tw, peer, word, sizeof(*word),
+                       d->landing.addr + (uint64_t)aw->me * sizeof(uint64_t),
+                       lkey, free_word, word);
+        if (st2 == RV_OK)
+            free(word);
+        else if (st2 > 0)
+            st2 = RV_OK;
+    }
+    if (st2 != RV_OK) {
+        rv_error("AM Long to worker %u: cannot mark its payload: %s", dest,
+                 rv_status_str(st2));
+        return st2;
+    }
+    st2 = am_call_ref(w, dest, h, args, len, dst.addr, n, seq,
+                      AM_BUFPUT | AM_LONG, sync, flags);
+    if (st2 != RV_OK)
+        return st2;
+    if (sync == NULL)
+        return rv_sync_wait(w, &local);
+    return RV_OK;
 }

@@ -66,6 +66,21 @@ rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p, uint64_t compare,
 rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
                            uint64_t *old);
 
+/**
+ * @brief AM Long: @p n bytes at @p src are put into @p dst (memory of
+ * @p dest's process), and @p dest runs @p h (call->buf = the local address
+ * of @p dst, call->buf_len = @p n) only once the whole payload is there.
+ * rma.am_long_protocol chooses how: `reassembly` injects payload and
+ * envelope back to back and the target matches them (no round trip);
+ * `put_sync_send` waits for the put's remote completion, then sends.
+ * @p sync completes when @p src is reusable (and, with RV_NOTIFY_CONSUMED,
+ * once the handler ran).
+ */
+rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                           const void *args, size_t len, const void *src,
+                           size_t n, rv_rptr_t dst, rv_sync_t *sync,
+                           unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -486,9 +486,9 @@ static void test_syntax_and_structure(void **state)
 static void test_later_keys(void **state)
 {
     (void)state;
-    expect_error("rma:\n  am_long_protocol: reassembly\n", 2, 3,
-                 "rma.am_long_protocol: not supported yet (the remote memory "
-                 "layer (rma/))");
+    expect_error("store:\n  capacity: 1GiB\n", 2, 3,
+                 "store.capacity: not supported yet (the object store "
+                 "(store/))");
     expect_error("transport:\n  verbs:\n    device: mlx5_0\n", 3, 5,
                  "transport.verbs.device: not supported yet (the verbs "
                  "transport (transports/verbs/))");
@@ -629,9 +629,7 @@ static void test_dump_round_trip(void **state)
     assert_int_equal(fclose(mem), 0);
     assert_non_null(strstr(text, "\n    rndv_thresh: 8KiB\n"));
     assert_non_null(strstr(text, "\nam:\n  path: send\n  aggregation: none\n"));
-    assert_non_null(strstr(text, "\n# rma.am_long_protocol: reassembly  (not "
-                                 "supported yet: the remote memory layer "
-                                 "(rma/))\n"));
+    assert_non_null(strstr(text, "\nrma:\n  am_long_protocol: reassembly\n"));
     assert_non_null(strstr(text, "\n  # transport.verbs.port: 1  (not "
                                  "supported yet: the verbs transport "
                                  "(transports/verbs/))\n"));
@@ -720,7 +718,7 @@ static void test_tool(void **state)
     assert_non_null(strstr(out, "| `am.aggregation` | enum | `none` | "
                                 "`none`, `trad`, `ovfl` | "
                                 "`RIVET_AM_AGGREGATION` | none: every call"));
-    assert_non_null(strstr(out, "| `rma.am_long_protocol` | enum | "));
+    assert_non_null(strstr(out, "| `store.capacity` | size | "));
     assert_non_null(strstr(out, "*Not supported yet"));
     free(out);
 

@@ -2,7 +2,8 @@
  * The remote memory layer as a multi-process job: memory allocated in
  * another worker's zone, put and get of 1 B - 64 MiB at odd offsets
  * (checked by reading back), 64-bit atomics contended by every worker of
- * the job (the final count is exact), swap, and free.
+ * the job (the final count is exact), swap, free, and AM Long (handlers
+ * run only on whole payloads, under either protocol).
  *
  * Worker threads record failures; the main thread asserts after the job.
  */
@@ -19,7 +20,7 @@
 #include "rv_rma.h"
 
 static rv_context_t *ctx;
-static rv_handler_id_t publish_id;
+static rv_handler_id_t publish_id, long_id;
 static rv_rptr_t counter;          /* worker 0's, published by broadcast */
 static atomic_int published;
 
@@ -173,6 +174,83 @@ static int body_atomics(rv_worker_t *w, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* AM Long: many in flight, payloads up to 4 MiB, every handler sees its
+ * whole payload (checksummed), under the job's rma.am_long_protocol. */
+
+typedef struct {
+    uint32_t src, i;
+    uint64_t len, sum;
+} long_args_t;
+
+static _Atomic uint64_t long_got[64];
+
+static uint64_t checksum(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static rv_status_t on_long(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    long_args_t a;
+    (void)arg;
+    memcpy(&a, call->args, sizeof(a));
+    EXPECT(call->buf_len == a.len, "AM Long %u from %u: %zu bytes, expected "
+           "%llu", a.i, a.src, call->buf_len, (unsigned long long)a.len);
+    EXPECT(checksum(call->buf, call->buf_len) == a.sum,
+           "AM Long %u from %u: the handler ran before its %llu-byte "
+           "payload was whole", a.i, a.src, (unsigned long long)a.len);
+    atomic_fetch_add(&long_got[rv_worker_local(w)], 1);
+    return RV_OK;
+}
+
+#define LONGS 24
+#define SLOT ((size_t)4 << 20)
+
+static int body_am_long(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint32_t right = (me + 1) % n;
+    const size_t sizes[] = {1, 4096, 65536, 1u << 20, SLOT, 8192 + 5};
+    size_t slots = n <= 4 ? LONGS : 6; /* memory in the target's zone */
+    (void)arg;
+
+    rv_rptr_t region;
+    EXPECT(rv_rmalloc(w, right, slots * SLOT, &region) == RV_OK,
+           "landing region");
+    uint8_t *src = malloc(slots * SLOT);
+    EXPECT(src != NULL, "sources");
+    rv_sync_t sync;
+    rv_sync_init(&sync, 0);
+    for (uint32_t i = 0; i < LONGS; i++) {
+        size_t slot = i % slots, len = sizes[i % 6];
+        uint8_t *p = src + slot * SLOT;
+        if (i >= slots) /* the slot is reused: its last call must be done */
+            EXPECT(rv_sync_wait(w, &sync) == RV_OK, "earlier AM Longs");
+        for (size_t k = 0; k < len; k++)
+            p[k] = (uint8_t)(me * 7 + i * 13 + k * 3 + (k >> 12));
+        long_args_t a = {.src = me, .i = i, .len = len,
+                         .sum = checksum(p, len)};
+        EXPECT(rv_put_handler(w, right, long_id, &a, sizeof(a), p, len,
+                              rv_rptr_add(region, slot * SLOT), &sync,
+                              RV_NOTIFY_CONSUMED) == RV_OK, "rv_put_handler");
+    }
+    EXPECT(rv_sync_wait(w, &sync) == RV_OK, "AM Longs");
+    WAIT_UNTIL(w, atomic_load(&long_got[rv_worker_local(w)]) >= LONGS,
+               "AM Longs from the left");
+    rv_barrier(w);
+    EXPECT(atomic_load(&long_got[rv_worker_local(w)]) == LONGS,
+           "%llu AM Longs ran, expected %d",
+           (unsigned long long)atomic_load(&long_got[rv_worker_local(w)]),
+           LONGS);
+    EXPECT(rv_rfree(w, region) == RV_OK, "free");
+    free(src);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 
 static void run_job(rv_worker_fn fn)
 {
@@ -194,6 +272,14 @@ static void test_atomics(void **state)
     run_job(body_atomics);
 }
 
+static void test_am_long(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 64; i++)
+        atomic_store(&long_got[i], 0);
+    run_job(body_am_long);
+}
+
 int main(int argc, char **argv)
 {
     const char *group = "rma";
@@ -203,11 +289,13 @@ int main(int argc, char **argv)
         group = argv[1];
     if (rv_rma_init(ctx) != RV_OK ||
         rv_am_register(ctx, "test.publish", on_publish, NULL, &publish_id) !=
-            RV_OK)
+            RV_OK ||
+        rv_am_register(ctx, "test.long", on_long, NULL, &long_id) != RV_OK)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get),
         cmocka_unit_test(test_atomics),
+        cmocka_unit_test(test_am_long),
     };
     int failed = _cmocka_run_group_tests(group, tests,
                                          sizeof(tests) / sizeof(tests[0]),
