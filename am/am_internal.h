@@ -83,6 +83,9 @@ enum {
                                 payload has landed once the target's
                                 landing word for the caller reaches `root`
                                 (rma/rv_rma.c) */
+    AM_LONGCOPY = 1u << 9,   /* AM Long, small payload: the buffer travels
+                                in the call and is copied to `ret` before
+                                the handler runs */
 };
 
 /* A call decoded, before it runs. */
@@ -328,6 +331,7 @@ typedef struct am_worker {
     unsigned busy;               /* inside the progress hook */
     bool idle_flush;             /* trad batches waiting for idleness */
     bool rma_dirty;              /* one-sided operations since rv_flush */
+    bool mapped;                 /* transport memory is load/store to peers */
     uint64_t *landing;           /* AM Long: per source, the last payload
                                     known landed (written by peers) */
     rv_rptr_t landing_ptr;
@@ -359,6 +363,12 @@ void am_buf_put(am_worker_t *aw, am_buf_t *b);
 void am_buf_done(void *arg, rv_status_t status);
 /* A transport completion that completes the rv_sync_t @p arg. */
 void am_sync_done(void *arg, rv_status_t status);
+/* A call carrying @p buf (n bytes) whose handler is told the buffer is at
+ * @p addr in the target (AM_LONGCOPY). */
+rv_status_t am_call_copy(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                         const void *args, size_t len, const void *buf,
+                         size_t n, uint64_t addr, rv_sync_t *sync,
+                         unsigned flags);
 /* A call whose buffer travels by reference (AM_BUFPUT, AM_BUFGET). */
 rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                         const void *args, size_t len, uint64_t addr,

@@ -260,7 +260,13 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
             s->fetching--;
         }
     }
-    if (h->flags & AM_BUFPUT) {
+    if (h->flags & AM_LONGCOPY) {
+        /* AM Long with the payload in the envelope: into place first. */
+        uint8_t *dst = (uint8_t *)(uintptr_t)h->ret;
+        if (buf_len > 0)
+            memcpy(dst, buf, buf_len);
+        buf = dst;
+    } else if (h->flags & AM_BUFPUT) {
         buf = (const uint8_t *)(uintptr_t)h->ret;
         buf_len = h->ret_len;
     } else if (h->flags & AM_BUFGET) {
@@ -799,6 +805,10 @@ static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
     am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
                     .ret = (uintptr_t)cd->ret,
                     .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
+    if (cd->am_flags & AM_LONGCOPY) {
+        hdr.ret = cd->xaddr;
+        hdr.ret_len = 0;
+    }
     if (cd->am_flags & (AM_BUFPUT | AM_BUFGET)) {
         hdr.ret = cd->xaddr;
         hdr.ret_len = cd->xlen;
@@ -1125,6 +1135,18 @@ rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     return call_out(w, &cd);
 }
 
+rv_status_t am_call_copy(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                         const void *args, size_t len, const void *buf,
+                         size_t n, uint64_t addr, rv_sync_t *sync,
+                         unsigned flags)
+{
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .buf = buf, .n = n, .sync = sync, .flags = flags,
+                      .am_flags = AM_LONGCOPY, .notifications = 1,
+                      .xaddr = addr};
+    return call_out(w, &cd);
+}
+
 rv_status_t rv_call_buffer_get(rv_worker_t *w, rv_tid_t dest,
                                rv_handler_id_t h, const void *args,
                                size_t len, rv_rptr_t src, size_t n,
@@ -1255,6 +1277,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->me = w->tid;
     aw->nworkers = rv_nworkers(ctx);
     aw->rank = rv_rank(ctx);
+    aw->mapped = rv_context_caps(ctx)->mem_alloc_mapped;
     aw->threads = rv_threads(ctx);
     aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
     aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));

@@ -16,6 +16,10 @@
 
 static rv_handler_id_t alloc_id, free_id, landing_id;
 
+/* AM Long payloads up to this size travel inside the envelope (below the
+ * transports' eager limits: one message, copied once at the target). */
+#define AM_LONG_INLINE_MAX 8192
+
 typedef struct {
     uint64_t len;
 } alloc_args_t;
@@ -298,7 +302,12 @@ static void free_word(void *arg, rv_status_t status)
 }
 
 /*
- * reassembly: the payload put, a transport fence, a put of the call's
+ * reassembly: up to AM_LONG_INLINE_MAX bytes, over transports that copy
+ * anyway, the payload travels in the envelope and is copied into place
+ * before the handler runs. Where memory is mapped into this process
+ * (shared memory), a put that completes at once is a copy into place and
+ * the envelope follows it after a fence. Otherwise, the
+ * payload put, a transport fence, a put of the call's
  * sequence number into the target's landing word for this caller, and
  * the envelope (the call, with the buffer by reference and the sequence
  * number) -- all injected back to back, nothing waited for. The target
@@ -333,22 +342,55 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         return rv_call_buffer_put(w, dest, h, args, len, src, dst, n, sync,
                                   flags);
 
+    /* Small payloads ride in the envelope itself, one message, and are
+     * copied into place at the target before the handler runs. */
+    bool mapped = aw->mapped;
+    if (n <= AM_LONG_INLINE_MAX && !mapped)
+        return am_call_copy(w, dest, h, args, len, src, n, dst.addr, sync,
+                            flags);
+    if (n == 0)
+        return am_call_ref(w, dest, h, args, len, dst.addr, 0, 0, AM_BUFPUT,
+                           sync, flags);
+
+    rv_tid_t peer = 0;
+    rv_trkey_t *pkey, *lkey;
+    rv_status_t st = target(aw, dst, &peer, &pkey);
+    if (st != RV_OK)
+        return st;
+    const rv_transport_ops_t *ops = aw->ctx->ops;
+    /* The payload: its local completion is the caller's (src reusable). */
+    rv_sync_t local, *s = op_sync(sync, &local);
+    st = ops->put(w->tw, peer, src, n, dst.addr, pkey, am_sync_done, s);
+    if (st < 0) {
+        if (sync != NULL)
+            atomic_fetch_sub(&sync->pending, 1);
+        return st;
+    }
+    if (st == RV_OK)
+        rv_sync_complete(s, RV_OK);
+    if (st == RV_OK && mapped) {
+        /* Memory mapped into this process (shared memory): a put that
+         * completed was a copy into place; the fence orders it before the
+         * envelope, and no landing word is needed. */
+        rv_status_t st2 = ops->fence(w->tw, peer);
+        if (st2 == RV_OK)
+            st2 = am_call_ref(w, dest, h, args, len, dst.addr, n, 0,
+                              AM_BUFPUT, sync, flags);
+        return st2;
+    }
+
     am_dest_t *d = am_dest(aw, dest);
     if (d == NULL)
         return RV_ERR_NO_MEMORY;
     if (!d->has_landing) {
-        rv_status_t st = rv_call_return(w, dest, landing_id, NULL, 0,
-                                        &d->landing, sizeof(d->landing), NULL,
-                                        0);
-        if (st != RV_OK)
-            return st;
+        rv_status_t st2 = rv_call_return(w, dest, landing_id, NULL, 0,
+                                         &d->landing, sizeof(d->landing),
+                                         NULL, 0);
+        if (st2 != RV_OK)
+            return st2;
         d->has_landing = true;
     }
-    rv_tid_t peer = 0;
-    rv_trkey_t *pkey, *lkey;
-    rv_status_t st = target(aw, dst, &peer, &pkey);
-    if (st == RV_OK)
-        st = target(aw, d->landing, &peer, &lkey);
+    st = target(aw, d->landing, &peer, &lkey);
     if (st != RV_OK)
         return st;
     uint64_t *word = malloc(sizeof(*word));
@@ -356,19 +398,6 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         return RV_ERR_NO_MEMORY;
     uint32_t seq = ++d->long_seq;
     *word = seq;
-
-    /* The payload: its local completion is the caller's (src reusable). */
-    rv_sync_t local, *s = op_sync(sync, &local);
-    const rv_transport_ops_t *ops = aw->ctx->ops;
-    st = ops->put(w->tw, peer, src, n, dst.addr, pkey, am_sync_done, s);
-    if (st < 0) {
-        if (sync != NULL)
-            atomic_fetch_sub(&sync->pending, 1);
-        free(word);
-        return st;
-    }
-    if (st == RV_OK)
-        rv_sync_complete(s, RV_OK);
     rv_status_t st2 = ops->fence(w->tw, peer);
     if (st2 == RV_OK) {
         st2 = ops->put(w->tw, peer, word, sizeof(*word),
