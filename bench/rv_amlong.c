@@ -9,8 +9,9 @@
  *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-amlong [options]
  *   -s SIZES   comma-separated payload sizes (default 0,1,...,1048576:
  *              powers of two)
- *   -n ITERS   round trips per size (default: 2000, fewer for large sizes)
- *   -w WARMUP  untimed round trips first (default 100)
+ *   -n ITERS   round trips per size (default: 20000, fewer for large
+ *              sizes: about 1 GiB moved, at least 1000)
+ *   -w WARMUP  untimed round trips first (default 1000)
  *   --csv      print "size,rtt_us,bw_mb_per_s" rows only (bandwidth: the
  *              payload bytes moved both ways over the time, 1 MB = 10^6 B)
  */
@@ -21,7 +22,7 @@
 #include "bench_util.h"
 #include "rv_rma.h"
 
-static bench_opts_t opt = {.warmup = 100, .window = 1};
+static bench_opts_t opt = {.warmup = 1000, .window = 1};
 static struct {
     rv_handler_id_t req, rep, addr;
     void *mine;            /* this worker's landing buffer */
@@ -95,7 +96,7 @@ static int worker(rv_worker_t *w, void *arg)
     }
     for (int s = 0; s < opt.nsizes; s++) {
         size_t size = opt.sizes[s];
-        long n = bench_iters(&opt, size, 256u << 20, 200, 2000);
+        long n = bench_iters(&opt, size, 1u << 30, 1000, 20000);
         double t0 = 0;
         for (long i = 0; i < opt.warmup + n; i++) {
             if (i == opt.warmup)

@@ -302,12 +302,9 @@ static void free_word(void *arg, rv_status_t status)
 }
 
 /*
- * reassembly: up to AM_LONG_INLINE_MAX bytes, over transports that copy
- * anyway, the payload travels in the envelope and is copied into place
- * before the handler runs. Where memory is mapped into this process
- * (shared memory), a put that completes at once is a copy into place and
- * the envelope follows it after a fence. Otherwise, the
- * payload put, a transport fence, a put of the call's
+ * reassembly: up to AM_LONG_INLINE_MAX bytes, the payload travels in the
+ * envelope and is copied into place before the handler runs (one
+ * message). Above, the payload put, a transport fence, a put of the call's
  * sequence number into the target's landing word for this caller, and
  * the envelope (the call, with the buffer by reference and the sequence
  * number) -- all injected back to back, nothing waited for. The target
@@ -337,15 +334,17 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                  "must be in that worker's process", dest);
         return RV_ERR_INVALID;
     }
+    /* Where memory is mapped into this process (shared memory) a put is a
+     * copy done when it returns and a flush costs nothing: both protocols
+     * are the same sequence, and the plain one is the cheapest. */
     if (aw->cfg->rma.am_long_protocol == RV_AMLONG_PUT_SYNC_SEND ||
-        (int)dst.rank == aw->rank)
+        (int)dst.rank == aw->rank || aw->mapped)
         return rv_call_buffer_put(w, dest, h, args, len, src, dst, n, sync,
                                   flags);
 
     /* Small payloads ride in the envelope itself, one message, and are
      * copied into place at the target before the handler runs. */
-    bool mapped = aw->mapped;
-    if (n <= AM_LONG_INLINE_MAX && !mapped)
+    if (n <= AM_LONG_INLINE_MAX)
         return am_call_copy(w, dest, h, args, len, src, n, dst.addr, sync,
                             flags);
     if (n == 0)
@@ -368,17 +367,6 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     }
     if (st == RV_OK)
         rv_sync_complete(s, RV_OK);
-    if (st == RV_OK && mapped) {
-        /* Memory mapped into this process (shared memory): a put that
-         * completed was a copy into place; the fence orders it before the
-         * envelope, and no landing word is needed. */
-        rv_status_t st2 = ops->fence(w->tw, peer);
-        if (st2 == RV_OK)
-            st2 = am_call_ref(w, dest, h, args, len, dst.addr, n, 0,
-                              AM_BUFPUT, sync, flags);
-        return st2;
-    }
-
     am_dest_t *d = am_dest(aw, dest);
     if (d == NULL)
         return RV_ERR_NO_MEMORY;
