@@ -179,50 +179,43 @@ static rv_sync_t *op_sync(rv_sync_t *sync, rv_sync_t *local)
     return sync;
 }
 
-rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, size_t n,
-                   rv_sync_t *sync)
+/* A put (@p local -> @p p) or a get (@p p -> @p local). */
+static rv_status_t xfer(rv_worker_t *w, rv_rptr_t p, void *local, size_t n,
+                        bool get, rv_sync_t *sync)
 {
     am_worker_t *aw = am_of(w);
     rv_tid_t peer = 0;
     rv_trkey_t *rkey;
     if (aw == NULL)
         return RV_ERR_INVALID;
-    rv_status_t st = target(aw, dst, &peer, &rkey);
+    rv_status_t st = target(aw, p, &peer, &rkey);
     if (st != RV_OK)
         return st;
+    void *there = (void *)(uintptr_t)p.addr;
     if (rkey == NULL) {
-        memcpy((void *)(uintptr_t)dst.addr, src, n);
+        memcpy(get ? local : there, get ? there : local, n);
         return RV_OK;
     }
-    rv_sync_t local, *s = op_sync(sync, &local);
-    st = aw->ctx->ops->put(w->tw, peer, src, n, dst.addr, rkey, am_sync_done,
-                           s);
+    rv_sync_t mine, *s = op_sync(sync, &mine);
+    const rv_transport_ops_t *ops = aw->ctx->ops;
+    st = get ? ops->get(w->tw, peer, local, n, p.addr, rkey, am_sync_done, s)
+             : ops->put(w->tw, peer, local, n, p.addr, rkey, am_sync_done,
+                        s);
     if (st < 0 && sync != NULL)
         atomic_fetch_sub(&sync->pending, 1);
-    return finish(aw, st, sync, &local);
+    return finish(aw, st, sync, &mine);
+}
+
+rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, size_t n,
+                   rv_sync_t *sync)
+{
+    return xfer(w, dst, (void *)src, n, false, sync);
 }
 
 rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
                    rv_sync_t *sync)
 {
-    am_worker_t *aw = am_of(w);
-    rv_tid_t peer = 0;
-    rv_trkey_t *rkey;
-    if (aw == NULL)
-        return RV_ERR_INVALID;
-    rv_status_t st = target(aw, src, &peer, &rkey);
-    if (st != RV_OK)
-        return st;
-    if (rkey == NULL) {
-        memcpy(dst, (const void *)(uintptr_t)src.addr, n);
-        return RV_OK;
-    }
-    rv_sync_t local, *s = op_sync(sync, &local);
-    st = aw->ctx->ops->get(w->tw, peer, dst, n, src.addr, rkey, am_sync_done,
-                           s);
-    if (st < 0 && sync != NULL)
-        atomic_fetch_sub(&sync->pending, 1);
-    return finish(aw, st, sync, &local);
+    return xfer(w, src, dst, n, true, sync);
 }
 
 static rv_status_t atomic_op(rv_worker_t *w, rv_rptr_t p, bool cswap,
