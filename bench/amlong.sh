@@ -4,7 +4,7 @@
 # UCX shm and tcp, the two protocols alternating side by side in each
 # repetition (the machine's speed drifts; medians over repetitions).
 #
-#   bench/amlong.sh [-r REPS] [-t "shm tcp"] [-b BUILD_DIR] [-s]
+#   bench/amlong.sh [-r REPS] [-t "shm tcp"] [-b BUILD_DIR] [-p "amlong rma"] [-s]
 #
 # Writes bench/results/amlong-pingpong.csv with the columns
 #   protocol,transport,size,bw_mb_per_s,rtt_us
@@ -14,6 +14,14 @@
 # It prints reassembly/put_sync_send bandwidth per size (target: >= 1.3 at
 # 4 KiB over tcp, and never below 1). With -s, it only summarizes an
 # earlier runs file.
+#
+# Then rv_put/rv_get bandwidth (rv-rma-bw --api) at 4 KiB, 64 KiB, 4 MiB,
+# each beside ucx_perftest -t ucp_put_bw / ucp_get in the same
+# repetition, into bench/results/rma-bw.csv with the columns
+#   op,transport,size,rivet_mb_per_s,ucx_mb_per_s,ratio
+# (medians over repetitions; ratio = median of side-by-side ratios;
+# 1 MB = 10^6 B). Over tcp, rivet's puts and gets run on its AM-based
+# emulation and UCX's on its own TCP RMA.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,8 +30,10 @@ build=$top/build
 reps=3
 transports="shm tcp"
 summary_only=0
-while getopts "r:t:b:sh" o; do
+parts="amlong rma"
+while getopts "r:t:b:p:sh" o; do
   case $o in
+    p) parts=$OPTARG ;;
     s) summary_only=1 ;;
     r) reps=$OPTARG ;;
     t) transports=$OPTARG ;;
@@ -41,7 +51,7 @@ protocols="reassembly put_sync_send"
 
 fail() { echo "amlong: $*" >&2; exit 1; }
 
-if [ $summary_only -eq 0 ]; then
+if [ $summary_only -eq 0 ] && [[ " $parts " == *" amlong "* ]]; then
   [ -x "$build/bin/rv-amlong" ] || fail "$build/bin/rv-amlong not built"
   echo "protocol,transport,size,rep,bw_mb_per_s,rtt_us" > "$runs"
   for rep in $(seq 1 "$reps"); do
@@ -95,6 +105,74 @@ for tl in $(awk -F, 'NR > 1 { print $2 }' "$csv" | sort -u); do
                    rtt["reassembly," z], rtt["put_sync_send," z],
                    (p > 0 ? sprintf("%.2f", r / p) : "n/a") } }' "$csv"
 done
+
+# --------------------------------------------------------------------------
+# rv_put / rv_get beside ucx_perftest
+rma_runs=$results/rma-bw-runs.csv
+rma_csv=$results/rma-bw.csv
+rma_sizes="4096 65536 4194304"
+if [ $summary_only -eq 0 ] && [[ " $parts " == *" rma "* ]]; then
+  command -v ucx_perftest > /dev/null ||
+    fail "ucx_perftest not found (Debian package ucx-utils)"
+  port=$((20000 + RANDOM % 20000))
+  echo "op,transport,size,rep,rivet_mb_per_s,ucx_mb_per_s" > "$rma_runs"
+  for rep in $(seq 1 "$reps"); do
+    for tl in $transports; do
+      echo "== rma repetition $rep/$reps, $tl"
+      uenv="UCX_TLS=sm,self"
+      [ "$tl" = tcp ] && uenv="UCX_TLS=tcp,self UCX_NET_DEVICES=lo"
+      out=$(timeout 600 "$build/bin/rivetrun" --timeout 580 -n 2 \
+            -c "$top/configs/pingpong-$tl.yaml" "$build/bin/rv-rma-bw" --api \
+            -s "$(echo $rma_sizes | tr ' ' ,)" --csv 2>&1) ||
+        { echo "$out" | tail -20 >&2; fail "rv-rma-bw failed: $tl, repetition $rep"; }
+      for op in put get; do
+        for size in $rma_sizes; do
+          n=$(( (64 << 20) / size )); [ $n -lt 100 ] && n=100
+          [ $n -gt 100000 ] && n=100000
+          [ "$tl" = tcp ] && [ $op = get ] && n=$(( n < 200 ? n : 200 ))
+          [ "$tl" = tcp ] && [ $op = put ] && n=$(( n < 2000 ? n : 2000 ))
+          test=ucp_put_bw
+          [ $op = get ] && test=ucp_get # UCX 1.13's name for get bandwidth
+          port=$((port + 1))
+          env $uenv taskset -c 0 ucx_perftest -p $port > /dev/null 2>&1 &
+          server=$!
+          sleep 0.5
+          final=$(env $uenv taskset -c 1 timeout 300 ucx_perftest 127.0.0.1 \
+                  -p $port -t "$test" -s "$size" -n "$n" 2>&1 |
+                  grep '^Final:' | tail -1) || true
+          kill $server 2> /dev/null || true
+          wait $server 2> /dev/null || true
+          [ -n "$final" ] || fail "ucx_perftest -t $test failed: $tl, $size B"
+          ucx=$(echo "$final" | awk -v s="$size" '{ printf "%.1f", $9 * s / 1e6 }')
+          riv=$(echo "$out" | awk -F, -v op=$op -v s="$size" \
+                '$1 == op && $2 == s { print $3 }')
+          [ -n "$riv" ] || fail "no rivet figure: $op, $tl, $size B"
+          echo "$op,$tl,$size,$rep,$riv,$ucx" >> "$rma_runs"
+        done
+      done
+    done
+  done
+fi
+if [ -s "$rma_runs" ]; then
+  {
+    echo "op,transport,size,rivet_mb_per_s,ucx_mb_per_s,ratio"
+    awk -F, 'NR > 1 { k = $1 "," $2 "," $3; r[k] = r[k] " " $5
+                      u[k] = u[k] " " $6; q[k] = q[k] " " ($6 > 0 ? $5 / $6 : 0)
+                      keys[k] = 1 }
+      function median(s,   a, n, i, j, t) {
+        n = split(s, a, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+          if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+      }
+      END { for (k in keys) printf "%s,%.1f,%.1f,%.3f\n", k, median(r[k]),
+                                   median(u[k]), median(q[k]) }' "$rma_runs" |
+      sort -t, -k2,2 -k1,1 -k3,3n
+  } > "$rma_csv"
+  echo
+  echo "rv_put / rv_get vs ucx_perftest (medians; goal >= 0.9 on shm):"
+  column -s, -t < "$rma_csv" 2> /dev/null || cat "$rma_csv"
+fi
 
 if command -v gnuplot > /dev/null; then
   term=png

@@ -43,6 +43,7 @@ typedef struct {
     long warmup;     /* -w WARMUP: untimed iterations */
     int csv;         /* --csv: CSV rows only */
     int echo;        /* --echo (rv-pingpong) */
+    int api;         /* --api (rv-rma-bw): rma/'s rv_put/rv_get */
 } bench_opts_t;
 
 /* Monotonic time in seconds. */
@@ -78,6 +79,7 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
 {
     static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
                                          {"echo", no_argument, NULL, 'E'},
+                                         {"api", no_argument, NULL, 'A'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *sizes = default_sizes;
@@ -93,6 +95,7 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
         case 'w': o->warmup = atol(optarg); break;
         case 'C': o->csv = 1; break;
         case 'E': o->echo = 1; break;
+        case 'A': o->api = 1; break;
         default: rc = c == 'h' ? 0 : 2; break;
         }
     }

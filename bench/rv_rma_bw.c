@@ -10,6 +10,11 @@
  *   -n ITERS   operations per size and kind (default: about 64 MiB, at
  *              least 100 and at most 100000)
  *   -W WINDOW  operations in flight for bandwidth (default 32)
+ *   --api      through rivet's remote memory layer (rv_rmalloc on rank 1,
+ *              rv_put/rv_get on the remote pointer, rv_flush) instead of
+ *              the transport interface, the way ucx_perftest's
+ *              ucp_put_bw/ucp_get measure: a registered local buffer
+ *              (rv_mem_alloc) and the same remote address every time
  *   --csv      print "op,size,mb_per_s,lat_us" rows only
  */
 #include <stdio.h>
@@ -18,7 +23,7 @@
 #include <time.h>
 
 #include "bench_util.h"
-#include "rivet.h"
+#include "rv_rma.h"
 
 #define REGION (64u << 20)
 
@@ -28,6 +33,7 @@ static struct {
 } rb;
 
 static uint8_t keybuf[1024];
+static rv_rptr_t remote; /* --api */
 static size_t keylen;
 static uint64_t raddr;
 static volatile int have_key;
@@ -63,7 +69,15 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
     for (long i = 0; i < n; i++) {
         while (atomic_load(&sync.pending) >= window)
             rv_progress(w);
-        uint64_t off = (uint64_t)(i % (long)slots) * size;
+        uint64_t off = opt.api ? 0 : (uint64_t)(i % (long)slots) * size;
+        if (opt.api) {
+            rv_rptr_t at = rv_rptr_add(remote, off);
+            rv_status_t st = get ? rv_get(w, buf, at, size, &sync)
+                                 : rv_put(w, at, buf, size, &sync);
+            if (st < 0)
+                return -1;
+            continue;
+        }
         atomic_fetch_add(&sync.pending, 1);
         rv_status_t st = get ? ops->get(tw, peer, buf, size, raddr + off,
                                         rkey, done_cb, &sync)
@@ -76,7 +90,10 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
     }
     if (rv_sync_wait(w, &sync) != RV_OK)
         return -1;
-    if (!get) { /* puts count once they have landed */
+    if (!get && opt.api) {
+        if (rv_flush(w, RV_ALL_WORKERS) != RV_OK)
+            return -1;
+    } else if (!get) { /* puts count once they have landed */
         rv_sync_init(&sync, 1);
         rv_status_t st = ops->flush(tw, UINT32_MAX, done_cb, &sync);
         if (st == RV_INPROGRESS)
@@ -95,8 +112,16 @@ static int worker(rv_worker_t *w, void *arg)
     int rc = 0;
     (void)arg;
 
-    if (rv_worker_local(w) != 0 || rv_rank(ctx) > 1)
-        return rv_barrier(w) == RV_OK ? 0 : 1;
+    if (rv_worker_local(w) != 0 || rv_rank(ctx) > 1 ||
+        (opt.api && rv_rank(ctx) == 1))
+        return rv_barrier(w) == RV_OK ? 0 : 1; /* serving meanwhile */
+    rv_trkey_t *rkey = NULL;
+    rv_tid_t peer = rv_tid_make(ctx, 1, 0);
+    if (opt.api) {
+        if (rv_rmalloc(w, peer, REGION, &remote) != RV_OK)
+            return 1;
+        goto measure;
+    }
     if (rv_rank(ctx) == 1) {
         void *key;
         size_t len;
@@ -119,10 +144,9 @@ static int worker(rv_worker_t *w, void *arg)
 
     while (!have_key)
         rv_progress(w);
-    rv_trkey_t *rkey;
-    rv_tid_t peer = rv_tid_make(ctx, 1, 0);
     if (ops->rkey_unpack(rv_worker_tworker(w), peer, keybuf, keylen, &rkey))
         return 1;
+measure:
     if (!opt.csv) {
         printf("rivet RMA: transport %s\n", rv_context_caps(ctx)->description);
         printf("%4s %10s %10s %14s %14s\n", "op", "size", "ops", "MB/s",
@@ -134,7 +158,8 @@ static int worker(rv_worker_t *w, void *arg)
         size_t size = opt.sizes[s];
         long n = opt.iters > 0 ? opt.iters : (long)((64u << 20) / size);
         n = n < 100 ? 100 : n > 100000 ? 100000 : n;
-        uint8_t *buf = calloc(1, size);
+        uint8_t *buf = opt.api ? rv_mem_alloc(w, size, NULL)
+                               : calloc(1, size);
         for (int get = 0; get <= 1 && buf != NULL; get++) {
             run(w, get, buf, size, n / 10 + 1, opt.window, rkey); /* warm-up */
             double t = run(w, get, buf, size, n, opt.window, rkey);
@@ -154,9 +179,15 @@ static int worker(rv_worker_t *w, void *arg)
                        size, n, mbs, lat);
             fflush(stdout);
         }
-        free(buf);
+        if (opt.api)
+            rv_mem_free(w, buf);
+        else
+            free(buf);
     }
-    ops->rkey_destroy(rv_worker_tworker(w), rkey);
+    if (rkey != NULL)
+        ops->rkey_destroy(rv_worker_tworker(w), rkey);
+    if (opt.api)
+        rv_rfree(w, remote);
     return rv_barrier(w) == RV_OK ? rc : 1;
 }
 
@@ -165,8 +196,8 @@ int main(int argc, char **argv)
     rv_context_t *ctx;
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
-    int rc = bench_options(ctx, argc, argv, "snW",
-                           "[-s SIZES] [-n ITERS] [-W WINDOW] [--csv]",
+    int rc = bench_options(ctx, argc, argv, "snWA",
+                           "[-s SIZES] [-n ITERS] [-W WINDOW] [--api] [--csv]",
                            "8,4096,65536,4194304", 1, &opt);
     if (rc >= 0)
         return rc;
@@ -176,7 +207,8 @@ int main(int argc, char **argv)
             rv_finalize(ctx);
             return 2;
         }
-    if (rv_handler_register(ctx, "rmabw.key", on_key, NULL, 0, &rb.key))
+    if (rv_handler_register(ctx, "rmabw.key", on_key, NULL, 0, &rb.key) ||
+        rv_rma_init(ctx) != RV_OK)
         return 1;
     rv_status_t status = rv_job_run(ctx, worker, NULL);
     rv_finalize(ctx);
