@@ -27,8 +27,13 @@
  *     differ.
  *   - larger records are written in two puts separated by a transport
  *     fence: body and footer first, then the 16-byte header, so a header
- *     with the expected sequence number means the body has landed.
- *     Hashing 64 KiB would cost as much as copying it.
+ *     with the expected sequence number means the body has landed; the
+ *     footer binds every header field, so a header read half-written
+ *     never passes. Hashing 64 KiB would cost as much as copying it.
+ *
+ * Either way the receiver's copy of the header is taken again once the
+ * record is proven whole: the first copy, taken to learn the record's
+ * length, may hold bytes of an older record that stood there.
  *
  * Every record must leave room for a ROTATE record (32 bytes) at the end
  * of its chunk. When the next record does not fit, the sender writes
@@ -103,9 +108,14 @@ static uint64_t rec_hash(uint64_t nonce, uint64_t seq, const uint8_t *p,
     return h;
 }
 
-static uint64_t large_footer(uint64_t nonce, uint64_t seq, uint32_t len)
+/* The footer of a record written body first, header last: it binds the
+ * whole header, so a header read half-written never matches. */
+static uint64_t large_footer(uint64_t nonce, uint64_t seq, const am_rec_t *h)
 {
-    return nonce ^ (seq * 0xC2B2AE3D27D4EB4Full) ^ len;
+    uint64_t x = ((uint64_t)h->handler << 32 | h->len) *
+                 0x9E3779B97F4A7C15ull;
+    x ^= (uint64_t)h->meta * 0xD6E8FEB86659FD93ull;
+    return nonce ^ (seq * 0xC2B2AE3D27D4EB4Full) ^ x ^ (x >> 29);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -503,7 +513,7 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     } else {
         hdr.meta |= AM_REC_LARGE;
         memcpy(rec, &hdr, sizeof(hdr));
-        footer = large_footer(r->nonce, r->seq, hdr.len);
+        footer = large_footer(r->nonce, r->seq, &hdr);
         memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
         st = put(aw, d, rec + sizeof(hdr), len - sizeof(hdr),
                  raddr + sizeof(hdr), ch->rkey, am_buf_done, b);
@@ -631,13 +641,20 @@ static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
         (const uint64_t *)(const void *)(at + size - AM_REC_FOOTER),
         __ATOMIC_ACQUIRE);
     if (hdr->meta & AM_REC_LARGE) {
-        if (footer != large_footer(r->nonce, r->seq, hdr->len))
+        if (footer != large_footer(r->nonce, r->seq, hdr))
             return NULL;
     } else if (size > AM_HASH_MAX ||
                footer != rec_hash(r->nonce, r->seq, at,
                                   size - AM_REC_FOOTER)) {
         return NULL;
     }
+    /* The copy of the header was taken before the record was proven
+     * whole, and may hold bytes of an older record: it must be what was
+     * proven (the bytes are stable now, until this record is consumed). */
+    am_rec_t again;
+    memcpy(&again, at, sizeof(again));
+    if (memcmp(&again, hdr, sizeof(again)) != 0)
+        return NULL;
     *size_p = size;
     return at;
 }
