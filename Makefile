@@ -52,3 +52,7 @@ install: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+.PHONY: bench-amlong
+bench-amlong: build
+	bench/amlong.sh -b $(BUILD)
