@@ -316,6 +316,9 @@ typedef struct am_worker {
     uint32_t nworkers;
     int rank, threads;
     am_dest_t **dests;           /* per destination, on first use */
+    am_dest_t **used;            /* the ones made so far, for progress */
+    uint32_t nused;
+    uint32_t srcs_busy;          /* sources with queued runs */
     am_src_t **srcs;             /* per source, on first use */
     am_iring_t **rings;          /* incoming rings, scanned in progress */
     uint32_t nrings;

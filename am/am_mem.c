@@ -209,12 +209,7 @@ rv_status_t am_rkey(am_worker_t *aw, rv_tid_t tid, uint32_t region,
 /* ---------------------------------------------------------------------- */
 /* Waiting for one-sided operations                                        */
 
-static void op_done(void *arg, rv_status_t status)
-{
-    rv_sync_complete(arg, status);
-}
-
-/* Waits for an operation started with op_done on @p s. */
+/* Waits for an operation started with am_sync_done on @p s. */
 static rv_status_t op_wait(am_worker_t *aw, rv_status_t st, rv_sync_t *s)
 {
     if (st == RV_INPROGRESS)
@@ -236,7 +231,7 @@ rv_status_t am_fetch(am_worker_t *aw, const am_call_t *c, void *buf)
     rv_sync_t s;
     rv_sync_init(&s, 1);
     st = aw->ctx->ops->get(aw->w->tw, c->src, buf, h->ret_len, h->ret, rkey,
-                           op_done, &s);
+                           am_sync_done, &s);
     return op_wait(aw, st, &s);
 }
 
@@ -297,10 +292,10 @@ rv_status_t rv_call_buffer_put(rv_worker_t *w, rv_tid_t dest,
         rv_sync_t s;
         rv_sync_init(&s, 1);
         st = op_wait(aw, aw->ctx->ops->put(w->tw, dest, src, n, dst.addr,
-                                           rkey, op_done, &s), &s);
+                                           rkey, am_sync_done, &s), &s);
         if (st == RV_OK) {
             rv_sync_init(&s, 1);
-            st = op_wait(aw, aw->ctx->ops->flush(w->tw, dest, op_done, &s),
+            st = op_wait(aw, aw->ctx->ops->flush(w->tw, dest, am_sync_done, &s),
                          &s);
         }
         if (st != RV_OK)

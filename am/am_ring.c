@@ -768,11 +768,9 @@ unsigned am_ring_progress(am_worker_t *aw)
     unsigned n = 0;
     for (uint32_t i = 0; i < aw->nrings; i++)
         n += ring_poll(aw, aw->rings[i]);
-    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
-        if (d != NULL && d->ring.state == RING_READY)
-            n += notes_poll(d);
-    }
+    for (uint32_t i = 0; i < aw->nused; i++)
+        if (aw->used[i]->ring.state == RING_READY)
+            n += notes_poll(aw->used[i]);
     return n;
 }
 

@@ -80,6 +80,7 @@ am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
             return NULL;
         d->tid = dest;
         aw->dests[dest] = d;
+        aw->used[aw->nused++] = d;
     }
     return d;
 }
@@ -382,8 +383,10 @@ static unsigned src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
     am_run_t *r;
     while ((r = s->head) != NULL && r->p >= r->end && r->refs == 0) {
         s->head = r->next;
-        if (s->head == NULL)
+        if (s->head == NULL) {
             s->tail = NULL;
+            aw->srcs_busy--;
+        }
         if (r->has_msg)
             rv_msg_release(aw->w, &r->msg);
         free(r);
@@ -391,13 +394,15 @@ static unsigned src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
     return n;
 }
 
-static void src_enqueue(am_src_t *s, am_run_t *r)
+static void src_enqueue(am_worker_t *aw, am_src_t *s, am_run_t *r)
 {
     r->next = NULL;
-    if (s->tail != NULL)
+    if (s->tail != NULL) {
         s->tail->next = r;
-    else
+    } else {
         s->head = r;
+        aw->srcs_busy++;
+    }
     s->tail = r;
 }
 
@@ -434,7 +439,7 @@ static rv_status_t on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg)
                  msg->src);
         return RV_OK;
     }
-    src_enqueue(s, r);
+    src_enqueue(aw, s, r);
     src_drain(aw, s, msg->src);
     return RV_INPROGRESS;
 }
@@ -488,7 +493,7 @@ static rv_status_t trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
             r->next = s->detours;
             s->detours = r;
         } else {
-            src_enqueue(s, r);
+            src_enqueue(aw, s, r);
             src_drain(aw, s, msg->src);
         }
         return RV_OK;
@@ -1236,7 +1241,7 @@ static unsigned am_progress(rv_worker_t *w)
     am_worker_t *aw = am_of(w);
     unsigned n = local_poll(aw) + am_service_poll(aw);
     n += am_ring_progress(aw);
-    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+    for (rv_tid_t t = 0; aw->srcs_busy > 0 && t < aw->nworkers; t++) {
         am_src_t *s = aw->srcs[t];
         if (s != NULL && s->head != NULL)
             n += src_drain(aw, s, t);
@@ -1247,9 +1252,9 @@ static unsigned am_progress(rv_worker_t *w)
     bool flush_trad = trad && aw->idle_flush && n == 0 && w->idle_polls > 0;
     if (flush_trad)
         aw->idle_flush = false;
-    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
-        if (d == NULL || d->bufs == NULL)
+    for (uint32_t i = 0; i < aw->nused; i++) {
+        am_dest_t *d = aw->used[i];
+        if (d->bufs == NULL)
             continue;
         if (flush_trad)
             d->last->open = SIZE_MAX; /* closed: goes as soon as it can */
@@ -1281,8 +1286,10 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->threads = rv_threads(ctx);
     aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
     aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));
+    aw->used = calloc(aw->nworkers, sizeof(*aw->used));
     aw->rings = calloc(aw->nworkers, sizeof(*aw->rings));
-    if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL)
+    if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL ||
+        aw->used == NULL)
         goto err;
 
     const rv_config_t *cfg = aw->cfg;
@@ -1329,6 +1336,7 @@ err:
     if (aw->ring_chunks)
         rv_mem_chunk_allocator_destroy(aw->ring_chunks);
     free(aw->dests);
+    free(aw->used);
     free(aw->srcs);
     free(aw->rings);
     free(aw);
@@ -1450,6 +1458,7 @@ static void am_worker_stop(rv_worker_t *w)
     rv_mem_chunk_allocator_destroy(aw->own_chunks);
     rv_mem_chunk_allocator_destroy(aw->ring_chunks);
     free(aw->dests);
+    free(aw->used);
     free(aw->srcs);
     free(aw->rings);
     free(aw);

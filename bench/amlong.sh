@@ -50,6 +50,7 @@ png=$results/amlong-pingpong.png
 protocols="reassembly put_sync_send"
 
 fail() { echo "amlong: $*" >&2; exit 1; }
+. "$here/ucx-perftest.sh"
 
 if [ $summary_only -eq 0 ] && [[ " $parts " == *" amlong "* ]]; then
   [ -x "$build/bin/rv-amlong" ] || fail "$build/bin/rv-amlong not built"
@@ -119,8 +120,6 @@ if [ $summary_only -eq 0 ] && [[ " $parts " == *" rma "* ]]; then
   for rep in $(seq 1 "$reps"); do
     for tl in $transports; do
       echo "== rma repetition $rep/$reps, $tl"
-      uenv="UCX_TLS=sm,self"
-      [ "$tl" = tcp ] && uenv="UCX_TLS=tcp,self UCX_NET_DEVICES=lo"
       out=$(timeout 600 "$build/bin/rivetrun" --timeout 580 -n 2 \
             -c "$top/configs/pingpong-$tl.yaml" "$build/bin/rv-rma-bw" --api \
             -s "$(echo $rma_sizes | tr ' ' ,)" --csv 2>&1) ||
@@ -133,15 +132,7 @@ if [ $summary_only -eq 0 ] && [[ " $parts " == *" rma "* ]]; then
           [ "$tl" = tcp ] && [ $op = put ] && n=$(( n < 2000 ? n : 2000 ))
           test=ucp_put_bw
           [ $op = get ] && test=ucp_get # UCX 1.13's name for get bandwidth
-          port=$((port + 1))
-          env $uenv taskset -c 0 ucx_perftest -p $port > /dev/null 2>&1 &
-          server=$!
-          sleep 0.5
-          final=$(env $uenv taskset -c 1 timeout 300 ucx_perftest 127.0.0.1 \
-                  -p $port -t "$test" -s "$size" -n "$n" 2>&1 |
-                  grep '^Final:' | tail -1) || true
-          kill $server 2> /dev/null || true
-          wait $server 2> /dev/null || true
+          final=$(perftest "$tl" "$test" "$size" "$n")
           [ -n "$final" ] || fail "ucx_perftest -t $test failed: $tl, $size B"
           ucx=$(echo "$final" | awk -v s="$size" '{ printf "%.1f", $9 * s / 1e6 }')
           riv=$(echo "$out" | awk -F, -v op=$op -v s="$size" \

@@ -59,12 +59,7 @@ rate_sizes="8 64 256 4096"
 bw_sizes="65536 4194304"
 port=$((20000 + RANDOM % 20000))
 
-ucx_env() { # transport -> env assignments for ucx_perftest
-  case $1 in
-    shm) echo "UCX_TLS=sm,self" ;;
-    tcp) echo "UCX_TLS=tcp,self UCX_NET_DEVICES=lo" ;;
-  esac
-}
+. "$here/ucx-perftest.sh"
 
 iters() { # transport size kind -> iterations
   local tl=$1 size=$2 kind=$3
@@ -80,24 +75,6 @@ iters() { # transport size kind -> iterations
   echo $n
 }
 
-# ucx_perftest TRANSPORT TEST SIZE ITERS -> its "Final:" line
-perftest() {
-  local tl=$1 test=$2 size=$3 n=$4 out
-  port=$((port + 1))
-  env $(ucx_env "$tl") taskset -c 0 ucx_perftest -p $port > /dev/null 2>&1 &
-  local server=$!
-  sleep 0.5
-  out=$(env $(ucx_env "$tl") taskset -c 1 timeout 120 ucx_perftest 127.0.0.1 \
-        -p $port -t "$test" -s "$size" -n "$n" -w $((n / 10 + 10)) 2>&1 \
-        | grep '^Final:' | tail -1) || true
-  for _ in 1 2 3 4 5 6; do
-    kill -0 $server 2> /dev/null || break
-    sleep 0.5
-  done
-  kill $server 2> /dev/null || true
-  wait $server 2> /dev/null || true
-  echo "$out"
-}
 
 rivet() { # transport program args... -> CSV rows on stdout
   local tl=$1

@@ -73,12 +73,7 @@ port=$((20000 + RANDOM % 20000))
 errlog=$(mktemp)
 trap 'rm -f "$errlog"' EXIT
 
-ucx_env() { # transport -> env assignments for ucx_perftest
-  case $1 in
-    shm) echo "UCX_TLS=sm,self" ;;
-    tcp) echo "UCX_TLS=tcp,self UCX_NET_DEVICES=lo" ;;
-  esac
-}
+. "$here/ucx-perftest.sh"
 
 mode_env() { # mode -> env assignments for rivetrun
   case $1 in
@@ -103,24 +98,6 @@ iters() { # transport size -> calls
 
 record() { echo "$1,$2,$3,$4,$5,$6" >> "$runs"; }
 
-# ucx_perftest TRANSPORT SIZE ITERS -> its "Final:" line (empty if it failed)
-perftest() {
-  local tl=$1 size=$2 n=$3 out
-  port=$((port + 1))
-  env $(ucx_env "$tl") taskset -c 0 ucx_perftest -p $port > /dev/null 2>&1 &
-  local server=$!
-  sleep 0.5
-  out=$(env $(ucx_env "$tl") taskset -c 1 timeout 120 ucx_perftest 127.0.0.1 \
-        -p $port -t ucp_am_bw -s "$size" -n "$n" -w $((n / 10 + 10)) 2>&1 \
-        | grep '^Final:' | tail -1) || true
-  for _ in 1 2 3 4 5 6; do
-    kill -0 $server 2> /dev/null || break
-    sleep 0.5
-  done
-  kill $server 2> /dev/null || true
-  wait $server 2> /dev/null || true
-  echo "$out"
-}
 
 # One measurement: appends a row to the runs file, or stops the script
 # saying which run failed.
@@ -128,8 +105,8 @@ measure() { # mode transport size rep
   local mode=$1 tl=$2 s=$3 rep=$4 n out row rate
   n=$(iters "$tl" "$s")
   if [ "$mode" = max-raw ]; then
-    out=$(perftest "$tl" "$s" "$n")
-    [ -n "$out" ] || out=$(perftest "$tl" "$s" "$n") # once more, new port
+    out=$(perftest "$tl" ucp_am_bw "$s" "$n")
+    [ -n "$out" ] || out=$(perftest "$tl" ucp_am_bw "$s" "$n") # once more, new port
     rate=$(echo "$out" | awk '{ print $9 }')
     [ -n "$rate" ] ||
       fail "run failed: max-raw (ucx_perftest -t ucp_am_bw), $tl, $s B," \
