@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "am_internal.h"
+#include "rma_internal.h"
 #include "rv_rma.h"
 
 static rv_handler_id_t alloc_id, free_id, landing_id;
@@ -98,6 +99,10 @@ static rv_status_t rma_register(rv_context_t *ctx)
     if (st == RV_OK)
         st = rv_am_register(ctx, "rivet.rma.landing", on_landing, NULL,
                             &landing_id);
+    if (st == RV_OK)
+        st = rma_gptr_register(ctx);
+    if (st == RV_OK)
+        st = rma_epoch_register(ctx);
     return st;
 }
 
