@@ -269,12 +269,18 @@ static bool thp_possible(void)
     return buf[0] != '\0' && strstr(buf, "[never]") == NULL;
 }
 
-/* The node of the page at @p addr (faulting it in), or -1. */
+/* The node of the page at @p addr (faulting it in), or -1. Asked twice:
+ * get_mempolicy (the policy layer) and move_pages with no target nodes
+ * (where the page really is); they must agree. */
 static int node_of(void *addr)
 {
-    int node = -1;
+    int node = -1, status = -1;
+    void *page = (void *)((uintptr_t)addr & ~(uintptr_t)4095);
     if (get_mempolicy(&node, NULL, 0, addr, MPOL_F_NODE | MPOL_F_ADDR) != 0)
         return -1;
+    if (move_pages(0, 1, &page, NULL, &status, 0) != 0)
+        return -1;
+    assert_int_equal(status, node);
     return node;
 }
 
