@@ -56,3 +56,8 @@ clean:
 .PHONY: bench-amlong
 bench-amlong: build
 	bench/amlong.sh -b $(BUILD)
+
+# The epoch manager (Dewan et al. Figs. 2-5) beside liburcu.
+.PHONY: bench-epoch
+bench-epoch: build
+	bench/epoch.sh -b $(BUILD)
