@@ -28,6 +28,8 @@
  *   workload,reclaim,remote_pct,procs,threads,ops,rivet_mops,urcu_mops,ratio
  */
 #include <getopt.h>
+#include <sched.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -134,10 +136,22 @@ static void *urcu_thread(void *arg)
 static double run_urcu(int threads, obj_t *objs)
 {
     pthread_t t[64];
+    /* rank 0's threads are confined to its workers' cores: the baseline
+     * gets every core the job had, one thread pinned per core, as the
+     * job's workers were */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_barrier_init(&urcu_bar, NULL, (unsigned)threads + 1);
-    for (int i = 0; i < threads; i++)
-        pthread_create(&t[i], NULL, urcu_thread,
+    for (int i = 0; i < threads; i++) {
+        pthread_attr_t attr;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)(i % (ncpu > 0 ? ncpu : 1)), &set);
+        pthread_attr_init(&attr);
+        pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+        pthread_create(&t[i], &attr, urcu_thread,
                        objs + (size_t)i * (size_t)opt.iters);
+        pthread_attr_destroy(&attr);
+    }
     pthread_barrier_wait(&urcu_bar);
     double t0 = bench_now_s();
     pthread_barrier_wait(&urcu_bar);
