@@ -42,7 +42,6 @@ _Static_assert(sizeof(rv_huge_pages_t) == sizeof(int), "enum size");
 #define OFF(_member) offsetof(rv_config_t, _member)
 
 #define LATER_PROGRESS "the progress engine (core/)"
-#define LATER_VERBS "the verbs transport (transports/verbs/)"
 #define LATER_STORE "the object store (store/)"
 #define LATER_MCTS "distributed MCTS (mcts/)"
 
@@ -176,7 +175,6 @@ const rv_config_field_t rv_config_schema[] = {
         .type = RV_CFG_STRING,
         .offset = OFF(transport.verbs.device),
         .def = "\"\"",
-        .later = LATER_VERBS,
         .help = "RDMA device to open (mlx5_0, rxe0). Empty takes the first "
                 "device with an active port.",
     },
@@ -187,7 +185,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "1",
         .min = 1,
         .max = 255,
-        .later = LATER_VERBS,
         .help = "Port number on the device (ports count from 1).",
     },
     {
@@ -197,7 +194,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "-1",
         .min = -1,
         .max = 255,
-        .later = LATER_VERBS,
         .help = "GID table index used for addressing; -1 picks a RoCE v2 "
                 "IPv4 GID when there is one. Soft-RoCE usually needs 0.",
     },
@@ -207,7 +203,6 @@ const rv_config_field_t rv_config_schema[] = {
         .offset = OFF(transport.verbs.qp_sharing),
         .def = "thread",
         .values = "thread|process",
-        .later = LATER_VERBS,
         .help = "thread: every worker thread has its own queue pair to each "
                 "peer (no locks, more QPs); process: the threads of a "
                 "process share one queue pair per peer.",
@@ -219,7 +214,6 @@ const rv_config_field_t rv_config_schema[] = {
         .def = "64",
         .min = 1,
         .max = 16384,
-        .later = LATER_VERBS,
         .help = "Selective signaling: one send in this many asks for a "
                 "completion; the others are reclaimed by the flush-number "
                 "protocol (Seriema section 4.1).",

@@ -4,8 +4,14 @@
 # device (rxe0) and this script runs, inside it, host-built programs under
 # ctest:
 #   rdma-device                the device: rxe0, port active
-#   conformance-ucx-rc-2x{1,2} the transport conformance suite over UCX's
-#                              InfiniBand transports (configs/test-ucx-rc.yaml:
+#   conformance-verbs-2x{1,2}  the transport conformance suite over rivet's
+#                              own libibverbs transport (configs/test-verbs.yaml)
+#   am-verbs-2x2, rma-verbs-2x1, epoch-verbs-2x2
+#                              the invocation layer, remote memory and epoch
+#                              tests switched to verbs by the job file alone
+#   demo-pingpong-verbs        rv-pingpong over verbs, briefly
+#   conformance-ucx-rc-2x{1,2} the conformance suite over UCX's InfiniBand
+#                              transports (configs/test-ucx-rc.yaml:
 #                              rc_verbs), 2 processes of 1 and 2 threads
 #   demo-*-ucx-rc              rv-pingpong, rv-am-bw and rv-rma-bw over the
 #                              same configuration, briefly
@@ -44,7 +50,8 @@ t0=$(now)
 build=${1:-build}
 case $build in /*) ;; *) build=$top/$build ;; esac
 progs=(bin/rivetrun bin/rv-pingpong bin/rv-am-bw bin/rv-rma-bw
-       tests/test_conformance lib/librivet-ucx.so)
+       tests/test_conformance tests/test_am tests/test_rma tests/test_epoch
+       lib/librivet-ucx.so lib/librivet-verbs.so)
 for p in "${progs[@]}"; do
     if [ ! -e "$build/$p" ]; then
         echo "check-verbs: $build/$p is missing; building rivet (make build)"
@@ -71,6 +78,24 @@ t=$dir/CTestTestfile.cmake
     echo "add_test(rdma-device$(q "$expect" -e "hca_id:[[:space:]]+rxe0" \
         -e "state:[[:space:]]+PORT_ACTIVE" -- ibv_devinfo -d rxe0))"
     echo "set_tests_properties(rdma-device PROPERTIES TIMEOUT 60 LABELS verbs)"
+    vcfg=$top/configs/test-verbs.yaml
+    for nt in 1 2; do
+        n=conformance-verbs-2x$nt
+        echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$vcfg" \
+            "$build/tests/test_conformance" verbs))"
+        echo "set_tests_properties($n PROPERTIES ENVIRONMENT RIVET_JOB_THREADS=$nt TIMEOUT 960 LABELS verbs)"
+    done
+    for t in am:2 rma:1 epoch:2; do
+        n=${t%:*}-verbs-2x${t#*:}
+        echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$vcfg" \
+            "$build/tests/test_${t%:*}" "$n"))"
+        echo "set_tests_properties($n PROPERTIES ENVIRONMENT RIVET_JOB_THREADS=${t#*:} TIMEOUT 960 LABELS verbs)"
+    done
+    echo "add_test(demo-pingpong-verbs$(q "$expect" \
+        -e "^transport: verbs rxe0 port 1" -e "^ +65536 +200 " \
+        -x "error|warn" -- "$run" --timeout 300 -c "$vcfg" \
+        "$build/bin/rv-pingpong" -n 200 -w 20 -s 8,4096,65536))"
+    echo "set_tests_properties(demo-pingpong-verbs PROPERTIES TIMEOUT 360 LABELS verbs)"
     for nt in 1 2; do
         n=conformance-ucx-rc-2x$nt
         echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$cfg" \

@@ -1,0 +1,232 @@
+/*
+ * The verbs transport (librivet-verbs.so): internal types.
+ *
+ * One protection domain per process; per worker thread a send CQ, a
+ * receive CQ, a shared receive queue of eager buffers in the worker's NUMA
+ * zone and one RC queue pair to every worker of the job (itself included:
+ * a QP connected to itself is loopback). transport.verbs.qp_sharing:
+ * thread. Connection data (GID, LID, QP numbers) travels in the worker
+ * address the bootstrap allgathers.
+ *
+ * Selective signaling (Seriema §4.1): one work request in
+ * transport.verbs.signal_interval asks for a completion, or one that needs
+ * its own (a get, an atomic, a flush). A QP is used by one thread, so post
+ * order is sequence order and a completed signaled WR with sequence s
+ * proves every earlier WR of its QP complete. Every bounce buffer a WR
+ * used lives in a unit of the worker's circular allocator (core/rv_mem.h),
+ * tagged (QP, flush number); the allocator recycles a unit once the flush
+ * number is complete.
+ */
+#ifndef RIVET_VERBS_INTERNAL_H
+#define RIVET_VERBS_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+
+#include "rv_mem.h"
+#include "rv_transport.h"
+
+#define VB_MAX_HDR 64              /* core header bytes per message */
+#define VB_RXBUF 16384             /* eager receive buffer */
+#define VB_UNIT (64u << 10)        /* bounce unit (circular allocator) */
+#define VB_ZCOPY_MIN (64u << 10)   /* put/get above: registered on the fly */
+#define VB_SQ_DEPTH 512
+#define VB_CQ_POLL 32
+
+enum { VB_EAGER = 1, VB_RTS, VB_FIN, VB_BYE };
+
+/* Every message starts with this. */
+typedef struct {
+    uint32_t src;                  /* sending worker */
+    uint8_t type;
+    uint8_t hdr_len;
+    uint16_t reserved;
+    uint32_t len;                  /* payload bytes (RTS: to be read) */
+    uint32_t reserved2;
+} vb_wire_t;
+
+/* RTS body: where the receiver RDMA-reads the payload from. */
+typedef struct {
+    uint64_t addr;
+    uint64_t cookie;               /* the sender's op, echoed by FIN */
+    uint32_t rkey;
+    uint32_t reserved;
+} vb_rts_t;
+
+struct rv_transport {
+    struct ibv_context *ibctx;
+    struct ibv_pd *pd;
+    struct ibv_device_attr dev;
+    struct ibv_port_attr port_attr;
+    char devname[64];
+    int port;
+    int gid_index;
+    union ibv_gid gid;
+    bool roce;
+    int rank, size, threads;
+    uint32_t signal_interval;
+    rv_config_t config;
+    char gid_text[64];
+};
+
+struct rv_tmem {
+    struct ibv_mr *mr;
+    void *addr;
+    size_t len;
+    bool allocated;
+};
+
+typedef struct {
+    uint32_t magic;
+    uint32_t rkey;
+    uint64_t base, len;
+} vb_rkey_wire_t;
+
+#define VB_RKEY_MAGIC 0x52564231u /* "RVB1" */
+
+struct rv_trkey {
+    uint32_t rkey;
+    uint64_t base, len;
+};
+
+/* What a worker publishes: addressing, then a QP number per worker. */
+typedef struct {
+    uint8_t gid[16];
+    uint16_t lid;
+    uint8_t mtu;
+    uint8_t reserved;
+    uint32_t psn;
+    uint64_t flush_addr;           /* an 8-byte word a flush reads */
+    uint32_t flush_rkey;
+    uint32_t nqp;
+    uint32_t qpn[];
+} vb_addr_t;
+
+/* An operation waiting for its completion. */
+typedef struct vb_op {
+    struct vb_op *next;            /* free list, or pending list */
+    rv_completion_fn cb;
+    void *arg;
+    uint32_t peer;
+    uint8_t kind;                  /* VB_OP_* */
+    bool failed;
+    uint64_t *result_p;            /* atomics */
+    uint64_t *result;              /* the registered 8 bytes */
+    void *dst;                     /* get through a bounce buffer */
+    void *bounce;
+    size_t len;                    /* flush: parts outstanding */
+    uint64_t seq;                  /* of its WR, when it has one */
+    struct ibv_mr *mr;             /* registered on the fly */
+} vb_op_t;
+
+enum { VB_OP_PUT = 1, VB_OP_GET, VB_OP_ATOMIC, VB_OP_FLUSH, VB_OP_FLUSH_PART,
+       VB_OP_RTS, VB_OP_READ };
+
+/* A received message held so that one sender's messages are delivered in
+ * order (a rendezvous is read before later messages are delivered). */
+typedef struct vb_held {
+    struct vb_held *next;
+    uint32_t src;
+    bool ready;
+    void *data;
+    size_t len;
+    struct ibv_mr *mr;
+    uint64_t cookie;               /* RTS: the sender's, for FIN */
+    size_t hdr_len;
+    uint8_t hdr[VB_MAX_HDR];
+} vb_held_t;
+
+/* A WR waiting for room in its send queue (posting never blocks). */
+typedef struct vb_pending {
+    struct vb_pending *next;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    uint8_t data[256];             /* an inline WR's bytes */
+} vb_pending_t;
+
+typedef struct {
+    struct ibv_qp *qp;
+    uint64_t assigned;             /* WR sequence numbers, from 1 */
+    uint64_t posted;               /* handed to the QP */
+    uint64_t done;                 /* highest completed */
+    bool fence;                    /* next WR carries IBV_SEND_FENCE */
+    bool dirty;                    /* writes since the last flush */
+    bool connected;
+    bool bye;                      /* the peer said goodbye */
+    uint64_t flush_addr;           /* the peer's word a flush reads */
+    uint32_t flush_rkey;
+    vb_held_t *held_head, *held_tail;
+    vb_pending_t *pend_head, *pend_tail; /* in sequence order */
+} vb_peer_t;
+
+struct rv_tworker {
+    rv_transport_t *tp;
+    uint32_t tid, nworkers;
+    int numa_node;
+    rv_am_recv_fn am_recv;
+    void *am_arg;
+    struct ibv_cq *scq, *rcq;
+    struct ibv_srq *srq;
+    vb_peer_t *peers;
+    uint32_t psn;
+    /* receive buffers */
+    struct ibv_mr *rx_mr;
+    uint8_t *rx;
+    uint32_t nrx;
+    /* bounce memory: tagged (peer, flush number) */
+    rv_mem_chunk_allocator_t *chunks;
+    rv_mem_circular_t *circ;
+    rv_mem_linear_t **lin_by_peer; /* a unit serves one QP at a time */
+    uint32_t max_inline;
+    _Atomic uint64_t *completed_flush; /* by peer */
+    /* flush target */
+    uint64_t *flush_word;
+    rv_mem_unit_t *flush_unit;
+    uint32_t flush_lkey;
+    vb_op_t *free_ops;
+    unsigned events;
+    unsigned backlog;              /* WRs waiting, all peers */
+    uint32_t byes;
+    bool error_reported;
+};
+
+/* verbs_transport.c */
+rv_status_t vb_mem_register(rv_transport_t *tp, void *addr, size_t len,
+                            rv_tmem_t **mem_p);
+void vb_mem_deregister(rv_transport_t *tp, rv_tmem_t *mem);
+struct ibv_mr *vb_reg(rv_transport_t *tp, void *addr, size_t len);
+
+/* verbs_worker.c */
+rv_status_t vb_worker_create(rv_transport_t *tp,
+                             const rv_tworker_params_t *params,
+                             rv_tworker_t **tw_p);
+void vb_worker_destroy(rv_tworker_t *tw);
+rv_status_t vb_worker_address(rv_tworker_t *tw, void **addr_p, size_t *len_p);
+void vb_address_release(rv_tworker_t *tw, void *addr);
+rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
+                       size_t len);
+rv_status_t vb_disconnect(rv_tworker_t *tw);
+unsigned vb_progress(rv_tworker_t *tw);
+rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
+                       size_t hdr_len, const struct iovec *iov, size_t iovcnt,
+                       unsigned flags, rv_completion_fn cb, void *arg);
+void vb_am_release(rv_tworker_t *tw, void *desc);
+rv_status_t vb_put(rv_tworker_t *tw, uint32_t peer, const void *src,
+                   size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                   rv_completion_fn cb, void *arg);
+rv_status_t vb_get(rv_tworker_t *tw, uint32_t peer, void *dst, size_t len,
+                   uint64_t raddr, rv_trkey_t *rkey, rv_completion_fn cb,
+                   void *arg);
+rv_status_t vb_atomic_fadd64(rv_tworker_t *tw, uint32_t peer, uint64_t value,
+                             uint64_t raddr, rv_trkey_t *rkey,
+                             uint64_t *result, rv_completion_fn cb,
+                             void *arg);
+rv_status_t vb_atomic_cswap64(rv_tworker_t *tw, uint32_t peer,
+                              uint64_t compare, uint64_t swap, uint64_t raddr,
+                              rv_trkey_t *rkey, uint64_t *result,
+                              rv_completion_fn cb, void *arg);
+rv_status_t vb_fence(rv_tworker_t *tw, uint32_t peer);
+rv_status_t vb_flush(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
+                     void *arg);
+
+#endif
