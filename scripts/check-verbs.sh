@@ -9,6 +9,9 @@
 #   am-verbs-2x2, rma-verbs-2x1, epoch-verbs-2x2
 #                              the invocation layer, remote memory and epoch
 #                              tests switched to verbs by the job file alone
+#   *-verbs-shared-2x2         conformance, am and epoch with queue pairs
+#                              shared by the threads of a process
+#                              (transport.verbs.qp_sharing: process)
 #   demo-pingpong-verbs        rv-pingpong over verbs, briefly
 #   conformance-ucx-rc-2x{1,2} the conformance suite over UCX's InfiniBand
 #                              transports (configs/test-ucx-rc.yaml:
@@ -90,6 +93,13 @@ t=$dir/CTestTestfile.cmake
         echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$vcfg" \
             "$build/tests/test_${t%:*}" "$n"))"
         echo "set_tests_properties($n PROPERTIES ENVIRONMENT RIVET_JOB_THREADS=${t#*:} TIMEOUT 960 LABELS verbs)"
+    done
+    # the same over queue pairs shared by a process's threads
+    for t in conformance:2 am:2 epoch:2; do
+        n=${t%:*}-verbs-shared-2x${t#*:}
+        echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$vcfg" \
+            "$build/tests/test_${t%:*}" "$n"))"
+        echo "set_tests_properties($n PROPERTIES ENVIRONMENT \"RIVET_JOB_THREADS=${t#*:};RIVET_TRANSPORT_VERBS_QP_SHARING=process\" TIMEOUT 960 LABELS verbs)"
     done
     echo "add_test(demo-pingpong-verbs$(q "$expect" \
         -e "^transport: verbs rxe0 port 1" -e "^ +65536 +200 " \

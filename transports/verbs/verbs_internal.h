@@ -25,6 +25,7 @@
 
 #include "rv_mem.h"
 #include "rv_transport.h"
+#include "verbs_signal.h"
 
 #define VB_MAX_HDR 64              /* core header bytes per message */
 #define VB_RXBUF 16384             /* eager receive buffer */
@@ -32,6 +33,7 @@
 #define VB_ZCOPY_MIN (64u << 10)   /* put/get above: registered on the fly */
 #define VB_SQ_DEPTH 512
 #define VB_CQ_POLL 32
+#define VB_SH_POLL 8           /* completions one shared-CQ poll takes */
 
 enum { VB_EAGER = 1, VB_RTS, VB_FIN, VB_BYE };
 
@@ -53,6 +55,22 @@ typedef struct {
     uint32_t reserved;
 } vb_rts_t;
 
+/* qp_sharing: process. The threads of a process share one QP to each
+ * worker of the job (its send side); the worker at the other end owns its
+ * side (it receives on its SRQ, and posts its rendezvous reads there).
+ * Shared QPs run the wait-free signaling of verbs_signal.c, each with a
+ * send CQ of its own that any thread may poll; completions of a thread's
+ * operations reaped by another go to the owner's inbox. */
+typedef struct vb_shared {
+    struct rv_transport *tp;
+    struct ibv_qp *qp;
+    struct ibv_cq *cq;
+    rv_vsig_t *sig;
+    uint32_t peer;                 /* the remote worker */
+    uint64_t flush_addr;           /* its flush word, for markers */
+    uint32_t flush_rkey;
+} vb_shared_t;
+
 struct rv_transport {
     struct ibv_context *ibctx;
     struct ibv_pd *pd;
@@ -67,6 +85,17 @@ struct rv_transport {
     uint32_t signal_interval;
     rv_config_t config;
     char gid_text[64];
+    /* qp_sharing: process */
+    bool shared_qps;
+    uint32_t nworkers;
+    uint32_t sq_depth;             /* of the shared QPs */
+    uint32_t sh_max_inline;        /* their max_inline_data */
+    uint32_t psn;                  /* their first packet sequence number */
+    vb_shared_t *shared;           /* by remote worker */
+    rv_vsig_t **sigs;              /* by remote worker: sig_arg's array */
+    rv_vsig_mem_arg_t sig_arg;
+    struct rv_tworker *_Atomic *workers; /* by local index, for inboxes */
+    _Atomic int live;              /* workers of the current job */
 };
 
 struct rv_tmem {
@@ -89,13 +118,17 @@ struct rv_trkey {
     uint64_t base, len;
 };
 
-/* What a worker publishes: addressing, then a QP number per worker. */
+/* What a worker publishes: addressing, then QP numbers: one per worker
+ * (qp_sharing: thread), or its own QP per process followed by its
+ * process's shared QP per worker (qp_sharing: process). */
 typedef struct {
     uint8_t gid[16];
     uint16_t lid;
     uint8_t mtu;
-    uint8_t reserved;
-    uint32_t psn;
+    uint8_t shared;                /* qp_sharing: process */
+    uint32_t psn;                  /* of the worker's own QPs */
+    uint32_t ppsn;                 /* of its process's shared QPs */
+    uint32_t nprocs;
     uint64_t flush_addr;           /* an 8-byte word a flush reads */
     uint32_t flush_rkey;
     uint32_t nqp;
@@ -105,6 +138,10 @@ typedef struct {
 /* An operation waiting for its completion. */
 typedef struct vb_op {
     struct vb_op *next;            /* free list, or pending list */
+    struct vb_op *_Atomic inbox_next;
+    struct rv_tworker *owner;
+    uint32_t lane;                 /* the QP it was posted on (own QPs) */
+    rv_status_t status;            /* reaped by another thread */
     rv_completion_fn cb;
     void *arg;
     uint32_t peer;
@@ -139,6 +176,8 @@ typedef struct vb_held {
 /* A WR waiting for room in its send queue (posting never blocks). */
 typedef struct vb_pending {
     struct vb_pending *next;
+    rv_mem_unit_t *unit;           /* shared QPs: tagged when posted */
+    bool signal;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
     uint8_t data[256];             /* an inline WR's bytes */
@@ -168,6 +207,12 @@ struct rv_tworker {
     struct ibv_cq *scq, *rcq;
     struct ibv_srq *srq;
     vb_peer_t *peers;
+    vb_peer_t *owned;              /* process sharing: own QP per process */
+    uint32_t nprocs, local;
+    unsigned *sh_ops;              /* ops outstanding per shared QP */
+    bool *sh_open;                 /* a run may be open on it */
+    uint64_t *sh_last;             /* flush number of our last WR there */
+    struct vb_op *_Atomic inbox;   /* ops reaped by other threads */
     uint32_t psn;
     /* receive buffers */
     struct ibv_mr *rx_mr;
@@ -189,6 +234,10 @@ struct rv_tworker {
     uint32_t byes;
     bool error_reported;
 };
+
+/* verbs_worker.c: shared QPs (qp_sharing: process) */
+rv_status_t vb_shared_init(rv_transport_t *tp);
+void vb_shared_fini(rv_transport_t *tp);
 
 /* verbs_transport.c */
 rv_status_t vb_mem_register(rv_transport_t *tp, void *addr, size_t len,

@@ -170,6 +170,7 @@ static rv_status_t choose_gid(rv_transport_t *tp)
 
 static void vb_fini(rv_transport_t *tp)
 {
+    vb_shared_fini(tp);
     if (tp->pd != NULL)
         ibv_dealloc_pd(tp->pd);
     if (tp->ibctx != NULL)
@@ -189,12 +190,9 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
     tp->threads = params->threads;
     tp->port = tp->config.transport.verbs.port;
     tp->signal_interval = (uint32_t)tp->config.transport.verbs.signal_interval;
-    if (tp->config.transport.verbs.qp_sharing != RV_QP_SHARING_THREAD) {
-        rv_error("verbs: transport.verbs.qp_sharing: process is not "
-                 "supported yet; use thread");
-        free(tp);
-        return RV_ERR_UNSUPPORTED;
-    }
+    tp->shared_qps =
+        tp->config.transport.verbs.qp_sharing == RV_QP_SHARING_PROCESS;
+    tp->nworkers = (uint32_t)(tp->size * tp->threads);
     if (tp->signal_interval > VB_SQ_DEPTH / 2) {
         rv_error("verbs: transport.verbs.signal_interval %u exceeds half the "
                  "send queue (%d)", tp->signal_interval, VB_SQ_DEPTH / 2);
@@ -213,6 +211,8 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
                  tp->devname, strerror(errno));
         st = RV_ERR_NO_DEVICE;
     }
+    if (st == RV_OK && tp->shared_qps)
+        st = vb_shared_init(tp);
     if (st != RV_OK) {
         vb_fini(tp);
         return st;
@@ -237,9 +237,12 @@ static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->mem_alloc_mapped = false;
     snprintf(caps->description, sizeof(caps->description),
              "verbs %s port %d (%s, GID index %d %s, MTU %d), RC queue pairs "
-             "per worker pair, signal interval %u%s", tp->devname, tp->port,
+             "%s, signal interval %u%s", tp->devname, tp->port,
              tp->roce ? "RoCE" : "InfiniBand", tp->gid_index, tp->gid_text,
-             128 << tp->port_attr.active_mtu, tp->signal_interval,
+             128 << tp->port_attr.active_mtu,
+             tp->shared_qps ? "shared by the threads of a process"
+                            : "per worker pair",
+             tp->signal_interval,
              caps->atomics64 ? "" : ", no atomics on this device");
 }
 

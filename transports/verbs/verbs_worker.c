@@ -65,6 +65,20 @@ static int rank_of(rv_tworker_t *tw, uint32_t peer)
     return (int)(peer / (uint32_t)tw->tp->threads);
 }
 
+/* The QPs a worker posts on alone ("lanes"): one per worker with
+ * qp_sharing thread (lane = peer); with process, its own QP per process
+ * (lane nworkers + rank), used for rendezvous reads. */
+static vb_peer_t *lane_of(rv_tworker_t *tw, uint32_t lane)
+{
+    return lane < tw->nworkers ? &tw->peers[lane]
+                               : &tw->owned[lane - tw->nworkers];
+}
+
+static uint32_t nlanes(rv_tworker_t *tw)
+{
+    return tw->tp->shared_qps ? tw->nworkers + tw->nprocs : tw->nworkers;
+}
+
 static void report(rv_tworker_t *tw, uint32_t peer, const char *what,
                    enum ibv_wc_status st, uint32_t vendor)
 {
@@ -84,18 +98,24 @@ static void report(rv_tworker_t *tw, uint32_t peer, const char *what,
 
 static unsigned poll_send(rv_tworker_t *tw);
 
-static int post_now(rv_tworker_t *tw, uint32_t peer, struct ibv_send_wr *wr)
+static int post_now(rv_tworker_t *tw, uint32_t lane, struct ibv_send_wr *wr)
 {
     struct ibv_send_wr *bad;
+    vb_peer_t *p = lane_of(tw, lane);
     wr->next = NULL;
-    int rc = ibv_post_send(tw->peers[peer].qp, wr, &bad);
+    int rc = ibv_post_send(p->qp, wr, &bad);
     if (rc == 0)
-        tw->peers[peer].posted++;
+        p->posted++;
     else if (rc != ENOMEM)
-        rv_error("verbs: cannot post to worker %u (rank %d) on %s: %s", peer,
-                 rank_of(tw, peer), tw->tp->devname, strerror(rc));
+        rv_error("verbs: cannot post to %s %u on %s: %s",
+                 lane < tw->nworkers ? "worker" : "rank",
+                 lane < tw->nworkers ? lane : lane - tw->nworkers,
+                 tw->tp->devname, strerror(rc));
     return rc;
 }
+
+static rv_status_t enqueue(rv_tworker_t *tw, vb_peer_t *p,
+                           struct ibv_send_wr *wr);
 
 /* Posts @p wr to @p peer, or queues it behind earlier ones when the send
  * queue is full (never waits). Its sequence number is fixed here: the WR
@@ -107,15 +127,17 @@ static rv_status_t post(rv_tworker_t *tw, uint32_t peer,
                         struct ibv_send_wr *wr, bool signal,
                         rv_mem_unit_t *unit)
 {
-    vb_peer_t *p = &tw->peers[peer];
+    vb_peer_t *p = lane_of(tw, peer);
     uint32_t S = tw->tp->signal_interval;
     uint64_t seq = ++p->assigned;
     if (signal || seq % S == 0) {
         wr->send_flags |= IBV_SEND_SIGNALED;
         if (wr->wr_id == 0)
             wr->wr_id = MARKER(peer, seq);
-        else
+        else {
             ((vb_op_t *)(uintptr_t)wr->wr_id)->seq = seq;
+            ((vb_op_t *)(uintptr_t)wr->wr_id)->lane = peer;
+        }
     } else {
         wr->wr_id = 0;
     }
@@ -134,11 +156,19 @@ static rv_status_t post(rv_tworker_t *tw, uint32_t peer,
             return RV_ERR_TRANSPORT;
         }
     }
-    vb_pending_t *q = malloc(sizeof(*q));
-    if (q == NULL) {
+    rv_status_t st = enqueue(tw, p, wr);
+    if (st != RV_OK)
         p->assigned--;
+    return st;
+}
+
+/* Appends a copy of @p wr (and of its inline bytes) to @p p's backlog. */
+static rv_status_t enqueue(rv_tworker_t *tw, vb_peer_t *p,
+                           struct ibv_send_wr *wr)
+{
+    vb_pending_t *q = calloc(1, sizeof(*q));
+    if (q == NULL)
         return RV_ERR_NO_MEMORY;
-    }
     q->wr = *wr;
     q->wr.next = NULL;
     if (wr->num_sge > 0) {
@@ -162,9 +192,11 @@ static rv_status_t post(rv_tworker_t *tw, uint32_t peer,
 /* Posts queued WRs that now fit. */
 static void post_backlog(rv_tworker_t *tw)
 {
-    for (uint32_t i = 0; i < tw->nworkers && tw->backlog > 0; i++) {
-        vb_peer_t *p = &tw->peers[i];
+    for (uint32_t i = 0; i < nlanes(tw) && tw->backlog > 0; i++) {
+        vb_peer_t *p = lane_of(tw, i);
         vb_pending_t *q;
+        if (p->qp == NULL) /* shared QPs: progress_shared */
+            continue;
         while ((q = p->pend_head) != NULL &&
                p->posted + 1 - p->done <= VB_SQ_DEPTH - 1) {
             int rc = post_now(tw, i, &q->wr);
@@ -183,14 +215,317 @@ static void post_backlog(rv_tworker_t *tw)
     }
 }
 
+/* ---------------------------------------------------------------------- */
+/* Shared QPs (qp_sharing: process)                                        */
+
+static bool shared_error_reported;
+
+static void inbox_push(rv_tworker_t *owner, vb_op_t *op)
+{
+    vb_op_t *head = atomic_load(&owner->inbox);
+    do {
+        atomic_store_explicit(&op->inbox_next, head, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak(&owner->inbox, &head, op));
+}
+
+/* Reaps one batch of @p sh's completions: the module's go to it, the
+ * operations' to their owners' inboxes. Any thread. */
+static int reap_shared(vb_shared_t *sh)
+{
+    struct ibv_wc wc[VB_SH_POLL];
+    int n = ibv_poll_cq(sh->cq, VB_SH_POLL, wc);
+    for (int k = 0; k < n; k++) {
+        bool ok = wc[k].status == IBV_WC_SUCCESS;
+        if (!ok && wc[k].status != IBV_WC_WR_FLUSH_ERR &&
+            !shared_error_reported) {
+            shared_error_reported = true;
+            rv_error("verbs: a work request to worker %u (rank %d) failed on "
+                     "%s port %d: %s (vendor error %#x)", sh->peer,
+                     (int)(sh->peer / (uint32_t)sh->tp->threads),
+                     sh->tp->devname, sh->tp->port,
+                     ibv_wc_status_str(wc[k].status), wc[k].vendor_err);
+        }
+        if (rv_vsig_completed(sh->sig, wc[k].wr_id))
+            continue;
+        vb_op_t *op = (vb_op_t *)(uintptr_t)wc[k].wr_id;
+        op->status = ok ? RV_OK : RV_ERR_PEER;
+        inbox_push(op->owner, op);
+    }
+    return n;
+}
+
+static int sh_poll(void *ctx, uint32_t tid)
+{
+    (void)tid;
+    return reap_shared(ctx);
+}
+
+/* A marker: a signaled zero-length write to the peer's flush word. */
+static rv_status_t sh_marker(void *ctx, uint32_t tid, uint64_t wr_id)
+{
+    vb_shared_t *sh = ctx;
+    struct ibv_send_wr wr = {.wr_id = wr_id, .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr *bad;
+    (void)tid;
+    wr.wr.rdma.remote_addr = sh->flush_addr;
+    wr.wr.rdma.rkey = sh->flush_rkey;
+    int rc = ibv_post_send(sh->qp, &wr, &bad);
+    return rc == 0 ? RV_OK : rc == ENOMEM ? RV_ERR_AGAIN : RV_ERR_TRANSPORT;
+}
+
+static rv_status_t shared_qps_create(rv_transport_t *tp);
+
+rv_status_t vb_shared_init(rv_transport_t *tp)
+{
+    uint32_t T = (uint32_t)tp->threads, S = tp->signal_interval;
+    uint64_t depth = rv_vsig_min_sq_depth(S, T, VB_SH_POLL);
+    if (depth < VB_SQ_DEPTH)
+        depth = VB_SQ_DEPTH;
+    if (depth > (uint64_t)tp->dev.max_qp_wr ||
+        depth > (uint64_t)tp->dev.max_cqe) {
+        rv_error("verbs: qp_sharing: process with %u threads and "
+                 "signal_interval %u needs send queues of %llu WRs; %s "
+                 "allows %d (lower transport.verbs.signal_interval)", T, S,
+                 (unsigned long long)depth, tp->devname, tp->dev.max_qp_wr);
+        return RV_ERR_CONFIG;
+    }
+    tp->sq_depth = (uint32_t)depth;
+    tp->shared = calloc(tp->nworkers, sizeof(*tp->shared));
+    tp->sigs = calloc(tp->nworkers, sizeof(*tp->sigs));
+    tp->workers = calloc(T, sizeof(*tp->workers));
+    if (tp->shared == NULL || tp->sigs == NULL || tp->workers == NULL)
+        return RV_ERR_NO_MEMORY;
+    return shared_qps_create(tp);
+}
+
+/* The shared QPs of one job (rv_job_run connects them afresh). */
+static rv_status_t shared_qps_create(rv_transport_t *tp)
+{
+    uint32_t T = (uint32_t)tp->threads, S = tp->signal_interval;
+    uint64_t depth = tp->sq_depth;
+    tp->psn = (uint32_t)(rand() & 0xffffff);
+    for (uint32_t i = 0; i < tp->nworkers; i++) {
+        vb_shared_t *sh = &tp->shared[i];
+        sh->tp = tp;
+        sh->peer = i;
+        sh->cq = ibv_create_cq(tp->ibctx, (int)depth + 1, NULL, NULL, 0);
+        struct ibv_qp_init_attr a = {
+            .send_cq = sh->cq, .recv_cq = sh->cq,
+            .cap = {.max_send_wr = (uint32_t)depth, .max_recv_wr = 1,
+                    .max_send_sge = 1, .max_recv_sge = 1,
+                    .max_inline_data = 220},
+            .qp_type = IBV_QPT_RC,
+        };
+        if (sh->cq != NULL)
+            sh->qp = ibv_create_qp(tp->pd, &a);
+        if (sh->cq != NULL && sh->qp == NULL) {
+            a.cap.max_inline_data = 0;
+            sh->qp = ibv_create_qp(tp->pd, &a);
+        }
+        if (sh->qp != NULL &&
+            (i == 0 || a.cap.max_inline_data < tp->sh_max_inline))
+            tp->sh_max_inline = a.cap.max_inline_data;
+        if (sh->qp == NULL) {
+            rv_error("verbs: cannot create a shared queue pair of %llu WRs "
+                     "on %s: %s", (unsigned long long)depth, tp->devname,
+                     strerror(errno));
+            return RV_ERR_NO_MEMORY;
+        }
+        struct ibv_qp_attr m = {
+            .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)tp->port,
+            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ |
+                               IBV_ACCESS_REMOTE_ATOMIC};
+        if (ibv_modify_qp(sh->qp, &m,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                              IBV_QP_ACCESS_FLAGS) != 0)
+            return RV_ERR_TRANSPORT;
+        rv_vsig_params_t vp = {.sq_depth = (uint32_t)depth,
+                               .signal_interval = S, .max_threads = T,
+                               .poll_batch = VB_SH_POLL, .index = i,
+                               .post_marker = sh_marker, .poll_cq = sh_poll,
+                               .ctx = sh};
+        rv_status_t st = rv_vsig_create(&vp, &sh->sig);
+        if (st != RV_OK)
+            return st;
+        tp->sigs[i] = sh->sig;
+    }
+    tp->sig_arg = (rv_vsig_mem_arg_t){.qps = tp->sigs, .nqps = tp->nworkers};
+    return RV_OK;
+}
+
+static void shared_qps_destroy(rv_transport_t *tp)
+{
+    for (uint32_t i = 0; tp->shared != NULL && i < tp->nworkers; i++) {
+        vb_shared_t *sh = &tp->shared[i];
+        /* report what is still in flight, so the module's credits balance */
+        for (int spins = 0; sh->sig != NULL && sh->qp != NULL &&
+                            rv_vsig_outstanding(sh->sig) > 0 &&
+                            spins < 100000;
+             spins++)
+            if (reap_shared(sh) == 0)
+                sched_yield();
+        if (sh->qp != NULL)
+            ibv_destroy_qp(sh->qp);
+        rv_vsig_destroy(sh->sig);
+        if (sh->cq != NULL)
+            ibv_destroy_cq(sh->cq);
+        memset(sh, 0, sizeof(*sh));
+        tp->sigs[i] = NULL;
+    }
+}
+
+void vb_shared_fini(rv_transport_t *tp)
+{
+    shared_qps_destroy(tp);
+    free(tp->shared);
+    free(tp->sigs);
+    free((void *)tp->workers);
+    tp->shared = NULL;
+}
+
+/* Whether a thread may open a run on @p sh now without polling: room for
+ * every thread of the process to open one is left. A thread must not
+ * wait for credits inside a post: the completions it would wait for may
+ * need its own receive queue drained (a worker sending to itself, or two
+ * workers sending to each other). */
+static bool sh_room(rv_tworker_t *tw, vb_shared_t *sh)
+{
+    uint64_t need = (uint64_t)tw->tp->threads *
+                    (tw->tp->signal_interval + 1);
+    return rv_vsig_outstanding(sh->sig) + need <= tw->tp->sq_depth;
+}
+
+static rv_status_t shared_now(rv_tworker_t *tw, uint32_t peer,
+                              struct ibv_send_wr *wr, bool signal,
+                              rv_mem_unit_t *unit)
+{
+    vb_shared_t *sh = &tw->tp->shared[peer];
+    rv_vsig_ticket_t t;
+    vb_op_t *op = signal ? (vb_op_t *)(uintptr_t)wr->wr_id : NULL;
+    rv_status_t st = rv_vsig_begin(sh->sig, tw->local, op != NULL,
+                                   (uintptr_t)op, &t);
+    if (st != RV_OK)
+        return st;
+    wr->wr_id = t.wr_id;
+    if (t.signaled)
+        wr->send_flags |= IBV_SEND_SIGNALED;
+    if (unit != NULL)
+        rv_mem_circular_tag(unit, t.channel, t.flush);
+    tw->sh_last[peer] = t.flush;
+    struct ibv_send_wr *bad;
+    wr->next = NULL;
+    int rc = ibv_post_send(sh->qp, wr, &bad);
+    if (rc != 0) {
+        rv_error("verbs: cannot post to worker %u (rank %d) on %s: %s", peer,
+                 rank_of(tw, peer), tw->tp->devname, strerror(rc));
+        if (op != NULL)
+            tw->sh_ops[peer]--;
+    }
+    tw->sh_open[peer] = true;
+    rv_status_t est = rv_vsig_end(sh->sig, &t, rc == 0);
+    return rc != 0 ? RV_ERR_TRANSPORT : est;
+}
+
+/* Posts @p wr to worker @p peer over the process's shared QP, or queues
+ * it (never waits) behind earlier ones; queued WRs are posted from
+ * progress, in order. A queued WR's bounce unit is held (tagged with a
+ * flush number that never completes) until it is posted. */
+static rv_status_t post_shared(rv_tworker_t *tw, uint32_t peer,
+                               struct ibv_send_wr *wr, bool signal,
+                               rv_mem_unit_t *unit)
+{
+    vb_peer_t *p = &tw->peers[peer];
+    vb_op_t *op = signal ? (vb_op_t *)(uintptr_t)wr->wr_id : NULL;
+    if (p->fence) {
+        wr->send_flags |= IBV_SEND_FENCE;
+        p->fence = false;
+    }
+    if (op != NULL) {
+        op->owner = tw;
+        tw->sh_ops[peer]++;
+    }
+    vb_shared_t *sh = &tw->tp->shared[peer];
+    if (p->pend_head == NULL && !sh_room(tw, sh))
+        reap_shared(sh);
+    if (p->pend_head == NULL && sh_room(tw, sh))
+        return shared_now(tw, peer, wr, signal, unit);
+    rv_status_t st = enqueue(tw, p, wr);
+    if (st != RV_OK) {
+        if (op != NULL)
+            tw->sh_ops[peer]--;
+        return st;
+    }
+    p->pend_tail->unit = unit;
+    p->pend_tail->signal = signal;
+    if (unit != NULL)
+        rv_mem_circular_tag(unit, rv_vsig_channel(peer, tw->local),
+                            UINT64_MAX);
+    return RV_OK;
+}
+
+/* Posts to worker @p peer: its own QP, or the process's shared one. */
+static rv_status_t post_to(rv_tworker_t *tw, uint32_t peer,
+                           struct ibv_send_wr *wr, bool signal,
+                           rv_mem_unit_t *unit)
+{
+    return tw->tp->shared_qps ? post_shared(tw, peer, wr, signal, unit)
+                              : post(tw, peer, wr, signal, unit);
+}
+
+static void op_done(rv_tworker_t *tw, vb_op_t *op, rv_status_t st);
+
+/* Progress on shared QPs: reap where this worker waits for operations,
+ * finish what other threads reaped for it; when idle, close open runs so
+ * that their bounce buffers come back. */
+static void progress_shared(rv_tworker_t *tw)
+{
+    for (uint32_t i = 0; i < tw->nworkers; i++)
+        if (tw->sh_ops[i] > 0 || tw->peers[i].pend_head != NULL)
+            reap_shared(&tw->tp->shared[i]);
+    for (uint32_t i = 0; i < tw->nworkers && tw->backlog > 0; i++) {
+        vb_peer_t *p = &tw->peers[i];
+        vb_pending_t *q;
+        while ((q = p->pend_head) != NULL &&
+               sh_room(tw, &tw->tp->shared[i])) {
+            p->pend_head = q->next;
+            if (p->pend_head == NULL)
+                p->pend_tail = NULL;
+            tw->backlog--;
+            if (q->wr.num_sge > 0)
+                q->wr.sg_list = &q->sge;
+            shared_now(tw, i, &q->wr, q->signal, q->unit);
+            free(q);
+            tw->events++;
+        }
+    }
+    vb_op_t *op = atomic_exchange(&tw->inbox, NULL);
+    while (op != NULL) {
+        vb_op_t *next = atomic_load_explicit(&op->inbox_next,
+                                             memory_order_relaxed);
+        tw->sh_ops[op->peer]--;
+        tw->events++;
+        op_done(tw, op, op->status);
+        op = next;
+    }
+    if (tw->events == 0)
+        for (uint32_t i = 0; i < tw->nworkers; i++)
+            if (tw->sh_open[i]) {
+                tw->sh_open[i] = false;
+                rv_vsig_flush(tw->tp->shared[i].sig, tw->local);
+            }
+}
+
 /* A signaled WR of @p peer with sequence @p seq completed: so did every
  * earlier WR of its QP. */
 static void completed(rv_tworker_t *tw, uint32_t peer, uint64_t seq)
 {
-    vb_peer_t *p = &tw->peers[peer];
+    vb_peer_t *p = lane_of(tw, peer);
     if (seq > p->done) {
         p->done = seq;
-        atomic_store_explicit(&tw->completed_flush[peer],
+        if (peer < tw->nworkers)
+            atomic_store_explicit(&tw->completed_flush[peer],
                               seq / tw->tp->signal_interval,
                               memory_order_release);
     }
@@ -307,7 +642,10 @@ static void start_read(rv_tworker_t *tw, const vb_wire_t *m,
     wr.wr.rdma.remote_addr = rts->addr;
     wr.wr.rdma.rkey = rts->rkey;
     op->len = m->len;
-    if (post(tw, m->src, &wr, true, NULL) != RV_OK) {
+    uint32_t lane = tw->tp->shared_qps
+                        ? tw->nworkers + (uint32_t)rank_of(tw, m->src)
+                        : m->src;
+    if (post(tw, lane, &wr, true, NULL) != RV_OK) {
         h->ready = true; /* delivered truncated: the core counts it */
         h->len = 0;
         op_put(tw, op);
@@ -458,7 +796,7 @@ static unsigned poll_send(rv_tworker_t *tw)
             seq = (id & ((UINT64_C(1) << 40) - 1)) >> 1;
         } else {
             op = (vb_op_t *)(uintptr_t)id;
-            peer = op->peer;
+            peer = op->lane;
             seq = op->seq;
         }
         rv_status_t st = RV_OK;
@@ -483,6 +821,8 @@ unsigned vb_progress(rv_tworker_t *tw)
     poll_send(tw);
     if (tw->backlog > 0)
         post_backlog(tw);
+    if (tw->tp->shared_qps)
+        progress_shared(tw);
     struct ibv_wc wc[VB_CQ_POLL];
     int n = ibv_poll_cq(tw->rcq, VB_CQ_POLL, wc);
     for (int k = 0; k < n; k++) {
@@ -535,7 +875,7 @@ static rv_status_t send_eager(rv_tworker_t *tw, uint32_t peer, uint8_t type,
     struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1,
                              .opcode = IBV_WR_SEND,
                              .send_flags = inl ? IBV_SEND_INLINE : 0};
-    return post(tw, peer, &wr, signal, unit);
+    return post_to(tw, peer, &wr, signal, unit);
 }
 
 static rv_status_t send_ctrl(rv_tworker_t *tw, uint32_t peer, uint8_t type,
@@ -630,7 +970,7 @@ static rv_status_t rma(rv_tworker_t *tw, uint32_t peer, bool write,
     if (write && len <= tw->max_inline) {
         sge.addr = (uintptr_t)local;
         wr.send_flags = IBV_SEND_INLINE;
-        return post(tw, peer, &wr, false, NULL);
+        return post_to(tw, peer, &wr, false, NULL);
     }
     vb_op_t *op = NULL;
     if (len <= VB_ZCOPY_MIN && write) { /* bounce: complete at once */
@@ -641,7 +981,7 @@ static rv_status_t rma(rv_tworker_t *tw, uint32_t peer, bool write,
             return st;
         memcpy(b, local, len);
         sge.addr = (uintptr_t)b;
-        return post(tw, peer, &wr, false, unit);
+        return post_to(tw, peer, &wr, false, unit);
     }
     op = op_get(tw, write ? VB_OP_PUT : VB_OP_GET, peer, cb, arg);
     if (op == NULL)
@@ -665,7 +1005,7 @@ static rv_status_t rma(rv_tworker_t *tw, uint32_t peer, bool write,
         sge.lkey = op->mr->lkey;
     }
     wr.wr_id = (uintptr_t)op;
-    rv_status_t st = post(tw, peer, &wr, true, unit);
+    rv_status_t st = post_to(tw, peer, &wr, true, unit);
     if (st != RV_OK) {
         op_put(tw, op);
         return st;
@@ -721,7 +1061,7 @@ static rv_status_t atomic(rv_tworker_t *tw, uint32_t peer, bool cswap,
     wr.wr.atomic.compare_add = v1;
     wr.wr.atomic.swap = v2;
     tw->peers[peer].dirty = true;
-    st = post(tw, peer, &wr, true, unit);
+    st = post_to(tw, peer, &wr, true, unit);
     if (st != RV_OK) {
         op_put(tw, op);
         return st;
@@ -775,7 +1115,7 @@ rv_status_t vb_flush(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
                                  .num_sge = 1, .opcode = IBV_WR_RDMA_READ};
         wr.wr.rdma.remote_addr = p->flush_addr;
         wr.wr.rdma.rkey = p->flush_rkey;
-        if (post(tw, i, &wr, true, NULL) != RV_OK) {
+        if (post_to(tw, i, &wr, true, NULL) != RV_OK) {
             op_put(tw, part);
             continue;
         }
@@ -850,7 +1190,15 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
     tw->peers = calloc(tw->nworkers, sizeof(*tw->peers));
     tw->lin_by_peer = calloc(tw->nworkers, sizeof(*tw->lin_by_peer));
     tw->completed_flush = calloc(tw->nworkers, sizeof(*tw->completed_flush));
-    rv_status_t st = tw->peers && tw->lin_by_peer && tw->completed_flush
+    tw->nprocs = (uint32_t)tp->size;
+    tw->local = tw->tid % (uint32_t)tp->threads;
+    tw->owned = calloc(tw->nprocs, sizeof(*tw->owned));
+    tw->sh_ops = calloc(tw->nworkers, sizeof(*tw->sh_ops));
+    tw->sh_open = calloc(tw->nworkers, sizeof(*tw->sh_open));
+    tw->sh_last = calloc(tw->nworkers, sizeof(*tw->sh_last));
+    rv_status_t st = tw->peers && tw->lin_by_peer && tw->completed_flush &&
+                             tw->owned && tw->sh_ops && tw->sh_open &&
+                             tw->sh_last
                          ? RV_OK
                          : RV_ERR_NO_MEMORY;
 
@@ -885,8 +1233,11 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
     }
     for (uint32_t i = 0; st == RV_OK && i < tw->nrx; i++)
         st = post_recv(tw, i);
-    for (uint32_t i = 0; st == RV_OK && i < tw->nworkers; i++)
-        st = qp_init(tw, &tw->peers[i]);
+    /* qp_sharing thread: a QP per worker; process: a QP per process
+     * (the other ends of the processes' shared QPs) */
+    for (uint32_t i = 0; st == RV_OK && i < nlanes(tw); i++)
+        if (i >= tw->nworkers || !tp->shared_qps)
+            st = qp_init(tw, lane_of(tw, i));
 
     /* bounce memory: chunks registered once, units tagged with flushes */
     if (st == RV_OK) {
@@ -903,6 +1254,13 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
             .completed_seq = tw->completed_flush,
             .nchannels = tw->nworkers,
         };
+        if (tp->shared_qps) /* (shared QP, thread) channels, verbs_signal */
+            cp = (rv_mem_circular_params_t){
+                .chunks = tw->chunks,
+                .unit_size = VB_UNIT,
+                .completed = rv_vsig_mem_completed,
+                .completed_arg = &tp->sig_arg,
+            };
         st = rv_mem_circular_create(&cp, &tw->circ);
     }
     for (uint32_t i = 0; st == RV_OK && i < tw->nworkers; i++)
@@ -918,6 +1276,12 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
         vb_worker_destroy(tw);
         return st;
     }
+    if (tp->shared_qps) {
+        /* sends go over the shared QPs: their inline limit */
+        tw->max_inline = tp->sh_max_inline;
+        atomic_store(&tp->workers[tw->local], tw);
+        atomic_fetch_add(&tp->live, 1);
+    }
     *tw_p = tw;
     return RV_OK;
 }
@@ -926,6 +1290,17 @@ void vb_worker_destroy(rv_tworker_t *tw)
 {
     if (tw == NULL)
         return;
+    if (tw->tp->shared_qps && tw->tp->workers != NULL &&
+        atomic_exchange(&tw->tp->workers[tw->local], NULL) != NULL &&
+        atomic_fetch_sub(&tw->tp->live, 1) == 1) {
+        /* the job's last worker: fresh shared QPs for the next job */
+        shared_qps_destroy(tw->tp);
+        if (shared_qps_create(tw->tp) != RV_OK)
+            rv_error("verbs: cannot recreate the shared queue pairs");
+    }
+    for (uint32_t i = 0; tw->owned != NULL && i < tw->nprocs; i++)
+        if (tw->owned[i].qp != NULL)
+            ibv_destroy_qp(tw->owned[i].qp);
     for (uint32_t i = 0; tw->peers != NULL && i < tw->nworkers; i++) {
         vb_peer_t *p = &tw->peers[i];
         if (p->qp != NULL)
@@ -963,6 +1338,10 @@ void vb_worker_destroy(rv_tworker_t *tw)
         free(op);
     }
     free(tw->peers);
+    free(tw->owned);
+    free(tw->sh_ops);
+    free(tw->sh_open);
+    free(tw->sh_last);
     free(tw->lin_by_peer);
     free(tw->completed_flush);
     free(tw);
@@ -970,19 +1349,31 @@ void vb_worker_destroy(rv_tworker_t *tw)
 
 rv_status_t vb_worker_address(rv_tworker_t *tw, void **addr_p, size_t *len_p)
 {
-    size_t len = sizeof(vb_addr_t) + tw->nworkers * sizeof(uint32_t);
+    rv_transport_t *tp = tw->tp;
+    uint32_t nqp = tp->shared_qps ? tw->nprocs + tw->nworkers : tw->nworkers;
+    size_t len = sizeof(vb_addr_t) + nqp * sizeof(uint32_t);
     vb_addr_t *a = calloc(1, len);
     if (a == NULL)
         return RV_ERR_NO_MEMORY;
-    memcpy(a->gid, tw->tp->gid.raw, 16);
-    a->lid = tw->tp->port_attr.lid;
-    a->mtu = (uint8_t)tw->tp->port_attr.active_mtu;
+    memcpy(a->gid, tp->gid.raw, 16);
+    a->lid = tp->port_attr.lid;
+    a->mtu = (uint8_t)tp->port_attr.active_mtu;
+    a->shared = tp->shared_qps;
     a->psn = tw->psn;
+    a->ppsn = tp->psn;
+    a->nprocs = tw->nprocs;
     a->flush_addr = (uintptr_t)tw->flush_word;
     a->flush_rkey = tw->flush_unit->chunk->tmem->mr->rkey;
-    a->nqp = tw->nworkers;
-    for (uint32_t i = 0; i < tw->nworkers; i++)
-        a->qpn[i] = tw->peers[i].qp->qp_num;
+    a->nqp = nqp;
+    if (!tp->shared_qps) {
+        for (uint32_t i = 0; i < tw->nworkers; i++)
+            a->qpn[i] = tw->peers[i].qp->qp_num;
+    } else {
+        for (uint32_t i = 0; i < tw->nprocs; i++)
+            a->qpn[i] = tw->owned[i].qp->qp_num;
+        for (uint32_t i = 0; i < tw->nworkers; i++)
+            a->qpn[tw->nprocs + i] = tp->shared[i].qp->qp_num;
+    }
     *addr_p = a;
     *len_p = len;
     return RV_OK;
@@ -994,22 +1385,12 @@ void vb_address_release(rv_tworker_t *tw, void *addr)
     free(addr);
 }
 
-rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
-                       size_t len)
+/* Moves @p qp to RTR then RTS, toward QP @p rqpn of the worker described
+ * by @p a, whose packets start at @p rpsn; ours at @p lpsn. */
+static int qp_connect(rv_transport_t *tp, struct ibv_qp *qp,
+                      const vb_addr_t *a, uint32_t rqpn, uint32_t rpsn,
+                      uint32_t lpsn)
 {
-    rv_transport_t *tp = tw->tp;
-    const vb_addr_t *a = addr;
-    if (peer >= tw->nworkers || len < sizeof(*a) ||
-        len != sizeof(*a) + a->nqp * sizeof(uint32_t) ||
-        a->nqp != tw->nworkers) {
-        rv_error("verbs: the address of worker %u is not a verbs address "
-                 "of this job (do all processes use transport.name: verbs?)",
-                 peer);
-        return RV_ERR_INVALID;
-    }
-    vb_peer_t *p = &tw->peers[peer];
-    p->flush_addr = a->flush_addr;
-    p->flush_rkey = a->flush_rkey;
     uint8_t rd = tp->dev.max_qp_rd_atom < 16 ? (uint8_t)tp->dev.max_qp_rd_atom
                                              : 16;
     struct ibv_qp_attr m = {
@@ -1017,8 +1398,8 @@ rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
         .path_mtu = a->mtu < tp->port_attr.active_mtu
                         ? (enum ibv_mtu)a->mtu
                         : tp->port_attr.active_mtu,
-        .dest_qp_num = a->qpn[tw->tid],
-        .rq_psn = a->psn,
+        .dest_qp_num = rqpn,
+        .rq_psn = rpsn,
         .max_dest_rd_atomic = rd ? rd : 1,
         .min_rnr_timer = 12,
         .ah_attr = {.dlid = a->lid, .sl = 0, .port_num = (uint8_t)tp->port},
@@ -1029,25 +1410,84 @@ rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
         m.ah_attr.grh.sgid_index = (uint8_t)tp->gid_index;
         m.ah_attr.grh.hop_limit = 64;
     }
-    int rc = ibv_modify_qp(p->qp, &m,
+    int rc = ibv_modify_qp(qp, &m,
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                IBV_QP_MAX_DEST_RD_ATOMIC |
                                IBV_QP_MIN_RNR_TIMER);
+    if (rc != 0)
+        rv_error("verbs: queue pair %u to RTR toward %u: %s", qp->qp_num,
+                 rqpn, strerror(rc));
     if (rc == 0) {
-        struct ibv_qp_attr s = {.qp_state = IBV_QPS_RTS, .timeout = 14,
+        struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTS, .timeout = 14,
                                 .retry_cnt = 7, .rnr_retry = 7,
-                                .sq_psn = tw->psn,
+                                .sq_psn = lpsn,
                                 .max_rd_atomic = rd ? rd : 1};
-        rc = ibv_modify_qp(p->qp, &s,
+        rc = ibv_modify_qp(qp, &r,
                            IBV_QP_STATE | IBV_QP_TIMEOUT |
                                IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+        if (rc != 0)
+            rv_error("verbs: queue pair %u to RTS: %s", qp->qp_num,
+                     strerror(rc));
+    }
+    return rc;
+}
+
+rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
+                       size_t len)
+{
+    rv_transport_t *tp = tw->tp;
+    const vb_addr_t *a = addr;
+    uint32_t nqp = tp->shared_qps ? tw->nprocs + tw->nworkers : tw->nworkers;
+    if (peer >= tw->nworkers || len < sizeof(*a) ||
+        len != sizeof(*a) + a->nqp * sizeof(uint32_t) || a->nqp != nqp ||
+        a->shared != tp->shared_qps || a->nprocs != tw->nprocs) {
+        rv_error("verbs: the address of worker %u is not a verbs address "
+                 "of this job (do all processes use transport.name: verbs "
+                 "with the same qp_sharing?)", peer);
+        return RV_ERR_INVALID;
+    }
+    vb_peer_t *p = &tw->peers[peer];
+    p->flush_addr = a->flush_addr;
+    p->flush_rkey = a->flush_rkey;
+    int rc = 0;
+    uint32_t T = (uint32_t)tp->threads, me = tw->tid;
+    uint32_t prank = peer / T, mrank = me / T;
+    if (!tp->shared_qps) {
+        rc = qp_connect(tp, p->qp, a, a->qpn[me], a->psn, tw->psn);
+    } else {
+        /* our own QP for the peer's process meets that process's shared
+         * QP to us (once per process: at its first worker) */
+        if (peer % T == 0)
+            rc = qp_connect(tp, tw->owned[prank].qp, a,
+                            a->qpn[tw->nprocs + me], a->ppsn, tw->psn);
+        /* our process's shared QP to the peer meets the peer's own QP for
+         * our process (connected once, by the process's first worker) */
+        if (rc == 0 && tw->local == 0) {
+            vb_shared_t *sh = &tp->shared[peer];
+            sh->flush_addr = a->flush_addr;
+            sh->flush_rkey = a->flush_rkey;
+            rc = qp_connect(tp, sh->qp, a, a->qpn[mrank], a->psn, tp->psn);
+        }
     }
     if (rc != 0) {
+        struct ibv_qp_attr qa;
+        struct ibv_qp_init_attr qi;
+        struct ibv_qp *qp = !tp->shared_qps ? p->qp
+                            : peer % T == 0 ? tw->owned[prank].qp
+                                            : tp->shared[peer].qp;
+        const char *state = "unknown";
+        if (ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) == 0)
+            state = qa.qp_state == IBV_QPS_RESET ? "RESET"
+                    : qa.qp_state == IBV_QPS_INIT ? "INIT"
+                    : qa.qp_state == IBV_QPS_RTR  ? "RTR"
+                    : qa.qp_state == IBV_QPS_RTS  ? "RTS"
+                                                  : "error";
         rv_error("verbs: cannot connect to worker %u (rank %d) on %s port "
-                 "%d, GID index %d: %s", peer, rank_of(tw, peer),
-                 tp->devname, tp->port, tp->gid_index, strerror(rc));
+                 "%d, GID index %d: %s (queue pair left in %s)", peer,
+                 rank_of(tw, peer), tp->devname, tp->port, tp->gid_index,
+                 strerror(rc), state);
         return RV_ERR_PEER;
     }
     p->connected = true;
@@ -1066,10 +1506,26 @@ rv_status_t vb_disconnect(rv_tworker_t *tw)
     while (!done && now_s() - t0 < 30) {
         if (vb_progress(tw) == 0)
             sched_yield();
-        done = tw->byes == tw->nworkers || tw->error_reported;
-        for (uint32_t i = 0; done && i < tw->nworkers; i++)
-            if (tw->peers[i].done < tw->peers[i].assigned)
+        done = (tw->byes == tw->nworkers && tw->backlog == 0) ||
+               tw->error_reported;
+        for (uint32_t i = 0; done && i < nlanes(tw); i++)
+            if (lane_of(tw, i)->done < lane_of(tw, i)->assigned)
                 done = tw->error_reported;
+        /* shared QPs: our runs closed and complete (the bounce memory of
+         * our WRs is freed with this worker) */
+        for (uint32_t i = 0; done && tw->tp->shared_qps && i < tw->nworkers;
+             i++) {
+            rv_vsig_t *sig = tw->tp->shared[i].sig;
+            if (tw->sh_open[i]) {
+                tw->sh_open[i] = false;
+                rv_vsig_flush(sig, tw->local);
+            }
+            if (tw->sh_ops[i] > 0 ||
+                rv_vsig_completed_flush(sig, tw->local) < tw->sh_last[i]) {
+                reap_shared(&tw->tp->shared[i]);
+                done = tw->error_reported;
+            }
+        }
     }
     if (!done) {
         for (uint32_t i = 0; i < tw->nworkers; i++)
