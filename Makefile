@@ -61,3 +61,9 @@ bench-amlong: build
 .PHONY: bench-epoch
 bench-epoch: build
 	bench/epoch.sh -b $(BUILD)
+
+# Seriema Fig. 2 (RDMA messages/s: every WR signaled, manual and rivet's
+# automatic selective signaling, perftest) on Soft-RoCE in the qemu guest.
+.PHONY: bench-verbs
+bench-verbs: build
+	bench/verbs-bw.sh -b $(BUILD)

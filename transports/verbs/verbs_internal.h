@@ -220,13 +220,13 @@ struct rv_tworker {
     uint32_t nrx;
     /* bounce memory: tagged (peer, flush number) */
     rv_mem_chunk_allocator_t *chunks;
-    rv_mem_circular_t *circ;
+    rv_mem_circular_t **circ_by_peer; /* bounce rings, made on first use */
     rv_mem_linear_t **lin_by_peer; /* a unit serves one QP at a time */
     uint32_t max_inline;
     _Atomic uint64_t *completed_flush; /* by peer */
     /* flush target */
     uint64_t *flush_word;
-    rv_mem_unit_t *flush_unit;
+    struct ibv_mr *flush_mr;
     uint32_t flush_lkey;
     vb_op_t *free_ops;
     unsigned events;

@@ -531,6 +531,32 @@ static void completed(rv_tworker_t *tw, uint32_t peer, uint64_t seq)
     }
 }
 
+/* The bounce ring of @p peer: units recycled in ring order, so one ring
+ * per peer, made on first use. A ring shared by peers would meet another
+ * peer's unit still being filled at every lap, and grow each time. */
+static rv_status_t ring_create(rv_tworker_t *tw, uint32_t peer)
+{
+    rv_transport_t *tp = tw->tp;
+    rv_mem_circular_params_t cp = {
+        .chunks = tw->chunks,
+        .unit_size = VB_UNIT,
+        .completed_seq = tw->completed_flush,
+        .nchannels = tw->nworkers,
+    };
+    if (tp->shared_qps) /* (shared QP, thread) channels, verbs_signal */
+        cp = (rv_mem_circular_params_t){
+            .chunks = tw->chunks,
+            .unit_size = VB_UNIT,
+            .completed = rv_vsig_mem_completed,
+            .completed_arg = &tp->sig_arg,
+        };
+    rv_status_t st = rv_mem_circular_create(&cp, &tw->circ_by_peer[peer]);
+    if (st == RV_OK)
+        st = rv_mem_linear_create(tw->circ_by_peer[peer],
+                                  &tw->lin_by_peer[peer]);
+    return st;
+}
+
 /* A bounce segment of @p len bytes for @p peer. */
 static rv_status_t bounce(rv_tworker_t *tw, uint32_t peer, size_t len,
                           void **addr_p, uint32_t *lkey_p,
@@ -538,6 +564,9 @@ static rv_status_t bounce(rv_tworker_t *tw, uint32_t peer, size_t len,
 {
     rv_status_t st;
     for (;;) {
+        if (tw->lin_by_peer[peer] == NULL &&
+            (st = ring_create(tw, peer)) != RV_OK)
+            return st;
         st = rv_mem_linear_alloc(tw->lin_by_peer[peer], len, 8, addr_p,
                                  unit_p);
         if (st != RV_ERR_AGAIN)
@@ -1189,6 +1218,7 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
     tw->psn = (uint32_t)(rand() & 0xffffff);
     tw->peers = calloc(tw->nworkers, sizeof(*tw->peers));
     tw->lin_by_peer = calloc(tw->nworkers, sizeof(*tw->lin_by_peer));
+    tw->circ_by_peer = calloc(tw->nworkers, sizeof(*tw->circ_by_peer));
     tw->completed_flush = calloc(tw->nworkers, sizeof(*tw->completed_flush));
     tw->nprocs = (uint32_t)tp->size;
     tw->local = tw->tid % (uint32_t)tp->threads;
@@ -1196,7 +1226,8 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
     tw->sh_ops = calloc(tw->nworkers, sizeof(*tw->sh_ops));
     tw->sh_open = calloc(tw->nworkers, sizeof(*tw->sh_open));
     tw->sh_last = calloc(tw->nworkers, sizeof(*tw->sh_last));
-    rv_status_t st = tw->peers && tw->lin_by_peer && tw->completed_flush &&
+    rv_status_t st = tw->peers && tw->lin_by_peer && tw->circ_by_peer &&
+                             tw->completed_flush &&
                              tw->owned && tw->sh_ops && tw->sh_open &&
                              tw->sh_last
                          ? RV_OK
@@ -1247,30 +1278,17 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
         cp.source = RV_MEM_SOURCE_MMAP;
         st = rv_mem_chunk_allocator_create(&cp, &tw->chunks);
     }
+    /* the word flushes read: a page of its own, outside every ring */
+    if (st == RV_OK &&
+        posix_memalign((void **)&tw->flush_word, 4096, 4096) != 0)
+        st = RV_ERR_NO_MEMORY;
     if (st == RV_OK) {
-        rv_mem_circular_params_t cp = {
-            .chunks = tw->chunks,
-            .unit_size = VB_UNIT,
-            .completed_seq = tw->completed_flush,
-            .nchannels = tw->nworkers,
-        };
-        if (tp->shared_qps) /* (shared QP, thread) channels, verbs_signal */
-            cp = (rv_mem_circular_params_t){
-                .chunks = tw->chunks,
-                .unit_size = VB_UNIT,
-                .completed = rv_vsig_mem_completed,
-                .completed_arg = &tp->sig_arg,
-            };
-        st = rv_mem_circular_create(&cp, &tw->circ);
-    }
-    for (uint32_t i = 0; st == RV_OK && i < tw->nworkers; i++)
-        st = rv_mem_linear_create(tw->circ, &tw->lin_by_peer[i]);
-    if (st == RV_OK) {
-        st = rv_mem_circular_alloc(tw->circ, &tw->flush_unit);
-        if (st == RV_OK) {
-            tw->flush_word = tw->flush_unit->addr;
-            tw->flush_lkey = tw->flush_unit->chunk->tmem->mr->lkey;
-        }
+        memset(tw->flush_word, 0, 4096);
+        tw->flush_mr = vb_reg(tp, tw->flush_word, 4096);
+        if (tw->flush_mr == NULL)
+            st = RV_ERR_NO_MEMORY;
+        else
+            tw->flush_lkey = tw->flush_mr->lkey;
     }
     if (st != RV_OK) {
         vb_worker_destroy(tw);
@@ -1317,11 +1335,12 @@ void vb_worker_destroy(rv_tworker_t *tw)
     for (uint32_t i = 0; tw->lin_by_peer != NULL && i < tw->nworkers; i++)
         if (tw->lin_by_peer[i] != NULL)
             rv_mem_linear_destroy(tw->lin_by_peer[i]);
-    if (tw->circ != NULL) {
-        if (tw->flush_unit != NULL)
-            rv_mem_circular_free(tw->circ, tw->flush_unit);
-        rv_mem_circular_destroy(tw->circ);
-    }
+    for (uint32_t i = 0; tw->circ_by_peer != NULL && i < tw->nworkers; i++)
+        if (tw->circ_by_peer[i] != NULL)
+            rv_mem_circular_destroy(tw->circ_by_peer[i]);
+    if (tw->flush_mr != NULL)
+        ibv_dereg_mr(tw->flush_mr);
+    free(tw->flush_word);
     if (tw->chunks != NULL)
         rv_mem_chunk_allocator_destroy(tw->chunks);
     if (tw->srq != NULL)
@@ -1343,6 +1362,7 @@ void vb_worker_destroy(rv_tworker_t *tw)
     free(tw->sh_open);
     free(tw->sh_last);
     free(tw->lin_by_peer);
+    free(tw->circ_by_peer);
     free(tw->completed_flush);
     free(tw);
 }
@@ -1363,7 +1383,7 @@ rv_status_t vb_worker_address(rv_tworker_t *tw, void **addr_p, size_t *len_p)
     a->ppsn = tp->psn;
     a->nprocs = tw->nprocs;
     a->flush_addr = (uintptr_t)tw->flush_word;
-    a->flush_rkey = tw->flush_unit->chunk->tmem->mr->rkey;
+    a->flush_rkey = tw->flush_mr->rkey;
     a->nqp = nqp;
     if (!tp->shared_qps) {
         for (uint32_t i = 0; i < tw->nworkers; i++)
