@@ -40,6 +40,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+median_awk=$(cat "$here/median.awk")
 top=$(dirname "$here")
 build=$top/build
 reps=3
@@ -95,14 +96,8 @@ if part amlong; then
   # Medians per (protocol, transport, size).
   {
     echo "protocol,transport,size,bw_mb_per_s,rtt_us"
-    awk -F, 'NR > 1 { k = $1 "," $2 "," $3; bw[k] = bw[k] " " $5
+    awk -F, "$median_awk"'NR > 1 { k = $1 "," $2 "," $3; bw[k] = bw[k] " " $5
                       rtt[k] = rtt[k] " " $6; keys[k] = 1 }
-      function median(s,   a, n, i, j, t) {
-        n = split(s, a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-          if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-      }
       END { for (k in keys) printf "%s,%.1f,%.3f\n", k, median(bw[k]),
                                    median(rtt[k]) }' "$runs" |
       sort -t, -k2,2 -k1,1 -k3,3n
@@ -165,15 +160,9 @@ fi
 if part rma && [ -s "$rma_runs" ]; then
   {
     echo "op,transport,size,rivet_mb_per_s,ucx_mb_per_s,ratio"
-    awk -F, 'NR > 1 { k = $1 "," $2 "," $3; r[k] = r[k] " " $5
+    awk -F, "$median_awk"'NR > 1 { k = $1 "," $2 "," $3; r[k] = r[k] " " $5
                       u[k] = u[k] " " $6; q[k] = q[k] " " ($6 > 0 ? $5 / $6 : 0)
                       keys[k] = 1 }
-      function median(s,   a, n, i, j, t) {
-        n = split(s, a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-          if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-      }
       END { for (k in keys) printf "%s,%.1f,%.1f,%.3f\n", k, median(r[k]),
                                    median(u[k]), median(q[k]) }' "$rma_runs" |
       sort -t, -k2,2 -k1,1 -k3,3n
@@ -254,14 +243,8 @@ elif part inject; then
   # Medians per (protocol, transport, size, depth).
   {
     echo "protocol,transport,size,depth,inject_us,complete_us"
-    awk -F, 'NR > 1 { k = $1 "," $2 "," $3 "," $4; inj[k] = inj[k] " " $6
+    awk -F, "$median_awk"'NR > 1 { k = $1 "," $2 "," $3 "," $4; inj[k] = inj[k] " " $6
                       comp[k] = comp[k] " " $7; keys[k] = 1 }
-      function median(s,   a, n, i, j, t) {
-        n = split(s, a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-          if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-      }
       END { for (k in keys) printf "%s,%.3f,%.3f\n", k, median(inj[k]),
                                    median(comp[k]) }' "$inj_runs" |
       sort -t, -k2,2 -k1,1 -k3,3n -k4,4n

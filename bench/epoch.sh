@@ -20,6 +20,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+median_awk=$(cat "$here/median.awk")
 top=$(dirname "$here")
 build=$top/build
 reps=3
@@ -84,13 +85,7 @@ fi
 # Medians per (figure, workload, reclaim, remote, procs, threads).
 {
   echo "figure,workload,reclaim,remote_pct,procs,threads,ops,rivet_mops,urcu_mops,ratio"
-  tail -n +2 "$runs" | sort -t, -k1,1 -k3,7 | awk -F, '
-    function median(s,   a, n, i, j, t) {
-      n = split(s, a, " ")
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-        if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+  tail -n +2 "$runs" | sort -t, -k1,1 -k3,7 | awk -F, "$median_awk"'
     {
       k = $1 "," $3 "," $4 "," $5 "," $6 "," $7 "," $8
       if (!(k in r)) order[++nk] = k

@@ -47,6 +47,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+median_awk=$(cat "$here/median.awk")
 top=$(dirname "$here")
 modes="all_signaled manual automatic ib_send_bw ib_write_bw"
 now() { echo "${EPOCHREALTIME/,/.}"; }
@@ -186,13 +187,7 @@ fi
 [ "$(wc -l < "$runs")" -gt 1 ] || fail "no runs in $runs"
 
 # Medians per mode and size, in mode order.
-awk -F, -v modes="$modes" '
-  function median(s,   a, n, i, j, t) {
-    n = split(s, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-      if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-  }
+awk -F, -v modes="$modes" "$median_awk"'
   NR > 1 { v[$2, $3] = v[$2, $3] " " $4; if (!($3 in seen)) { seen[$3]; sz[++ns] = $3 } }
   END {
     print "mode,size,msgs_per_s"
@@ -203,13 +198,7 @@ awk -F, -v modes="$modes" '
 
 echo
 echo "messages/s (median of repetitions); ratios: median of per-repetition ratios"
-awk -F, '
-  function median(s,   a, n, i, j, t) {
-    n = split(s, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-      if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-  }
+awk -F, "$median_awk"'
   FNR == 1 { f++; next }
   f == 1 { r[$2, $3, $1] = $4; if ($1 > nrep) nrep = $1 }
   f == 2 { med[$1, $2] = $3; if (!($2 in seen)) { seen[$2]; sz[++ns] = $2 } }

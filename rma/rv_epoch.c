@@ -88,7 +88,7 @@ struct rv_epoch_manager {
 static rv_handler_id_t global_id, scan_id, advance_id, delete_id;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(rv_epoch_manager_t *) table[EM_MAX];
-static rv_epoch_manager_t *created[EM_MAX]; /* by local 0, for the rest */
+static rv_epoch_manager_t *created; /* by local 0, for the rest */
 
 static rv_epoch_manager_t *lookup(const void *args, size_t len)
 {
@@ -671,14 +671,14 @@ rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn free_fn,
             atomic_store_explicit(&table[id], em, memory_order_release);
         }
         pthread_mutex_lock(&table_lock);
-        created[0] = em;
+        created = em;
         pthread_mutex_unlock(&table_lock);
     }
     /* every process's instance exists after this barrier; the second
      * keeps local 0 from starting another creation before all read */
     rv_status_t bst = rv_barrier(w);
     pthread_mutex_lock(&table_lock);
-    *em_p = created[0];
+    *em_p = created;
     pthread_mutex_unlock(&table_lock);
     rv_status_t bst2 = rv_barrier(w);
     if (*em_p == NULL)

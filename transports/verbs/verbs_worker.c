@@ -636,7 +636,6 @@ static void hold(rv_tworker_t *tw, vb_held_t *h)
     else
         p->held_head = h;
     p->held_tail = h;
-    (void)tw;
 }
 
 /* An RTS: read the payload, then deliver it in its turn. */
