@@ -1,8 +1,11 @@
 /*
  * The process context: configuration, bootstrap, transport plugin.
  */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rv_core.h"
 
@@ -48,6 +51,20 @@ rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p)
     return rv_init_config(&cfg, ctx_p);
 }
 
+/* A transport's connection to @p peer broke for good: end the job. */
+static void peer_failed(void *arg, uint32_t peer, const char *why)
+{
+    static atomic_flag once = ATOMIC_FLAG_INIT;
+    rv_context_t *ctx = arg;
+    char msg[256];
+    if (atomic_flag_test_and_set(&once))
+        for (;;) /* another thread is ending the process */
+            pause();
+    snprintf(msg, sizeof(msg), "worker %u (rank %u) failed: %s", peer,
+             peer / (uint32_t)ctx->config.job.threads, why);
+    rv_abort(ctx, 1, msg);
+}
+
 rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
 {
     rv_status_t status;
@@ -77,6 +94,8 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
         .rank = ctx->bs->rank,
         .size = ctx->bs->size,
         .threads = (int)cfg->job.threads,
+        .peer_failed = peer_failed,
+        .peer_failed_arg = ctx,
     };
     status = ctx->ops->init(&params, &ctx->tp);
     if (status != RV_OK) {

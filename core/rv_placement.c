@@ -44,6 +44,11 @@ static int topo_get(void)
     return topo_ok;
 }
 
+struct hwloc_topology *rv__placement_topology(void)
+{
+    return topo_get() ? topo : NULL;
+}
+
 static const char *placement_name(rv_placement_t placement)
 {
     switch (placement) {

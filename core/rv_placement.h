@@ -28,4 +28,9 @@ rv_status_t rv__placement_bind_thread(rv_placement_t placement,
 /* Describes where the calling thread may run, e.g. "core 1 (numa 0)". */
 void rv__placement_describe(char *buf, size_t len);
 
+/* The node's hwloc topology, loaded once per process (read-only), or NULL
+ * if hwloc could not load it. For plugins placing their own resources:
+ * NIC locality with hwloc's OS-device helpers, for example. */
+struct hwloc_topology *rv__placement_topology(void);
+
 #endif

@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define RV_TRANSPORT_ABI_VERSION 1
+#define RV_TRANSPORT_ABI_VERSION 2
 
 typedef struct rv_transport rv_transport_t; /**< a plugin's process state */
 typedef struct rv_tworker rv_tworker_t;     /**< a plugin's per-thread state */
@@ -87,6 +87,16 @@ typedef struct rv_transport_params {
     int rank;               /**< this process */
     int size;               /**< processes in the job */
     int threads;            /**< worker threads per process */
+    /**
+     * Called by a transport that finds the connection to worker @p peer
+     * broken for good (a dead or unreachable peer, a queue pair in error):
+     * @p why says how, in a few words. Any thread, at most once per
+     * process is enough. The core ends the job naming the peer's rank (as
+     * GASNet-EX and MPI's default error handler do), so an operation that
+     * will never complete cannot hang it. It does not return.
+     */
+    void (*peer_failed)(void *arg, uint32_t peer, const char *why);
+    void *peer_failed_arg;
 } rv_transport_params_t;
 
 /** @brief Parameters of one transport worker. */

@@ -54,7 +54,7 @@ static rv_status_t mem_map(rv_transport_t *tp, void *addr, size_t len,
 rv_status_t rv_ucx_mem_alloc(rv_transport_t *tp, size_t len, rv_tmem_t **mem_p,
                              void **addr_p)
 {
-    rv_tmem_t *mem;
+    rv_tmem_t *mem = NULL;
     rv_status_t status = mem_map(tp, NULL, len, true, &mem);
     if (status != RV_OK)
         return status;

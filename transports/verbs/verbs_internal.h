@@ -83,6 +83,8 @@ struct rv_transport {
     bool roce;
     int rank, size, threads;
     uint32_t signal_interval;
+    void (*peer_failed)(void *arg, uint32_t peer, const char *why);
+    void *peer_failed_arg;
     rv_config_t config;
     char gid_text[64];
     /* qp_sharing: process */

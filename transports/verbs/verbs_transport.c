@@ -4,17 +4,20 @@
  *
  * Device selection (transport.verbs.*): `device` names one (mlx5_0, rxe0);
  * empty takes, among the devices with the port active, the one nearest
- * the process's NUMA zone (the device's numa_node in sysfs), else the
+ * the calling thread: local to every CPU it may run on (hwloc's PCI
+ * locality of the device, i.e. its NUMA zone), else to some, else the
  * first. `port` counts from 1. `gid_index` -1 picks, on RoCE, the RoCE v2
  * GID of an IPv4 address (what routes between hosts), else index 0; on
  * InfiniBand the LID addresses the port and the GID is carried as well.
  */
-#include <numa.h>
+#include <hwloc.h>
+#include <hwloc/openfabrics-verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "rv_placement.h"
 #include "verbs_internal.h"
 
 struct ibv_mr *vb_reg(rv_transport_t *tp, void *addr, size_t len)
@@ -31,19 +34,27 @@ struct ibv_mr *vb_reg(rv_transport_t *tp, void *addr, size_t len)
     return mr;
 }
 
-static int device_numa_node(const char *name)
+/* How near @p dev is to the calling thread: 2 if every CPU the thread may
+ * run on is local to the device (its NUMA zone), 1 if some are or hwloc
+ * cannot tell (virtual devices such as rxe are local to every CPU), 0 if
+ * none. The process is already bound per job.placement. */
+static int device_nearness(struct ibv_device *dev)
 {
-    char path[256];
-    int node = -1;
-    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/numa_node",
-             name);
-    FILE *f = fopen(path, "r");
-    if (f != NULL) {
-        if (fscanf(f, "%d", &node) != 1)
-            node = -1;
-        fclose(f);
-    }
-    return node;
+    hwloc_topology_t topo = rv__placement_topology();
+    if (topo == NULL)
+        return 1;
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+    int score = 1;
+    if (near != NULL && mine != NULL &&
+        hwloc_ibv_get_device_cpuset(topo, dev, near) == 0 &&
+        hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_THREAD) == 0)
+        score = hwloc_bitmap_isincluded(mine, near)    ? 2
+                : hwloc_bitmap_intersects(mine, near) ? 1
+                                                      : 0;
+    hwloc_bitmap_free(near);
+    hwloc_bitmap_free(mine);
+    return score;
 }
 
 static bool port_active(struct ibv_context *c, int port,
@@ -67,8 +78,6 @@ static rv_status_t open_device(rv_transport_t *tp)
             ibv_free_device_list(list);
         return RV_ERR_NO_DEVICE;
     }
-    int my_node = numa_available() >= 0 ? numa_node_of_cpu(sched_getcpu())
-                                        : -1;
     char names[256] = "";
     struct ibv_context *best = NULL;
     int best_score = -1;
@@ -95,7 +104,7 @@ static rv_status_t open_device(rv_transport_t *tp)
             ibv_free_device_list(list);
             return RV_ERR_NO_DEVICE;
         }
-        int score = !up ? -1 : device_numa_node(name) == my_node ? 2 : 1;
+        int score = up ? device_nearness(list[i]) : -1;
         if (score > best_score) {
             if (best != NULL)
                 ibv_close_device(best);
@@ -188,6 +197,8 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
     tp->rank = params->rank;
     tp->size = params->size;
     tp->threads = params->threads;
+    tp->peer_failed = params->peer_failed;
+    tp->peer_failed_arg = params->peer_failed_arg;
     tp->port = tp->config.transport.verbs.port;
     tp->signal_interval = (uint32_t)tp->config.transport.verbs.signal_interval;
     tp->shared_qps =

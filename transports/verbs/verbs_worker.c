@@ -79,18 +79,35 @@ static uint32_t nlanes(rv_tworker_t *tw)
     return tw->tp->shared_qps ? tw->nworkers + tw->nprocs : tw->nworkers;
 }
 
+/* A work completion failed: the QP is in error for good. Names the peer,
+ * device and port, then has the core end the job (a dead peer must not
+ * leave operations that never complete). Any thread. */
+static void wc_failed(rv_transport_t *tp, uint32_t peer, const char *what,
+                      enum ibv_wc_status st, uint32_t vendor)
+{
+    static atomic_flag once = ATOMIC_FLAG_INIT;
+    bool dead = st == IBV_WC_RETRY_EXC_ERR || st == IBV_WC_RNR_RETRY_EXC_ERR;
+    if (atomic_flag_test_and_set(&once))
+        return;
+    rv_error("verbs: %s to worker %u (rank %u) failed on %s port %d: %s "
+             "(vendor error %#x)%s", what, peer,
+             peer / (uint32_t)tp->threads, tp->devname, tp->port,
+             ibv_wc_status_str(st), vendor,
+             dead ? ": the peer is dead or unreachable" : "");
+    if (tp->peer_failed != NULL) {
+        char why[160];
+        snprintf(why, sizeof(why), "%s on %s port %d%s",
+                 ibv_wc_status_str(st), tp->devname, tp->port,
+                 dead ? " (dead or unreachable)" : "");
+        tp->peer_failed(tp->peer_failed_arg, peer, why);
+    }
+}
+
 static void report(rv_tworker_t *tw, uint32_t peer, const char *what,
                    enum ibv_wc_status st, uint32_t vendor)
 {
-    if (tw->error_reported)
-        return;
     tw->error_reported = true;
-    rv_error("verbs: %s to worker %u (rank %d) failed on %s port %d: %s "
-             "(vendor error %#x)%s", what, peer, rank_of(tw, peer),
-             tw->tp->devname, tw->tp->port, ibv_wc_status_str(st), vendor,
-             st == IBV_WC_RETRY_EXC_ERR || st == IBV_WC_RNR_RETRY_EXC_ERR
-                 ? ": the peer is dead or unreachable"
-                 : "");
+    wc_failed(tw->tp, peer, what, st, vendor);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -218,8 +235,6 @@ static void post_backlog(rv_tworker_t *tw)
 /* ---------------------------------------------------------------------- */
 /* Shared QPs (qp_sharing: process)                                        */
 
-static bool shared_error_reported;
-
 static void inbox_push(rv_tworker_t *owner, vb_op_t *op)
 {
     vb_op_t *head = atomic_load(&owner->inbox);
@@ -236,15 +251,9 @@ static int reap_shared(vb_shared_t *sh)
     int n = ibv_poll_cq(sh->cq, VB_SH_POLL, wc);
     for (int k = 0; k < n; k++) {
         bool ok = wc[k].status == IBV_WC_SUCCESS;
-        if (!ok && wc[k].status != IBV_WC_WR_FLUSH_ERR &&
-            !shared_error_reported) {
-            shared_error_reported = true;
-            rv_error("verbs: a work request to worker %u (rank %d) failed on "
-                     "%s port %d: %s (vendor error %#x)", sh->peer,
-                     (int)(sh->peer / (uint32_t)sh->tp->threads),
-                     sh->tp->devname, sh->tp->port,
-                     ibv_wc_status_str(wc[k].status), wc[k].vendor_err);
-        }
+        if (!ok && wc[k].status != IBV_WC_WR_FLUSH_ERR)
+            wc_failed(sh->tp, sh->peer, "a work request", wc[k].status,
+                      wc[k].vendor_err);
         if (rv_vsig_completed(sh->sig, wc[k].wr_id))
             continue;
         vb_op_t *op = (vb_op_t *)(uintptr_t)wc[k].wr_id;

@@ -1,0 +1,133 @@
+/*
+ * A peer that vanishes without a goodbye ends the job, naming its rank;
+ * the ranks sending to it do not hang.
+ *
+ *   rivetrun -n 2 -c JOB.yaml peer_death [SECONDS]
+ *
+ * After a barrier, rank 1 replaces its process image with `sleep`: the
+ * kernel tears down its queue pairs and memory, as when a node dies, but
+ * its pid lives on, with its connection to the launcher, so only the
+ * transport can notice. Rank 0 keeps sending to it, a message a
+ * millisecond, until the transport finds the peer gone and the core ends
+ * the job ("rank 0 aborted: worker 1 (rank 1) failed: ..."). If that does
+ * not happen within SECONDS (default 120), rank 0 says so and exits 3.
+ *
+ * Run by make check-verbs (scripts/check-verbs.sh), which checks the
+ * messages, the exit status and that no process of the job survives.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rivet.h"
+
+/* The program rank 1 becomes; its argument marks it for the survivor
+ * check. */
+#define AFTERLIFE_ARG "299.25"
+
+static rv_handler_id_t h_ping;
+static double limit_s = 120;
+
+static rv_status_t on_ping(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    (void)w;
+    (void)msg;
+    (void)arg;
+    return RV_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Keeps sockets and pipes (the launcher's connection, stdout, stderr)
+ * across exec; everything else, the RDMA device's files among them,
+ * closes as usual. */
+static void keep_launcher_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char path[64], target[256];
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] == '.' || fd == dirfd(d))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strncmp(target, "socket:", 7) == 0 ||
+            strncmp(target, "pipe:", 5) == 0 || fd <= 2)
+            fcntl(fd, F_SETFD, 0);
+    }
+    closedir(d);
+}
+
+static int body(rv_worker_t *w, void *arg)
+{
+    rv_context_t *ctx = arg;
+    uint64_t seq = 0;
+
+    if (rv_barrier(w) != RV_OK)
+        return 1;
+    if (rv_rank(ctx) == 1) {
+        printf("peer_death: rank 1 (pid %d) leaves without a goodbye\n",
+               (int)getpid());
+        fflush(stdout);
+        keep_launcher_fds();
+        execlp("sleep", "sleep", AFTERLIFE_ARG, (char *)NULL);
+        perror("peer_death: exec sleep");
+        return 2;
+    }
+    printf("peer_death: rank 0 sends to worker 1 until it is found dead\n");
+    fflush(stdout);
+    double t0 = now_s();
+    while (now_s() - t0 < limit_s) {
+        rv_status_t st = rv_send(w, 1, h_ping, &seq, sizeof(seq), NULL);
+        seq++;
+        if (st != RV_OK && st != RV_ERR_AGAIN) {
+            /* the transport said so without ending the job */
+            fprintf(stderr, "peer_death: send %llu: %s, but the job did "
+                    "not end\n", (unsigned long long)seq, rv_status_str(st));
+            fflush(stderr);
+            _exit(3);
+        }
+        for (int i = 0; i < 10; i++)
+            rv_progress(w);
+        usleep(1000);
+    }
+    fprintf(stderr, "peer_death: worker 1 was not found dead in %.0f s "
+            "(%llu messages sent)\n", limit_s, (unsigned long long)seq);
+    fflush(stderr);
+    _exit(3); /* not back into the job's end: rank 1 would never meet us */
+}
+
+int main(int argc, char **argv)
+{
+    rv_context_t *ctx;
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    if (argc > 1)
+        limit_s = atof(argv[1]);
+    if (rv_size(ctx) != 2 || rv_threads(ctx) != 1) {
+        fprintf(stderr, "peer_death: run with 2 processes of 1 thread\n");
+        rv_finalize(ctx);
+        return 2;
+    }
+    if (rv_handler_register(ctx, "peer_death.ping", on_ping, NULL, 0,
+                            &h_ping) != RV_OK)
+        return 1;
+    int rc = rv_job_run(ctx, body, ctx) == RV_OK ? 0 : 1;
+    rv_finalize(ctx);
+    return rc;
+}
