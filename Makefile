@@ -67,3 +67,9 @@ bench-epoch: build
 .PHONY: bench-verbs
 bench-verbs: build
 	bench/verbs-bw.sh -b $(BUILD)
+
+# Large AMs on Soft-RoCE: RDMA-read against write-with-immediate
+# rendezvous, and rivet's.
+.PHONY: bench-verbs-rndv
+bench-verbs-rndv: build
+	bench/verbs-rndv.sh -b $(BUILD)

@@ -34,6 +34,33 @@ static inline int bench_parse_sizes(const char *text, size_t *sizes, int max,
     return n;
 }
 
+/* Parses a comma-separated list of the @p n names in @p names into
+ * idx[] (indices, at most @p n); returns the count, or -1 with a message
+ * naming @p prog and the names there are. */
+static inline int bench_parse_names(const char *prog, const char *text,
+                                    const char *const *names, int n,
+                                    int *idx)
+{
+    int count = 0;
+    for (const char *p = text; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        int m = 0;
+        while (m < n && (strlen(names[m]) != len ||
+                         strncmp(names[m], p, len) != 0))
+            m++;
+        if (m == n || count == n) {
+            fprintf(stderr, "%s: bad mode list '%s' (modes:", prog, text);
+            for (int i = 0; i < n; i++)
+                fprintf(stderr, "%s %s", i ? "," : "", names[i]);
+            fprintf(stderr, ")\n");
+            return -1;
+        }
+        idx[count++] = m;
+        p += len + (p[len] == ',');
+    }
+    return count > 0 ? count : -1;
+}
+
 /* The options every benchmark takes. */
 typedef struct {
     size_t sizes[32];

@@ -38,16 +38,15 @@
  * RoCE v2 GID of an IPv4 address) of the job file.
  */
 #include <getopt.h>
-#include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "raw_verbs.h"
 
 #define REGION (1u << 20)
-#define MAX_INLINE 220 /* asked for, as rivet's QPs */
 #define POLL 32
 
 enum { ALL_SIGNALED, MANUAL, AUTOMATIC, NMODES };
@@ -60,29 +59,7 @@ static struct {
     long depth, interval, progress;
 } opt = {.b = {.iters = 131072, .warmup = 4096}, .depth = 512};
 
-/* Raw libibverbs resources of ranks 0 and 1. */
-static struct {
-    struct ibv_context *ctx;
-    struct ibv_pd *pd;
-    struct ibv_cq *cq;
-    struct ibv_qp *qp;
-    struct ibv_mr *mr;   /* rank 0: the source; rank 1: the target */
-    void *buf;
-    int port, gid_index;
-    uint32_t max_inline;
-    char devname[64];
-} raw;
-
-/* What a rank publishes through the bootstrap. */
-typedef struct {
-    uint8_t gid[16];
-    uint64_t addr;
-    uint32_t rkey, qpn, psn;
-    uint16_t lid;
-    uint8_t mtu, valid;
-} raw_addr_t;
-
-static raw_addr_t peer_addr; /* rank 0: rank 1's */
+static raw_verbs_t raw; /* ranks 0 and 1: a QP of their own */
 
 static struct {
     rv_handler_id_t key, done;
@@ -120,158 +97,6 @@ static void done_cb(void *arg, rv_status_t status)
 /* ---------------------------------------------------------------------- */
 /* Raw libibverbs                                                          */
 
-static bool gid_is_ipv4(const union ibv_gid *g)
-{
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
-                                       0xff};
-    return memcmp(g->raw, prefix, sizeof(prefix)) == 0;
-}
-
-/* Opens the device, creates the QP (INIT) and registers the buffer; fills
- * @p me. */
-static int raw_open(const rv_config_t *cfg, raw_addr_t *me)
-{
-    const char *want = cfg->transport.verbs.device;
-    int num = 0;
-    struct ibv_device **list = ibv_get_device_list(&num);
-    for (int i = 0; list != NULL && i < num && raw.ctx == NULL; i++)
-        if (want[0] == '\0' || strcmp(want, ibv_get_device_name(list[i])) == 0)
-            raw.ctx = ibv_open_device(list[i]);
-    if (list != NULL)
-        ibv_free_device_list(list);
-    if (raw.ctx == NULL) {
-        fprintf(stderr, "rv-verbs-bw: cannot open RDMA device '%s'\n", want);
-        return -1;
-    }
-    snprintf(raw.devname, sizeof(raw.devname), "%s",
-             ibv_get_device_name(raw.ctx->device));
-    raw.port = (int)cfg->transport.verbs.port;
-    struct ibv_port_attr pa;
-    if (ibv_query_port(raw.ctx, (uint8_t)raw.port, &pa) != 0) {
-        fprintf(stderr, "rv-verbs-bw: no port %d on %s\n", raw.port,
-                raw.devname);
-        return -1;
-    }
-    raw.gid_index = (int)cfg->transport.verbs.gid_index;
-    bool roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-    if (raw.gid_index < 0) { /* as the verbs transport picks it */
-        raw.gid_index = 0;
-        for (int i = 0; roce && i < pa.gid_tbl_len; i++) {
-            struct ibv_gid_entry e;
-            if (ibv_query_gid_ex(raw.ctx, (uint32_t)raw.port, (uint32_t)i, &e,
-                                 0) == 0 &&
-                e.gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_ipv4(&e.gid)) {
-                raw.gid_index = i;
-                break;
-            }
-        }
-    }
-    union ibv_gid gid;
-    if (ibv_query_gid(raw.ctx, (uint8_t)raw.port, raw.gid_index, &gid) != 0) {
-        fprintf(stderr, "rv-verbs-bw: no GID %d on %s\n", raw.gid_index,
-                raw.devname);
-        return -1;
-    }
-    raw.pd = ibv_alloc_pd(raw.ctx);
-    raw.cq = ibv_create_cq(raw.ctx, (int)opt.depth + POLL, NULL, NULL, 0);
-    if (posix_memalign(&raw.buf, 4096, REGION) != 0)
-        raw.buf = NULL;
-    if (raw.pd == NULL || raw.cq == NULL || raw.buf == NULL) {
-        fprintf(stderr, "rv-verbs-bw: cannot allocate a PD, CQ or buffer\n");
-        return -1;
-    }
-    memset(raw.buf, 1, REGION);
-    raw.mr = ibv_reg_mr(raw.pd, raw.buf, REGION,
-                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    struct ibv_qp_init_attr a = {
-        .send_cq = raw.cq, .recv_cq = raw.cq, .qp_type = IBV_QPT_RC,
-        .cap = {.max_send_wr = (uint32_t)opt.depth, .max_recv_wr = 1,
-                .max_send_sge = 1, .max_recv_sge = 1,
-                .max_inline_data = MAX_INLINE}};
-    raw.qp = ibv_create_qp(raw.pd, &a);
-    if (raw.qp == NULL) {
-        a.cap.max_inline_data = 0;
-        raw.qp = ibv_create_qp(raw.pd, &a);
-    }
-    if (raw.mr == NULL || raw.qp == NULL) {
-        fprintf(stderr, "rv-verbs-bw: cannot register memory or create a "
-                        "queue pair on %s\n", raw.devname);
-        return -1;
-    }
-    raw.max_inline = a.cap.max_inline_data;
-    struct ibv_qp_attr m = {.qp_state = IBV_QPS_INIT, .port_num =
-                                (uint8_t)raw.port,
-                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-    if (ibv_modify_qp(raw.qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        fprintf(stderr, "rv-verbs-bw: queue pair to INIT failed\n");
-        return -1;
-    }
-    memcpy(me->gid, gid.raw, 16);
-    me->addr = (uintptr_t)raw.buf;
-    me->rkey = raw.mr->rkey;
-    me->qpn = raw.qp->qp_num;
-    me->psn = (uint32_t)(lrand48() & 0xffffff);
-    me->lid = pa.lid;
-    me->mtu = (uint8_t)pa.active_mtu;
-    me->valid = 1;
-    return 0;
-}
-
-/* INIT -> RTR -> RTS towards @p p (as verbs_worker.c's vb_connect). */
-static int raw_connect(const raw_addr_t *me, const raw_addr_t *p)
-{
-    struct ibv_port_attr pa;
-    ibv_query_port(raw.ctx, (uint8_t)raw.port, &pa);
-    struct ibv_qp_attr m = {
-        .qp_state = IBV_QPS_RTR,
-        .path_mtu = p->mtu < me->mtu ? (enum ibv_mtu)p->mtu
-                                     : (enum ibv_mtu)me->mtu,
-        .dest_qp_num = p->qpn, .rq_psn = p->psn, .max_dest_rd_atomic = 1,
-        .min_rnr_timer = 12,
-        .ah_attr = {.dlid = p->lid, .port_num = (uint8_t)raw.port}};
-    if (pa.link_layer == IBV_LINK_LAYER_ETHERNET || p->lid == 0) {
-        m.ah_attr.is_global = 1;
-        memcpy(m.ah_attr.grh.dgid.raw, p->gid, 16);
-        m.ah_attr.grh.sgid_index = (uint8_t)raw.gid_index;
-        m.ah_attr.grh.hop_limit = 64;
-    }
-    int rc = ibv_modify_qp(raw.qp, &m, IBV_QP_STATE | IBV_QP_AV |
-                                           IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                           IBV_QP_RQ_PSN |
-                                           IBV_QP_MAX_DEST_RD_ATOMIC |
-                                           IBV_QP_MIN_RNR_TIMER);
-    if (rc == 0) {
-        struct ibv_qp_attr s = {.qp_state = IBV_QPS_RTS, .timeout = 14,
-                                .retry_cnt = 7, .rnr_retry = 7,
-                                .sq_psn = me->psn, .max_rd_atomic = 1};
-        rc = ibv_modify_qp(raw.qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                           IBV_QP_RETRY_CNT |
-                                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                           IBV_QP_MAX_QP_RD_ATOMIC);
-    }
-    if (rc != 0)
-        fprintf(stderr, "rv-verbs-bw: cannot connect the raw queue pair on "
-                        "%s, GID index %d: %s\n", raw.devname, raw.gid_index,
-                strerror(rc));
-    return rc ? -1 : 0;
-}
-
-static void raw_close(void)
-{
-    if (raw.qp != NULL)
-        ibv_destroy_qp(raw.qp);
-    if (raw.mr != NULL)
-        ibv_dereg_mr(raw.mr);
-    if (raw.cq != NULL)
-        ibv_destroy_cq(raw.cq);
-    if (raw.pd != NULL)
-        ibv_dealloc_pd(raw.pd);
-    if (raw.ctx != NULL)
-        ibv_close_device(raw.ctx);
-    free(raw.buf);
-}
-
 /* Polls until every WR up to @p want completed; *done: the highest
  * completed (WRs complete in order, wr_id is the sequence number). */
 static int raw_wait(uint64_t *done, uint64_t want)
@@ -304,7 +129,7 @@ static double raw_run(size_t size, long n, long interval)
                              .opcode = IBV_WR_RDMA_WRITE}, *bad;
     unsigned inl = size <= raw.max_inline ? IBV_SEND_INLINE : 0;
     uint64_t slots = REGION / size, done = 0, last = (uint64_t)n;
-    wr.wr.rdma.rkey = peer_addr.rkey;
+    wr.wr.rdma.rkey = raw.peer.rkey;
     double t0 = bench_now_s();
     for (uint64_t seq = 1; seq <= last; seq++) {
         if (seq - done > (uint64_t)opt.depth - 1 &&
@@ -314,7 +139,7 @@ static double raw_run(size_t size, long n, long interval)
         wr.send_flags = inl;
         if (seq % (uint64_t)interval == 0 || seq == last)
             wr.send_flags |= IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = peer_addr.addr + (seq - 1) % slots * size;
+        wr.wr.rdma.remote_addr = raw.peer.addr + (seq - 1) % slots * size;
         int rc = ibv_post_send(raw.qp, &wr, &bad);
         if (rc != 0) {
             fprintf(stderr, "rv-verbs-bw: ibv_post_send: %s\n", strerror(rc));
@@ -490,21 +315,8 @@ static int worker(rv_worker_t *w, void *arg)
 /* -m MODES: names separated by commas. */
 static int parse_modes(const char *text)
 {
-    opt.nmodes = 0;
-    for (const char *p = text; *p != '\0';) {
-        size_t len = strcspn(p, ",");
-        int m = 0;
-        while (m < NMODES && (strlen(mode_names[m]) != len ||
-                              strncmp(mode_names[m], p, len) != 0))
-            m++;
-        if (m == NMODES || opt.nmodes == NMODES) {
-            fprintf(stderr, "rv-verbs-bw: bad mode list '%s' (modes: "
-                            "all_signaled, manual, automatic)\n", text);
-            return -1;
-        }
-        opt.modes[opt.nmodes++] = m;
-        p += len + (p[len] == ',');
-    }
+    opt.nmodes = bench_parse_names("rv-verbs-bw", text, mode_names, NMODES,
+                                   opt.modes);
     return opt.nmodes > 0 ? 0 : -1;
 }
 
@@ -547,11 +359,6 @@ static int options(rv_context_t *ctx, int argc, char **argv)
                         "[--csv]\n", argv[0]);
         return 2;
     }
-    if (rv_size(ctx) < 2) {
-        fprintf(stderr, "%s needs 2 processes (this job has %d); run it with "
-                        "rivetrun\n", argv[0], rv_size(ctx));
-        return 2;
-    }
     return 0;
 }
 
@@ -566,36 +373,17 @@ int main(int argc, char **argv)
         return rc;
     }
     /* the raw connection, set up from the main thread through the
-     * bootstrap; every rank takes part in the allgather */
-    int rank = rv_rank(ctx);
-    raw_addr_t me = {0}, *all = calloc((size_t)rv_size(ctx), sizeof(me));
-    srand48((long)getpid());
-    if (all == NULL ||
-        (rank <= 1 && raw_open(rv_context_config(ctx), &me) != 0))
-        rc = 1;
-    if (rv_bootstrap_allgather(ctx, &me, all, sizeof(me)) != RV_OK)
-        rc = 1;
-    if (rc == 0 && (!all[0].valid || !all[1].valid))
-        rc = 1; /* the other rank said why */
-    if (rc == 0 && rank <= 1) {
-        peer_addr = all[1 - rank];
-        rc = raw_connect(&me, &peer_addr) != 0;
-    }
-    /* both QPs in RTS before the first write, or every rank gives up */
-    int ok = rc == 0, *oks = calloc((size_t)rv_size(ctx), sizeof(ok));
-    if (oks == NULL ||
-        rv_bootstrap_allgather(ctx, &ok, oks, sizeof(ok)) != RV_OK)
-        rc = 1;
-    for (int r = 0; rc == 0 && r < rv_size(ctx); r++)
-        rc = !oks[r];
-    free(oks);
-    free(all);
+     * bootstrap; every rank takes part */
+    raw_verbs_params_t rp = {.send_depth = (uint32_t)opt.depth,
+                             .recv_depth = 1, .len = REGION,
+                             .access = IBV_ACCESS_REMOTE_WRITE};
+    rc = raw_verbs_setup(ctx, &raw, &rp, "rv-verbs-bw") != 0;
     if (rc == 0 &&
         (rv_handler_register(ctx, "verbsbw.key", on_key, NULL, 0, &h.key) ||
          rv_handler_register(ctx, "verbsbw.done", on_done, NULL, 0, &h.done) ||
          rv_job_run(ctx, worker, NULL) != RV_OK))
         rc = 1;
-    raw_close();
+    raw_verbs_close(&raw);
     rv_finalize(ctx);
     return rc;
 }
