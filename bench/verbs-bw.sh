@@ -49,6 +49,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 median_awk=$(cat "$here/median.awk")
 top=$(dirname "$here")
+. "$here/guest.sh"
 modes="all_signaled manual automatic ib_send_bw ib_write_bw"
 now() { echo "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
@@ -143,18 +144,9 @@ png=$results/verbs-bw.png
 
 t0=$(now)
 if [ $summary_only -eq 0 ]; then
-  for f in bin/rivetrun bin/rv-verbs-bw lib/librivet-verbs.so; do
-    [ -e "$build/$f" ] || fail "$build/$f not built (make build)"
-  done
-  build=$(cd "$build" && pwd -P)
+  build=$(guest_ready "$build" bin/rivetrun bin/rv-verbs-bw \
+    lib/librivet-verbs.so)
   top=$(cd "$top" && pwd -P)
-  waited=0
-  while pgrep -f '^qemu-system' > /dev/null; do
-    [ $waited -ge 3600 ] && fail "another qemu guest has run for an hour; giving up"
-    [ $waited -eq 0 ] && echo "verbs-bw: another qemu guest is running; waiting for it"
-    sleep 30
-    waited=$((waited + 30))
-  done
   logs=$build/verbs-bw
   rm -rf "$logs"
   mkdir -p "$logs"
@@ -162,10 +154,8 @@ if [ $summary_only -eq 0 ]; then
   # 45-60 min of guest time with the defaults (emulated Soft-RoCE
   # moves 3-15 K messages/s)
   export RIVET_RDMA_VM_TIMEOUT=${RIVET_RDMA_VM_TIMEOUT:-10800}
-  shares=(--share "$top")
-  case $build/ in "$top"/*) ;; *) shares+=(--share "$build") ;; esac
-  "$top/scripts/rdma-vm.sh" run "${shares[@]}" -- "$here/verbs-bw.sh" \
-    --in-guest "$build" "$runs" "$logs" "$reps" "$iters" "$sizes" ||
+  guest_run "$build" "$here/verbs-bw.sh" --in-guest "$build" "$runs" \
+    "$logs" "$reps" "$iters" "$sizes" ||
     fail "the guest run failed (logs: $logs)"
   echo "verbs-bw: $(since "$t0") s for the guest run"
   for f in "$logs"/rv-verbs-bw-*; do
