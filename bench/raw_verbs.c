@@ -141,7 +141,7 @@ static int raw_connect(raw_verbs_t *r)
                                           IBV_QP_MIN_RNR_TIMER);
     if (rc == 0) {
         struct ibv_qp_attr s = {.qp_state = IBV_QPS_RTS, .timeout = 14,
-                                .retry_cnt = 7, .rnr_retry = 7,
+                                .retry_cnt = 6, .rnr_retry = 7,
                                 .sq_psn = me->psn, .max_rd_atomic = r->rd_atomic};
         rc = ibv_modify_qp(r->qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT |
                                           IBV_QP_RETRY_CNT |

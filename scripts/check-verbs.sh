@@ -13,11 +13,12 @@
 #                              shared by the threads of a process
 #                              (transport.verbs.qp_sharing: process)
 #   demo-pingpong-verbs        rv-pingpong over verbs, briefly
-#   peer-death-verbs           a rank whose process image vanishes (its
+#   peer-death-verbs[-shared]  a rank whose process image vanishes (its
 #                              queue pairs with it) while rank 0 sends to
 #                              it: the job ends naming it, within the
 #                              transport's retry timeout, and no process
-#                              of the job survives
+#                              of the job survives (QPs per thread, and
+#                              shared by a process)
 #   conformance-ucx-rc-2x{1,2} the conformance suite over UCX's InfiniBand
 #                              transports (configs/test-ucx-rc.yaml:
 #                              rc_verbs), 2 processes of 1 and 2 threads
@@ -112,9 +113,12 @@ t=$dir/CTestTestfile.cmake
         -x "error|warn" -- "$run" --timeout 300 -c "$vcfg" \
         "$build/bin/rv-pingpong" -n 200 -w 20 -s 8,4096,65536))"
     echo "set_tests_properties(demo-pingpong-verbs PROPERTIES TIMEOUT 360 LABELS verbs)"
-    echo "add_test(peer-death-verbs$(q "$top/tests/transport/peer_death.sh" \
-        "$run" "$vcfg" "$build/tests/peer_death" rxe0))"
-    echo "set_tests_properties(peer-death-verbs PROPERTIES TIMEOUT 360 LABELS verbs)"
+    for v in "" -shared; do
+        echo "add_test(peer-death-verbs$v$(q "$top/tests/transport/peer_death.sh" \
+            "$run" "$vcfg" "$build/tests/peer_death" rxe0))"
+    done
+    echo "set_tests_properties(peer-death-verbs peer-death-verbs-shared PROPERTIES TIMEOUT 360 LABELS verbs)"
+    echo "set_tests_properties(peer-death-verbs-shared PROPERTIES ENVIRONMENT RIVET_TRANSPORT_VERBS_QP_SHARING=process)"
     for nt in 1 2; do
         n=conformance-ucx-rc-2x$nt
         echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$cfg" \

@@ -48,8 +48,8 @@ static double now_s(void)
 }
 
 /* Keeps sockets and pipes (the launcher's connection, stdout, stderr)
- * across exec; everything else, the RDMA device's files among them,
- * closes as usual. */
+ * across exec and closes everything else, the RDMA device's files among
+ * them (their last reference goes with the process image's mappings). */
 static void keep_launcher_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -66,9 +66,11 @@ static void keep_launcher_fds(void)
         if (n <= 0)
             continue;
         target[n] = '\0';
-        if (strncmp(target, "socket:", 7) == 0 ||
-            strncmp(target, "pipe:", 5) == 0 || fd <= 2)
+        if (fd <= 2 || strncmp(target, "socket:", 7) == 0 ||
+            strncmp(target, "pipe:", 5) == 0)
             fcntl(fd, F_SETFD, 0);
+        else
+            close(fd);
     }
     closedir(d);
 }

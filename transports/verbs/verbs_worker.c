@@ -156,7 +156,10 @@ static rv_status_t post(rv_tworker_t *tw, uint32_t peer,
             ((vb_op_t *)(uintptr_t)wr->wr_id)->lane = peer;
         }
     } else {
-        wr->wr_id = 0;
+        /* no completion unless it fails: then its error names the peer
+         * (the first failed WR completes with its status, signaled or
+         * not) */
+        wr->wr_id = MARKER(peer, seq);
     }
     if (p->fence) {
         wr->send_flags |= IBV_SEND_FENCE;
@@ -823,8 +826,6 @@ static unsigned poll_send(rv_tworker_t *tw)
     int n = ibv_poll_cq(tw->scq, VB_CQ_POLL, wc);
     for (int k = 0; k < n; k++) {
         uint64_t id = wc[k].wr_id;
-        if (id == 0)
-            continue; /* an unsignaled WR flushed by a QP error */
         uint32_t peer;
         vb_op_t *op = NULL;
         uint64_t seq;
@@ -1447,8 +1448,14 @@ static int qp_connect(rv_transport_t *tp, struct ibv_qp *qp,
         rv_error("verbs: queue pair %u to RTR toward %u: %s", qp->qp_num,
                  rqpn, strerror(rc));
     if (rc == 0) {
+        /* A lost packet is resent after 4.096 us << 14 = 67 ms, six times:
+         * a dead peer shows as "retry exceeded" after about 0.5 s. Not 7:
+         * Soft-RoCE (rxe) takes a retry count of 7 as "retry for ever", as
+         * the spec has it for RNR retries only, and a dead peer would hang
+         * its senders. rnr_retry 7 (for ever) is right: our receivers
+         * repost their buffers, so RNR means slow, not dead. */
         struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTS, .timeout = 14,
-                                .retry_cnt = 7, .rnr_retry = 7,
+                                .retry_cnt = 6, .rnr_retry = 7,
                                 .sq_psn = lpsn,
                                 .max_rd_atomic = rd ? rd : 1};
         rc = ibv_modify_qp(qp, &r,
