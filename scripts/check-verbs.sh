@@ -17,8 +17,8 @@
 #                              queue pairs with it) while rank 0 sends to
 #                              it: the job ends naming it, within the
 #                              transport's retry timeout, and no process
-#                              of the job survives (QPs per thread, and
-#                              shared by a process)
+#                              of the job survives (QPs per thread, 2x1,
+#                              and shared by a process's threads, 2x2)
 #   conformance-ucx-rc-2x{1,2} the conformance suite over UCX's InfiniBand
 #                              transports (configs/test-ucx-rc.yaml:
 #                              rc_verbs), 2 processes of 1 and 2 threads
@@ -118,7 +118,7 @@ t=$dir/CTestTestfile.cmake
             "$run" "$vcfg" "$build/tests/peer_death" rxe0))"
     done
     echo "set_tests_properties(peer-death-verbs peer-death-verbs-shared PROPERTIES TIMEOUT 360 LABELS verbs)"
-    echo "set_tests_properties(peer-death-verbs-shared PROPERTIES ENVIRONMENT RIVET_TRANSPORT_VERBS_QP_SHARING=process)"
+    echo "set_tests_properties(peer-death-verbs-shared PROPERTIES ENVIRONMENT \"RIVET_JOB_THREADS=2;RIVET_TRANSPORT_VERBS_QP_SHARING=process\")"
     for nt in 1 2; do
         n=conformance-ucx-rc-2x$nt
         echo "add_test($n$(q "$run" --timeout 900 -n 2 -c "$cfg" \

@@ -7,10 +7,11 @@
  * After a barrier, rank 1 replaces its process image with `sleep`: the
  * kernel tears down its queue pairs and memory, as when a node dies, but
  * its pid lives on, with its connection to the launcher, so only the
- * transport can notice. Rank 0 keeps sending to it, a message a
- * millisecond, until the transport finds the peer gone and the core ends
- * the job ("rank 0 aborted: worker 1 (rank 1) failed: ..."). If that does
- * not happen within SECONDS (default 120), rank 0 says so and exits 3.
+ * transport can notice. Every worker of rank 0 keeps sending to rank 1's
+ * last worker, a message a millisecond, until the transport finds the peer
+ * gone and the core ends the job ("rank 0 aborted: worker 1 (rank 1)
+ * failed: ..."). If that does not happen within SECONDS (default 120),
+ * rank 0 says so and exits 3.
  *
  * Run by make check-verbs (scripts/check-verbs.sh), which checks the
  * messages, the exit status and that no process of the job survives.
@@ -83,6 +84,9 @@ static int body(rv_worker_t *w, void *arg)
     if (rv_barrier(w) != RV_OK)
         return 1;
     if (rv_rank(ctx) == 1) {
+        if (rv_worker_local(w) != 0)
+            for (;;) /* until the exec of worker 0 ends this thread */
+                pause();
         printf("peer_death: rank 1 (pid %d) leaves without a goodbye\n",
                (int)getpid());
         fflush(stdout);
@@ -91,11 +95,15 @@ static int body(rv_worker_t *w, void *arg)
         perror("peer_death: exec sleep");
         return 2;
     }
-    printf("peer_death: rank 0 sends to worker 1 until it is found dead\n");
+    /* with threads, the last worker of rank 1: over shared QPs
+     * (qp_sharing: process), another thread's than worker 0's */
+    rv_tid_t dest = rv_tid_make(ctx, 1, rv_threads(ctx) - 1);
+    printf("peer_death: worker %u sends to worker %u until it is found "
+           "dead\n", (unsigned)rv_worker_tid(w), (unsigned)dest);
     fflush(stdout);
     double t0 = now_s();
     while (now_s() - t0 < limit_s) {
-        rv_status_t st = rv_send(w, 1, h_ping, &seq, sizeof(seq), NULL);
+        rv_status_t st = rv_send(w, dest, h_ping, &seq, sizeof(seq), NULL);
         seq++;
         if (st != RV_OK && st != RV_ERR_AGAIN) {
             /* the transport said so without ending the job */
@@ -108,8 +116,9 @@ static int body(rv_worker_t *w, void *arg)
             rv_progress(w);
         usleep(1000);
     }
-    fprintf(stderr, "peer_death: worker 1 was not found dead in %.0f s "
-            "(%llu messages sent)\n", limit_s, (unsigned long long)seq);
+    fprintf(stderr, "peer_death: worker %u was not found dead in %.0f s "
+            "(%llu messages sent)\n", (unsigned)dest, limit_s,
+            (unsigned long long)seq);
     fflush(stderr);
     _exit(3); /* not back into the job's end: rank 1 would never meet us */
 }
@@ -121,8 +130,8 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 1)
         limit_s = atof(argv[1]);
-    if (rv_size(ctx) != 2 || rv_threads(ctx) != 1) {
-        fprintf(stderr, "peer_death: run with 2 processes of 1 thread\n");
+    if (rv_size(ctx) != 2) {
+        fprintf(stderr, "peer_death: run with 2 processes\n");
         rv_finalize(ctx);
         return 2;
     }

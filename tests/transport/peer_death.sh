@@ -7,8 +7,8 @@ set -uo pipefail
 run=$1 cfg=$2 prog=$3 dev=$4
 t0=$(date +%s)
 "$(dirname "$0")/../expect.sh" --fail \
-  -e "error: verbs: .* to worker 1 [(]rank 1[)] failed on $dev port [0-9]+: .*: the peer is dead or unreachable" \
-  -e "^rivetrun: rank 0 aborted: worker 1 [(]rank 1[)] failed: .* on $dev port [0-9]+ [(]dead or unreachable[)]" \
+  -e "error: verbs: .* to worker [0-9]+ [(]rank 1[)] failed on $dev port [0-9]+: .*: the peer is dead or unreachable" \
+  -e "^rivetrun: rank 0 aborted: worker [0-9]+ [(]rank 1[)] failed: .* on $dev port [0-9]+ [(]dead or unreachable[)]" \
   -x "not found dead|did not end" \
   -- "$run" --timeout 300 -n 2 -c "$cfg" "$prog" 120
 rc=$?
