@@ -31,6 +31,7 @@
 #define VB_RXBUF 16384             /* eager receive buffer */
 #define VB_UNIT (64u << 10)        /* bounce unit (circular allocator) */
 #define VB_ZCOPY_MIN (64u << 10)   /* put/get above: registered on the fly */
+#define VB_RNDV_COPY (64u << 10)   /* rendezvous AM up to: sent from a copy */
 #define VB_SQ_DEPTH 512
 #define VB_CQ_POLL 32
 #define VB_SH_POLL 8           /* completions one shared-CQ poll takes */
@@ -222,6 +223,7 @@ struct rv_tworker {
     uint32_t nrx;
     /* bounce memory: tagged (peer, flush number) */
     rv_mem_chunk_allocator_t *chunks;
+    rv_mem_general_t *pool;        /* rendezvous payloads, both ends */
     rv_mem_circular_t **circ_by_peer; /* bounce rings, made on first use */
     rv_mem_linear_t **lin_by_peer; /* a unit serves one QP at a time */
     uint32_t max_inline;

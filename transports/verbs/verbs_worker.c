@@ -613,6 +613,42 @@ static rv_status_t post_recv(rv_tworker_t *tw, uint32_t i)
 static rv_status_t send_ctrl(rv_tworker_t *tw, uint32_t peer, uint8_t type,
                              const void *body, size_t len, bool signal);
 
+/* Registered memory for a rendezvous payload: from the worker's pool
+ * (chunks registered once, in its NUMA zone), else malloc'ed and
+ * registered for this message alone (*mr_p). Registering per message
+ * costs a pinning system call each time; the pool makes it a best-fit
+ * allocation. */
+static void *rndv_mem(rv_tworker_t *tw, size_t len, uint32_t *lkey_p,
+                      uint32_t *rkey_p, struct ibv_mr **mr_p)
+{
+    const rv_mem_chunk_t *c;
+    void *p;
+    *mr_p = NULL;
+    if (rv_mem_general_alloc(tw->pool, len ? len : 1, 0, &p, &c) == RV_OK) {
+        *lkey_p = c->tmem->mr->lkey;
+        *rkey_p = c->tmem->mr->rkey;
+        return p;
+    }
+    p = malloc(len ? len : 1);
+    if (p == NULL || (*mr_p = vb_reg(tw->tp, p, len)) == NULL) {
+        free(p);
+        return NULL;
+    }
+    *lkey_p = (*mr_p)->lkey;
+    *rkey_p = (*mr_p)->rkey;
+    return p;
+}
+
+static void rndv_mem_free(rv_tworker_t *tw, void *p, struct ibv_mr *mr)
+{
+    if (mr != NULL) {
+        ibv_dereg_mr(mr);
+        free(p);
+    } else if (p != NULL) {
+        rv_mem_general_free(tw->pool, p);
+    }
+}
+
 /* Delivers the ready messages at the head of @p src's queue. */
 static void deliver_held(rv_tworker_t *tw, uint32_t src)
 {
@@ -633,10 +669,7 @@ static void deliver_held(rv_tworker_t *tw, uint32_t src)
 void vb_am_release(rv_tworker_t *tw, void *desc)
 {
     vb_held_t *h = desc;
-    (void)tw;
-    if (h->mr != NULL)
-        ibv_dereg_mr(h->mr);
-    free(h->data);
+    rndv_mem_free(tw, h->data, h->mr);
     free(h);
 }
 
@@ -656,14 +689,14 @@ static void start_read(rv_tworker_t *tw, const vb_wire_t *m,
 {
     vb_held_t *h = calloc(1, sizeof(*h));
     vb_op_t *op = op_get(tw, VB_OP_READ, m->src, NULL, h);
+    uint32_t lkey = 0, rkey;
     if (h != NULL)
-        h->data = malloc(m->len ? m->len : 1);
-    if (h == NULL || op == NULL || h->data == NULL ||
-        (h->mr = vb_reg(tw->tp, h->data, m->len)) == NULL) {
+        h->data = rndv_mem(tw, m->len, &lkey, &rkey, &h->mr);
+    if (h == NULL || op == NULL || h->data == NULL) {
         rv_error("verbs: no memory for a %u-byte message from worker %u; "
                  "dropped", m->len, m->src);
         if (h != NULL)
-            free(h->data);
+            rndv_mem_free(tw, h->data, h->mr);
         free(h);
         if (op != NULL)
             op_put(tw, op);
@@ -676,7 +709,7 @@ static void start_read(rv_tworker_t *tw, const vb_wire_t *m,
     memcpy(h->hdr, hdr, m->hdr_len);
     hold(tw, h);
     struct ibv_sge sge = {.addr = (uintptr_t)h->data, .length = m->len,
-                          .lkey = h->mr->lkey};
+                          .lkey = lkey};
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = &sge,
                              .num_sge = 1, .opcode = IBV_WR_RDMA_READ};
     wr.wr.rdma.remote_addr = rts->addr;
@@ -753,7 +786,10 @@ static void on_recv(rv_tworker_t *tw, const struct ibv_wc *wc)
         uint64_t cookie;
         memcpy(&cookie, hdr, sizeof(cookie));
         vb_op_t *op = (vb_op_t *)(uintptr_t)cookie;
-        free(op->bounce); /* the gathered payload */
+        if (op->bounce != NULL) { /* the payload's copy */
+            rndv_mem_free(tw, op->bounce, op->mr);
+            op->mr = NULL;
+        }
         if (op->cb != NULL)
             op->cb(op->arg, RV_OK);
         op_put(tw, op);
@@ -943,9 +979,12 @@ rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
     vb_op_t *op = op_get(tw, VB_OP_RTS, peer, cb, arg);
     if (op == NULL)
         return RV_ERR_NO_MEMORY;
+    /* up to VB_RNDV_COPY, and gathered ones, from a copy in the pool;
+     * larger ones from the caller's memory, registered for the message */
     void *src = iov[0].iov_base;
-    if (iovcnt > 1) { /* gathered once into memory of our own */
-        op->bounce = malloc(len);
+    uint32_t lkey, rkey;
+    if (iovcnt > 1 || len <= VB_RNDV_COPY) {
+        op->bounce = rndv_mem(tw, len, &lkey, &rkey, &op->mr);
         if (op->bounce == NULL) {
             op_put(tw, op);
             return RV_ERR_NO_MEMORY;
@@ -957,20 +996,24 @@ rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
             off += iov[i].iov_len;
         }
         src = op->bounce;
-    }
-    op->mr = vb_reg(tw->tp, src, len);
-    if (op->mr == NULL) {
-        free(op->bounce);
-        op_put(tw, op);
-        return RV_ERR_NO_MEMORY;
+    } else {
+        op->mr = vb_reg(tw->tp, src, len);
+        if (op->mr == NULL) {
+            op_put(tw, op);
+            return RV_ERR_NO_MEMORY;
+        }
+        rkey = op->mr->rkey;
     }
     vb_rts_t rts = {.addr = (uintptr_t)src, .cookie = (uintptr_t)op,
-                    .rkey = op->mr->rkey};
+                    .rkey = rkey};
     struct iovec body = {.iov_base = &rts, .iov_len = sizeof(rts)};
     rv_status_t st = send_eager(tw, peer, VB_RTS, hdr, hdr_len, &body, 1,
                                 sizeof(rts), len, false);
     if (st != RV_OK) {
-        free(op->bounce);
+        if (op->bounce != NULL) {
+            rndv_mem_free(tw, op->bounce, op->mr);
+            op->mr = NULL;
+        }
         op_put(tw, op);
         return st;
     }
@@ -1287,6 +1330,8 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
         cp.source = RV_MEM_SOURCE_MMAP;
         st = rv_mem_chunk_allocator_create(&cp, &tw->chunks);
     }
+    if (st == RV_OK)
+        st = rv_mem_general_create(tw->chunks, &tw->pool);
     /* the word flushes read: a page of its own, outside every ring */
     if (st == RV_OK &&
         posix_memalign((void **)&tw->flush_word, 4096, 4096) != 0)
@@ -1350,6 +1395,8 @@ void vb_worker_destroy(rv_tworker_t *tw)
     if (tw->flush_mr != NULL)
         ibv_dereg_mr(tw->flush_mr);
     free(tw->flush_word);
+    if (tw->pool != NULL)
+        rv_mem_general_destroy(tw->pool);
     if (tw->chunks != NULL)
         rv_mem_chunk_allocator_destroy(tw->chunks);
     if (tw->srq != NULL)
