@@ -23,7 +23,7 @@
  *   -s SIZES     comma-separated sizes (default 16384,65536,262144,
  *                1048576,4194304)
  *   -n ITERS     transfers per point, at most (default 2000)
- *   -B BYTES     and at most BYTES moved per point (default 256 MiB),
+ *   -B BYTES     and at most BYTES moved per point (default 64 MiB),
  *                at least 20 transfers
  *   -W WINDOWS   transfers in flight, comma-separated (default 1,8)
  *   -m MODES     in the order run at each point (default read,write_imm,
@@ -68,7 +68,7 @@ static struct {
     long windows[8];
     int nwindows;
     size_t budget;
-} opt = {.b = {.iters = 2000}, .budget = 256u << 20};
+} opt = {.b = {.iters = 2000}, .budget = 64u << 20};
 
 static raw_verbs_t raw;
 static rv_handler_id_t h_data;

@@ -5,7 +5,7 @@
 #
 #   bench/verbs-rndv.sh [-r REPS] [-s SIZES] [-W WINDOWS] [-b BUILD_DIR] [-S]
 #
-# Each repetition (default 3) runs rv-verbs-rndv once (2 processes x 1
+# Each repetition (default 5) runs rv-verbs-rndv once (2 processes x 1
 # worker, configs/test-verbs.yaml), which at every window and size runs the
 # three protocols back to back, their order rotated per repetition:
 #   read       raw verbs: RTS; the receiver RDMA-READs and answers FIN
@@ -62,7 +62,7 @@ fi
 
 # --- on the host ---------------------------------------------------------
 build=$top/build
-reps=3
+reps=5
 sizes=16384,65536,262144,1048576,4194304
 windows=1,8
 summary_only=0
