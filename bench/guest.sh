@@ -30,3 +30,19 @@ guest_run() {
   case $build/ in "$real"/*) ;; *) shares+=(--share "$build") ;; esac
   "$real/scripts/rdma-vm.sh" run "${shares[@]}" -- "$@"
 }
+
+# guest_bench SCRIPT HEADER ARGS...: one benchmark session. Empties
+# BUILD/<name>/ (the logs: $logs afterwards), starts $runs with the CSV
+# HEADER, and runs "SCRIPT --in-guest $build $runs $logs ARGS..." in the
+# guest. Needs $build (as guest_ready printed it) and $runs.
+guest_bench() {
+  local script=$1 header=$2 name
+  shift 2
+  name=$(basename "$script" .sh)
+  logs=$build/$name
+  rm -rf "$logs"
+  mkdir -p "$logs"
+  echo "$header" > "$runs"
+  guest_run "$build" "$script" --in-guest "$build" "$runs" "$logs" "$@" ||
+    fail "the guest run failed (logs: $logs)"
+}

@@ -147,16 +147,11 @@ if [ $summary_only -eq 0 ]; then
   build=$(guest_ready "$build" bin/rivetrun bin/rv-verbs-bw \
     lib/librivet-verbs.so)
   top=$(cd "$top" && pwd -P)
-  logs=$build/verbs-bw
-  rm -rf "$logs"
-  mkdir -p "$logs"
-  echo "rep,mode,size,msgs_per_s" > "$runs"
-  # 45-60 min of guest time with the defaults (emulated Soft-RoCE
+  # 40-60 min of guest time with the defaults (emulated Soft-RoCE
   # moves 3-15 K messages/s)
   export RIVET_RDMA_VM_TIMEOUT=${RIVET_RDMA_VM_TIMEOUT:-10800}
-  guest_run "$build" "$here/verbs-bw.sh" --in-guest "$build" "$runs" \
-    "$logs" "$reps" "$iters" "$sizes" ||
-    fail "the guest run failed (logs: $logs)"
+  guest_bench "$here/verbs-bw.sh" "rep,mode,size,msgs_per_s" "$reps" \
+    "$iters" "$sizes"
   echo "verbs-bw: $(since "$t0") s for the guest run"
   for f in "$logs"/rv-verbs-bw-*; do
     sed -n '/^# /{s/^# /rv-verbs-bw: /p;q}' "$f"

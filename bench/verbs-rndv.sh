@@ -89,14 +89,10 @@ if [ $summary_only -eq 0 ]; then
   build=$(guest_ready "$build" bin/rivetrun bin/rv-verbs-rndv \
     lib/librivet-verbs.so)
   top=$(cd "$top" && pwd -P)
-  logs=$build/verbs-rndv
-  rm -rf "$logs"
-  mkdir -p "$logs"
-  echo "rep,protocol,size,window,transfers_per_s,mb_per_s" > "$runs"
   export RIVET_RDMA_VM_TIMEOUT=${RIVET_RDMA_VM_TIMEOUT:-7200}
-  guest_run "$build" "$here/verbs-rndv.sh" --in-guest "$build" "$runs" \
-    "$logs" "$reps" "$sizes" "$windows" ||
-    fail "the guest run failed (logs: $logs)"
+  guest_bench "$here/verbs-rndv.sh" \
+    "rep,protocol,size,window,transfers_per_s,mb_per_s" "$reps" "$sizes" \
+    "$windows"
   echo "verbs-rndv: $(since "$t0") s for the guest run"
   sed -n '/^# /{s/^# /rv-verbs-rndv: /p;q}' "$logs/rv-verbs-rndv-1"
 fi
