@@ -7,6 +7,10 @@
  *                 queue is full (one completion per message)
  *   manual        the same, but one WR in INTERVAL signaled and polled
  *                 (selective signaling by hand, Seriema's "DTutils (+ss)")
+ *   manual_copy   manual, but each message first copied from the source
+ *                 into the next slot of the registered buffer, which it
+ *                 walks as rivet walks its bounce ring (not in the default
+ *                 list: it tells the cost of that copy from rivet's own)
  *   automatic     rivet's verbs transport through the transport interface:
  *                 ops->put into rank 1's registered memory, signaling and
  *                 bounce buffers (circular allocator, flush numbers) left
@@ -49,9 +53,9 @@
 #define REGION (1u << 20)
 #define POLL 32
 
-enum { ALL_SIGNALED, MANUAL, AUTOMATIC, NMODES };
+enum { ALL_SIGNALED, MANUAL, AUTOMATIC, MANUAL_COPY, NMODES };
 static const char *const mode_names[NMODES] = {"all_signaled", "manual",
-                                               "automatic"};
+                                               "automatic", "manual_copy"};
 
 static struct {
     bench_opts_t b;
@@ -120,8 +124,11 @@ static int raw_wait(uint64_t *done, uint64_t want)
 }
 
 /* n RDMA WRITEs of @p size, one in @p interval signaled (and the last);
+ * with @p copy_from, each copied first into the next slot of the
+ * registered buffer (a slot is reused only once its WR completed);
  * returns seconds, or -1. */
-static double raw_run(size_t size, long n, long interval)
+static double raw_run(size_t size, long n, long interval,
+                      const void *copy_from)
 {
     struct ibv_sge sge = {.addr = (uintptr_t)raw.buf, .length =
                               (uint32_t)size, .lkey = raw.mr->lkey};
@@ -129,12 +136,18 @@ static double raw_run(size_t size, long n, long interval)
                              .opcode = IBV_WR_RDMA_WRITE}, *bad;
     unsigned inl = size <= raw.max_inline ? IBV_SEND_INLINE : 0;
     uint64_t slots = REGION / size, done = 0, last = (uint64_t)n;
+    uint64_t window = (uint64_t)opt.depth - 1;
+    if (copy_from != NULL && window > slots - 1)
+        window = slots - 1;
     wr.wr.rdma.rkey = raw.peer.rkey;
     double t0 = bench_now_s();
     for (uint64_t seq = 1; seq <= last; seq++) {
-        if (seq - done > (uint64_t)opt.depth - 1 &&
-            raw_wait(&done, seq - ((uint64_t)opt.depth - 1)) != 0)
+        if (seq - done > window && raw_wait(&done, seq - window) != 0)
             return -1;
+        if (copy_from != NULL) {
+            sge.addr = (uintptr_t)raw.buf + (seq - 1) % slots * size;
+            memcpy((void *)(uintptr_t)sge.addr, copy_from, size);
+        }
         wr.wr_id = seq;
         wr.send_flags = inl;
         if (seq % (uint64_t)interval == 0 || seq == last)
@@ -204,8 +217,9 @@ static double run(rv_worker_t *w, int mode, const void *src, size_t size,
                   long n, rv_trkey_t *rkey)
 {
     switch (mode) {
-    case ALL_SIGNALED: return raw_run(size, n, 1);
-    case MANUAL: return raw_run(size, n, opt.interval);
+    case ALL_SIGNALED: return raw_run(size, n, 1, NULL);
+    case MANUAL: return raw_run(size, n, opt.interval, NULL);
+    case MANUAL_COPY: return raw_run(size, n, opt.interval, src);
     default: return auto_run(w, src, size, n, rkey);
     }
 }
