@@ -12,7 +12,8 @@
 #   *-verbs-shared-2x2         conformance, am and epoch with queue pairs
 #                              shared by the threads of a process
 #                              (transport.verbs.qp_sharing: process)
-#   demo-pingpong-verbs        rv-pingpong over verbs, briefly
+#   demo-pingpong-verbs        rv-pingpong over verbs, briefly, with the
+#                              device chosen by the transport
 #   peer-death-verbs[-shared]  a rank whose process image vanishes (its
 #                              queue pairs with it) while rank 0 sends to
 #                              it: the job ends naming it, within the
@@ -112,7 +113,9 @@ t=$dir/CTestTestfile.cmake
         -e "^transport: verbs rxe0 port 1" -e "^ +65536 +200 " \
         -x "error|warn" -- "$run" --timeout 300 -c "$vcfg" \
         "$build/bin/rv-pingpong" -n 200 -w 20 -s 8,4096,65536))"
-    echo "set_tests_properties(demo-pingpong-verbs PROPERTIES TIMEOUT 360 LABELS verbs)"
+    # no device named: the transport picks the nearest one with an
+    # active port (hwloc's locality), which must be rxe0
+    echo "set_tests_properties(demo-pingpong-verbs PROPERTIES TIMEOUT 360 LABELS verbs ENVIRONMENT RIVET_TRANSPORT_VERBS_DEVICE=)"
     for v in "" -shared; do
         echo "add_test(peer-death-verbs$v$(q "$top/tests/transport/peer_death.sh" \
             "$run" "$vcfg" "$build/tests/peer_death" rxe0))"
