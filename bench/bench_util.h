@@ -3,6 +3,8 @@
 #define RIVET_BENCH_UTIL_H
 
 #include <getopt.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,81 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
         rv_finalize(ctx);
     }
     return rc;
+}
+
+/*
+ * A transport-level region of one worker, published to another with a
+ * message (rank 1 serves, rank 0 writes or reads): its address and packed
+ * remote key. Register the handler before rv_job_run.
+ */
+typedef struct {
+    rv_handler_id_t h;
+    uint64_t addr;
+    uint8_t key[1024];
+    size_t keylen;
+    atomic_int have;
+} bench_region_t;
+
+static inline rv_status_t bench_on_region(rv_worker_t *w, rv_msg_t *msg,
+                                          void *arg)
+{
+    bench_region_t *r = arg;
+    (void)w;
+    if (msg->len < sizeof(r->addr) ||
+        msg->len - sizeof(r->addr) > sizeof(r->key))
+        return RV_OK; /* not one of ours: ignored */
+    memcpy(&r->addr, msg->data, sizeof(r->addr));
+    r->keylen = msg->len - sizeof(r->addr);
+    memcpy(r->key, (uint8_t *)msg->data + sizeof(r->addr), r->keylen);
+    atomic_store(&r->have, 1);
+    return RV_OK;
+}
+
+static inline rv_status_t bench_region_register(rv_context_t *ctx,
+                                                const char *name,
+                                                bench_region_t *r)
+{
+    return rv_handler_register(ctx, name, bench_on_region, r, 0, &r->h);
+}
+
+/* Sends region @p mem at @p addr to worker @p to; 0 or -1. */
+static inline int bench_region_publish(rv_worker_t *w, bench_region_t *r,
+                                       rv_tid_t to, rv_tmem_t *mem,
+                                       void *addr)
+{
+    rv_transport_t *tp;
+    const rv_transport_ops_t *ops =
+        rv_context_transport(rv_worker_context(w), &tp);
+    uint8_t msg[sizeof(uint64_t) + sizeof(r->key)];
+    uint64_t a = (uintptr_t)addr;
+    void *key;
+    size_t len;
+    if (ops->rkey_pack(tp, mem, &key, &len) != RV_OK)
+        return -1;
+    if (len > sizeof(r->key)) {
+        ops->rkey_buffer_release(tp, key);
+        return -1;
+    }
+    memcpy(msg, &a, sizeof(a));
+    memcpy(msg + sizeof(a), key, len);
+    ops->rkey_buffer_release(tp, key);
+    return rv_send(w, to, r->h, msg, sizeof(a) + len, NULL) == RV_OK ? 0
+                                                                      : -1;
+}
+
+/* Progresses until the region arrives, then unpacks its key for worker
+ * @p from into *rkey_p; 0 or -1. */
+static inline int bench_region_fetch(rv_worker_t *w, bench_region_t *r,
+                                     rv_tid_t from, rv_trkey_t **rkey_p)
+{
+    const rv_transport_ops_t *ops =
+        rv_context_transport(rv_worker_context(w), NULL);
+    while (!atomic_load(&r->have))
+        rv_progress(w);
+    return ops->rkey_unpack(rv_worker_tworker(w), from, r->key, r->keylen,
+                            rkey_p) == RV_OK
+               ? 0
+               : -1;
 }
 
 #endif

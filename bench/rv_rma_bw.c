@@ -28,26 +28,8 @@
 #define REGION (64u << 20)
 
 static bench_opts_t opt = {.window = 32};
-static struct {
-    rv_handler_id_t key;
-} rb;
-
-static uint8_t keybuf[1024];
-static rv_rptr_t remote; /* --api */
-static size_t keylen;
-static uint64_t raddr;
-static volatile int have_key;
-
-static rv_status_t on_key(rv_worker_t *w, rv_msg_t *msg, void *arg)
-{
-    (void)w;
-    (void)arg;
-    memcpy(&raddr, msg->data, sizeof(raddr));
-    keylen = msg->len - sizeof(raddr);
-    memcpy(keybuf, (uint8_t *)msg->data + sizeof(raddr), keylen);
-    have_key = 1;
-    return RV_OK;
-}
+static bench_region_t target; /* rank 1's region */
+static rv_rptr_t remote;      /* --api */
 
 static void done_cb(void *arg, rv_status_t status)
 {
@@ -79,9 +61,9 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
             continue;
         }
         atomic_fetch_add(&sync.pending, 1);
-        rv_status_t st = get ? ops->get(tw, peer, buf, size, raddr + off,
+        rv_status_t st = get ? ops->get(tw, peer, buf, size, target.addr + off,
                                         rkey, done_cb, &sync)
-                             : ops->put(tw, peer, buf, size, raddr + off,
+                             : ops->put(tw, peer, buf, size, target.addr + off,
                                         rkey, done_cb, &sync);
         if (st != RV_INPROGRESS)
             atomic_fetch_sub(&sync.pending, 1);
@@ -123,28 +105,18 @@ static int worker(rv_worker_t *w, void *arg)
         goto measure;
     }
     if (rv_rank(ctx) == 1) {
-        void *key;
-        size_t len;
-        if (ops->mem_alloc(tp, REGION, &mem, &region) != RV_OK ||
-            ops->rkey_pack(tp, mem, &key, &len) != RV_OK)
+        if (ops->mem_alloc(tp, REGION, &mem, &region) != RV_OK)
             return 1;
         memset(region, 1, REGION);
-        uint8_t msg[sizeof(uint64_t) + 1024];
-        uint64_t addr = (uintptr_t)region;
-        memcpy(msg, &addr, sizeof(addr));
-        memcpy(msg + sizeof(addr), key, len);
-        ops->rkey_buffer_release(tp, key);
-        if (rv_send(w, rv_tid_make(ctx, 0, 0), rb.key, msg,
-                    sizeof(addr) + len, NULL) != RV_OK)
+        if (bench_region_publish(w, &target, rv_tid_make(ctx, 0, 0), mem,
+                                 region) != 0)
             return 1;
         rc = rv_barrier(w) == RV_OK ? 0 : 1; /* rank 0 measures meanwhile */
         ops->mem_deregister(tp, mem);
         return rc;
     }
 
-    while (!have_key)
-        rv_progress(w);
-    if (ops->rkey_unpack(rv_worker_tworker(w), peer, keybuf, keylen, &rkey))
+    if (bench_region_fetch(w, &target, peer, &rkey) != 0)
         return 1;
 measure:
     if (!opt.csv) {
@@ -207,7 +179,7 @@ int main(int argc, char **argv)
             rv_finalize(ctx);
             return 2;
         }
-    if (rv_handler_register(ctx, "rmabw.key", on_key, NULL, 0, &rb.key) ||
+    if (bench_region_register(ctx, "rmabw.key", &target) != RV_OK ||
         rv_rma_init(ctx) != RV_OK)
         return 1;
     rv_status_t status = rv_job_run(ctx, worker, NULL);

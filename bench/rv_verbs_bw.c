@@ -66,23 +66,10 @@ static struct {
 static raw_verbs_t raw; /* ranks 0 and 1: a QP of their own */
 
 static struct {
-    rv_handler_id_t key, done;
+    rv_handler_id_t done;
 } h;
-static uint8_t keybuf[256];
-static size_t keylen;
-static uint64_t raddr;
-static volatile int have_key, finished;
-
-static rv_status_t on_key(rv_worker_t *w, rv_msg_t *msg, void *arg)
-{
-    (void)w;
-    (void)arg;
-    memcpy(&raddr, msg->data, sizeof(raddr));
-    keylen = msg->len - sizeof(raddr);
-    memcpy(keybuf, (uint8_t *)msg->data + sizeof(raddr), keylen);
-    have_key = 1;
-    return RV_OK;
-}
+static bench_region_t target; /* rank 1's region */
+static volatile int finished;
 
 static rv_status_t on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
@@ -182,7 +169,7 @@ static double auto_run(rv_worker_t *w, const void *src, size_t size, long n,
     for (long i = 0; i < n; i++) {
         atomic_fetch_add(&sync.pending, 1);
         rv_status_t st = ops->put(tw, peer, src, size,
-                                  raddr + (uint64_t)i % slots * size, rkey,
+                                  target.addr + (uint64_t)i % slots * size, rkey,
                                   done_cb, &sync);
         if (st != RV_INPROGRESS)
             atomic_fetch_sub(&sync.pending, 1);
@@ -231,23 +218,12 @@ static int serve(rv_worker_t *w)
     rv_transport_t *tp;
     const rv_transport_ops_t *ops = rv_context_transport(ctx, &tp);
     rv_tmem_t *mem;
-    void *region, *key;
-    size_t len;
+    void *region;
     if (ops->mem_alloc(tp, REGION, &mem, &region) != RV_OK)
         return 1;
     memset(region, 1, REGION);
-    if (ops->rkey_pack(tp, mem, &key, &len) != RV_OK ||
-        len > sizeof(keybuf)) {
-        ops->mem_deregister(tp, mem);
-        return 1;
-    }
-    uint8_t msg[sizeof(uint64_t) + sizeof(keybuf)];
-    uint64_t addr = (uintptr_t)region;
-    memcpy(msg, &addr, sizeof(addr));
-    memcpy(msg + sizeof(addr), key, len);
-    ops->rkey_buffer_release(tp, key);
-    int rc = rv_send(w, rv_tid_make(ctx, 0, 0), h.key, msg,
-                     sizeof(addr) + len, NULL) == RV_OK ? 0 : 1;
+    int rc = bench_region_publish(w, &target, rv_tid_make(ctx, 0, 0), mem,
+                                  region) == 0 ? 0 : 1;
     while (rc == 0 && !finished) /* nothing to do: one-sided writes */
         if (rv_progress(w) == 0)
             usleep(200);
@@ -269,9 +245,7 @@ static int worker(rv_worker_t *w, void *arg)
         return serve(w);
 
     rv_trkey_t *rkey = NULL;
-    while (!have_key)
-        rv_progress(w);
-    if (ops->rkey_unpack(tw, rv_tid_make(ctx, 1, 0), keybuf, keylen, &rkey))
+    if (bench_region_fetch(w, &target, rv_tid_make(ctx, 1, 0), &rkey) != 0)
         return 1;
     void *src = calloc(1, REGION);
     if (src == NULL)
@@ -393,7 +367,7 @@ int main(int argc, char **argv)
                              .access = IBV_ACCESS_REMOTE_WRITE};
     rc = raw_verbs_setup(ctx, &raw, &rp, "rv-verbs-bw") != 0;
     if (rc == 0 &&
-        (rv_handler_register(ctx, "verbsbw.key", on_key, NULL, 0, &h.key) ||
+        (bench_region_register(ctx, "verbsbw.key", &target) != RV_OK ||
          rv_handler_register(ctx, "verbsbw.done", on_done, NULL, 0, &h.done) ||
          rv_job_run(ctx, worker, NULL) != RV_OK))
         rc = 1;

@@ -29,6 +29,7 @@
 
 #include "rv_core.h"
 #include "rv_mem.h"
+#include "stderr_capture.h"
 
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
@@ -208,31 +209,6 @@ static rv_mem_chunk_allocator_t *make_chunks(size_t chunk, rv_huge_pages_t hp,
     assert_int_equal(rv_mem_chunk_allocator_create(&p, &a), RV_OK);
     assert_non_null(a);
     return a;
-}
-
-/* Captures what is written to stderr between the two calls. */
-static int capture_fd = -1, saved_stderr = -1;
-
-static void capture_begin(void)
-{
-    char path[] = "/tmp/test_mem_XXXXXX";
-    fflush(stderr);
-    capture_fd = mkstemp(path);
-    assert_true(capture_fd >= 0);
-    unlink(path);
-    saved_stderr = dup(STDERR_FILENO);
-    dup2(capture_fd, STDERR_FILENO);
-}
-
-static void capture_end(char *buf, size_t len)
-{
-    fflush(stderr);
-    dup2(saved_stderr, STDERR_FILENO);
-    close(saved_stderr);
-    ssize_t n = pread(capture_fd, buf, len - 1, 0);
-    buf[n > 0 ? n : 0] = '\0';
-    close(capture_fd);
-    fprintf(stderr, "%s", buf); /* keep it visible in the test log */
 }
 
 static int count_lines_with(const char *text, const char *needle)

@@ -38,6 +38,7 @@
 #include <cmocka.h>
 
 #include "rv_mem.h"
+#include "stderr_capture.h"
 #include "verbs_signal.h"
 
 #define KIB ((size_t)1024)
@@ -122,44 +123,6 @@ static rv_mem_chunk_allocator_t *make_chunks(size_t chunk)
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                 */
-
-/* Captures what is written to stderr between the two calls. */
-static int capture_fd = -1, saved_stderr = -1;
-
-static void capture_begin(void)
-{
-    char path[] = "/tmp/test_verbs_signal_XXXXXX";
-    fflush(stderr);
-    capture_fd = mkstemp(path);
-    assert_true(capture_fd >= 0);
-    unlink(path);
-    saved_stderr = dup(STDERR_FILENO);
-    dup2(capture_fd, STDERR_FILENO);
-}
-
-static void capture_end(char *buf, size_t len)
-{
-    fflush(stderr);
-    dup2(saved_stderr, STDERR_FILENO);
-    close(saved_stderr);
-    saved_stderr = -1;
-    ssize_t n = pread(capture_fd, buf, len - 1, 0);
-    buf[n > 0 ? n : 0] = '\0';
-    close(capture_fd);
-    capture_fd = -1;
-    fprintf(stderr, "%s", buf); /* keep it visible in the test log */
-}
-
-/* Teardown of the tests that capture: a failed assertion between
- * capture_begin and capture_end must not swallow the rest of the log. */
-static int capture_teardown(void **state)
-{
-    char buf[4096];
-    (void)state;
-    if (saved_stderr >= 0)
-        capture_end(buf, sizeof(buf));
-    return 0;
-}
 
 static uint64_t rng_next(uint64_t *s)
 {
