@@ -37,6 +37,7 @@
 
 #include <cmocka.h>
 
+#include "mock_transport.h"
 #include "rv_mem.h"
 #include "stderr_capture.h"
 #include "verbs_signal.h"
@@ -44,67 +45,7 @@
 #define KIB ((size_t)1024)
 
 /* ---------------------------------------------------------------------- */
-/* Mock transport for the chunk allocator (registration is bookkeeping)   */
-
-struct rv_tmem {
-    void *addr;
-    size_t len;
-};
-
-static void mock_query(rv_transport_t *tp, rv_transport_caps_t *caps)
-{
-    (void)tp;
-    memset(caps, 0, sizeof(*caps));
-    snprintf(caps->description, sizeof(caps->description), "mock");
-}
-
-static rv_status_t mock_mem_register(rv_transport_t *tp, void *addr, size_t len,
-                                     rv_tmem_t **mem_p)
-{
-    (void)tp;
-    struct rv_tmem *m = calloc(1, sizeof(*m));
-    if (m == NULL)
-        return RV_ERR_NO_MEMORY;
-    m->addr = addr;
-    m->len = len;
-    *mem_p = m;
-    return RV_OK;
-}
-
-static void mock_mem_deregister(rv_transport_t *tp, rv_tmem_t *mem)
-{
-    (void)tp;
-    free(mem);
-}
-
-static rv_status_t mock_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem,
-                                  void **buf_p, size_t *len_p)
-{
-    (void)tp;
-    void **buf = malloc(sizeof(void *));
-    if (buf == NULL)
-        return RV_ERR_NO_MEMORY;
-    *buf = mem;
-    *buf_p = buf;
-    *len_p = sizeof(void *);
-    return RV_OK;
-}
-
-static void mock_rkey_buffer_release(rv_transport_t *tp, void *buf)
-{
-    (void)tp;
-    free(buf);
-}
-
-static const rv_transport_ops_t mock_ops = {
-    .name = "mock",
-    .abi_version = RV_TRANSPORT_ABI_VERSION,
-    .query = mock_query,
-    .mem_register = mock_mem_register,
-    .mem_deregister = mock_mem_deregister,
-    .rkey_pack = mock_rkey_pack,
-    .rkey_buffer_release = mock_rkey_buffer_release,
-};
+/* The chunk allocator over a mock transport (registration is bookkeeping) */
 
 static rv_mem_chunk_allocator_t *make_chunks(size_t chunk)
 {
