@@ -22,9 +22,9 @@
  *   rivetrun -c configs/test-verbs.yaml build/bin/rv-verbs-rndv [options]
  *   -s SIZES     comma-separated sizes (default 16384,65536,262144,
  *                1048576,4194304)
- *   -n ITERS     transfers per point, at most (default 2000)
- *   -B BYTES     and at most BYTES moved per point (default 64 MiB),
- *                at least 20 transfers
+ *   -n ITERS     transfers per point (default: BYTES' worth, within
+ *                20..2000)
+ *   -B BYTES     bytes moved per point without -n (default 64 MiB)
  *   -W WINDOWS   transfers in flight, comma-separated (default 1,8)
  *   -m MODES     in the order run at each point (default read,write_imm,
  *                rivet)
@@ -68,7 +68,7 @@ static struct {
     long windows[8];
     int nwindows;
     size_t budget;
-} opt = {.b = {.iters = 2000}, .budget = 64u << 20};
+} opt = {.budget = 64u << 20};
 
 static raw_verbs_t raw;
 static rv_handler_id_t h_data;
@@ -243,10 +243,7 @@ static double rivet_point(rv_worker_t *w, bool sender, size_t size,
 
 static uint32_t transfers(size_t size)
 {
-    size_t n = opt.budget / size;
-    if (n > (size_t)opt.b.iters)
-        n = (size_t)opt.b.iters;
-    return n < 20 ? 20 : (uint32_t)n;
+    return (uint32_t)bench_iters(&opt.b, size, opt.budget, 20, 2000);
 }
 
 static int worker(rv_worker_t *w, void *arg)
@@ -265,9 +262,12 @@ static int worker(rv_worker_t *w, void *arg)
     if (sender) {
         if (opt.b.csv) {
             printf("# %s; raw QP: max_inline %u B, %u RDMA reads in flight; "
-                   "at most %ld transfers and %zu MiB per point\n",
-                   rv_context_caps(ctx)->description, raw.max_inline,
-                   raw.rd_atomic, opt.b.iters, opt.budget >> 20);
+                   "per point: ", rv_context_caps(ctx)->description,
+                   raw.max_inline, raw.rd_atomic);
+            if (opt.b.iters > 0)
+                printf("%ld transfers\n", opt.b.iters);
+            else
+                printf("%zu MiB, 20-2000 transfers\n", opt.budget >> 20);
             printf("protocol,size,window,transfers_per_s,mb_per_s\n");
         } else {
             printf("transport: %s\nraw QP on %s: %u RDMA reads in flight\n",
@@ -351,7 +351,7 @@ static int options(int argc, char **argv)
             bad |= wins[i] > MAX_WINDOW;
         }
         opt.b.nsizes = bench_parse_sizes(sizes, opt.b.sizes, 32, 1);
-        bad |= opt.nwindows <= 0 || opt.b.nsizes <= 0 || opt.b.iters < 1 ||
+        bad |= opt.nwindows <= 0 || opt.b.nsizes <= 0 || opt.b.iters < 0 ||
                opt.budget < 1;
         for (int s = 0; !bad && s < opt.b.nsizes; s++)
             bad = opt.b.sizes[s] > MAX_SIZE;

@@ -104,7 +104,9 @@ static rv_status_t open_device(rv_transport_t *tp)
             ibv_free_device_list(list);
             return RV_ERR_NO_DEVICE;
         }
-        int score = up ? device_nearness(list[i]) : -1;
+        /* locality decides only between devices (and loads hwloc's
+         * topology, which one device does not need) */
+        int score = !up ? -1 : num > 1 ? device_nearness(list[i]) : 1;
         if (score > best_score) {
             if (best != NULL)
                 ibv_close_device(best);
