@@ -25,7 +25,8 @@
 #include <uthash.h>
 
 #include "rv_am.h"
-#include "rv_core.h"
+#include "rv_am_ext.h"
+#include "rv_layer.h"
 #include "rv_mem.h"
 
 /* ---------------------------------------------------------------------- */
@@ -75,18 +76,28 @@ enum {
     AM_DETOUR = 1u << 4,     /* a ring call that travelled over send */
     AM_LOCAL = 1u << 5,      /* local bypass: sync and ret are pointers
                                 of this process, completed directly */
-    AM_BUFPUT = 1u << 6,     /* the buffer is at ret (ret_len bytes) in the
-                                target's memory */
-    AM_BUFGET = 1u << 7,     /* the target reads ret_len bytes at ret,
-                                region `root`, of the caller's process */
-    AM_LONG = 1u << 8,       /* AM Long by reassembly: with AM_BUFPUT, the
-                                payload has landed once the target's
-                                landing word for the caller reaches `root`
-                                (rma/rv_rma.c) */
-    AM_LONGCOPY = 1u << 9,   /* AM Long, small payload: the buffer travels
-                                in the call and is copied to `ret` before
-                                the handler runs */
+    /* Extended calls (rv_am_ext.h): `ret`, `ret_len` and `root` carry the
+     * extension's addr, len and word. */
+    AM_XREF = 1u << 6,       /* RV_AM_X_REF */
+    AM_XPLACE = 1u << 7,     /* RV_AM_X_PLACE */
+    AM_XHOOK = 1u << 8,      /* RV_AM_X_HOOK; the hook's index follows */
+    AM_XHOOK_SHIFT = 24,
+    AM_XHOOK_MASK = 0xffu << 24,
 };
+
+/* The handler entry of a call handler: rv_am_register's function. */
+typedef struct {
+    rv_call_fn fn;
+    void *arg;
+    rv_handler_id_t id;
+} am_entry_t;
+
+/* The completion of a call with AM_NOTIFY, in rivet.am.done's header. */
+typedef struct {
+    uint64_t sync, ret;
+    uint32_t ret_len;       /* result bytes that follow */
+    uint32_t reserved;
+} am_done_t;
 
 /* A call decoded, before it runs. */
 typedef struct am_call {
@@ -163,11 +174,7 @@ typedef struct am_dest {
     am_buf_t *bufs, *last;  /* oldest first */
     size_t pending;         /* bytes in runs not yet transmitted */
     bool warned_limit;
-    bool pushing;           /* inside dest_push */
-    /* AM Long by reassembly (rma/): the target's landing words */
-    rv_rptr_t landing;
-    bool has_landing;
-    uint32_t long_seq;      /* AM Longs sent to it */
+    bool pushing;           /* inside am_dest_push */
     bool warned_lost;
     am_oring_t ring;
 } am_dest_t;
@@ -220,8 +227,8 @@ typedef struct am_iring {
 /* Per source: runs that came over send, kept for FIFO order. */
 typedef struct am_src {
     am_run_t *head, *tail;
-    unsigned fetching;      /* a call_buffer_get of it reads its buffer:
-                               its later calls wait */
+    unsigned fetching;      /* a call hook of it waits (rv_am_ext.h):
+                               its later calls wait too */
     am_run_t *detours;      /* detour calls waiting for their ring turn */
     am_iring_t *ring;
 } am_src_t;
@@ -269,41 +276,18 @@ typedef struct am_service {
     pthread_t threads[64];
 } am_service_t;
 
-/* A registration named by remote pointers. */
-typedef struct am_region {
-    const rv_mem_chunk_t *chunk;
-    uint32_t id;
-    int owner;              /* local index of the worker whose allocator
-                               holds the chunk */
-    UT_hash_handle hh;      /* by chunk */
-} am_region_t;
-
 typedef struct am_proc {
     int threads;
     am_lqueue_t *queues;    /* [dst local * threads + src local] */
-    pthread_mutex_t lock;   /* regions */
-    am_region_t **regions;  /* by id */
-    uint32_t nregions, regions_cap;
-    am_region_t *by_chunk;
     am_service_t svc;
-    struct am_worker **workers; /* by local index, while the job runs */
+    rv_am_hook_t hooks[RV_AM_HOOKS_MAX];
+    int nhooks;
+    struct {
+        rv_am_flush_fn fn;
+        void *arg;
+    } flush_hooks[RV_AM_HOOKS_MAX];
+    int nflush_hooks;
 } am_proc_t;
-
-/* A remote key being fetched, on the waiting frame's stack. */
-typedef struct am_fetch {
-    uint64_t key;
-    bool done;
-    rv_status_t status;
-    rv_trkey_t *rkey;
-    struct am_fetch *next;
-} am_fetch_t;
-
-/* A peer's remote key, unpacked for this worker. */
-typedef struct am_rkey {
-    uint64_t key;           /* peer tid << 32 | region */
-    rv_trkey_t *rkey;
-    UT_hash_handle hh;
-} am_rkey_t;
 
 /* ---------------------------------------------------------------------- */
 
@@ -329,18 +313,10 @@ typedef struct am_worker {
     size_t buf_bytes;            /* size of one batch buffer */
     size_t max_record;           /* largest ring record */
     size_t run_max;              /* largest run of records */
-    const rv_handler_entry_t *last_entry; /* the last call handler run */
+    const rv_handler_info_t *last_entry; /* the last call handler run */
     size_t trad_limit;           /* trad: bytes waiting before on_full */
     unsigned busy;               /* inside the progress hook */
     bool idle_flush;             /* trad batches waiting for idleness */
-    bool rma_dirty;              /* one-sided operations since rv_flush */
-    bool mapped;                 /* transport memory is load/store to peers */
-    uint64_t *landing;           /* AM Long: per source, the last payload
-                                    known landed (written by peers) */
-    rv_rptr_t landing_ptr;
-    am_rkey_t *rkeys;            /* peers' remote keys, cached */
-    struct am_fetch *fetches;    /* remote keys being fetched (nested
-                                    frames each wait for their own) */
     rv_am_stats_t stats;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
@@ -348,49 +324,72 @@ typedef struct am_worker {
     atomic_uint service_pending;
 } am_worker_t;
 
-static inline am_worker_t *am_of(rv_worker_t *w)
+/* The layer's slot (rv_layer.h), set when it is installed. */
+extern int am_slot;
+
+static inline am_worker_t *am_of(const rv_worker_t *w)
 {
-    return (am_worker_t *)w->layer;
+    return am_slot < 0 ? NULL : (am_worker_t *)rv_worker_layer(w, am_slot);
 }
 
-/* Internal handler ids (registered with the first rv_am_register). */
-extern rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id,
-    am_ring_rep_id, am_rkey_req_id, am_rkey_rep_id;
+/* The per-process state of the layer; NULL before rv_am_init. */
+am_proc_t *am_proc(rv_context_t *ctx);
 
-/* rv_am.c */
+/* Internal handler ids (registered by rv_am_init). */
+extern rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id,
+    am_ring_rep_id;
+
+/* am_batch.c: batch buffers and runs */
 am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest);
-am_src_t *am_src(am_worker_t *aw, rv_tid_t src);
-void am_run_call(am_worker_t *aw, const am_call_t *c);
 am_buf_t *am_buf_get(am_worker_t *aw);
 void am_buf_put(am_worker_t *aw, am_buf_t *b);
 void am_buf_done(void *arg, rv_status_t status);
+void am_buf_reap(am_worker_t *aw, am_dest_t *d);
 /* A transport completion that completes the rv_sync_t @p arg. */
 void am_sync_done(void *arg, rv_status_t status);
-/* A call carrying @p buf (n bytes) whose handler is told the buffer is at
- * @p addr in the target (AM_LONGCOPY). */
-rv_status_t am_call_copy(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                         const void *args, size_t len, const void *buf,
-                         size_t n, uint64_t addr, rv_sync_t *sync,
-                         unsigned flags);
-/* A call whose buffer travels by reference (AM_BUFPUT, AM_BUFGET). */
-rv_status_t am_call_ref(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                        const void *args, size_t len, uint64_t addr,
-                        size_t n, uint32_t region, uint32_t am_flags,
-                        rv_sync_t *sync, unsigned flags);
+bool am_path_write(const am_worker_t *aw);
+/* The record bytes of the run at @p off of @p b (kept in its reserve). */
+size_t am_run_len(const am_buf_t *b, size_t off);
+void am_run_set_len(am_buf_t *b, size_t off, size_t len);
+/* Largest run a destination batches into one transmission. */
+size_t am_run_max(const am_worker_t *aw);
+/* Transmits @p d's pending runs in order, as far as the messenger takes
+ * them; the open run too when @p open. Returns the runs transmitted, or
+ * -1 on an error. */
+int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate, bool open);
+/* Room for a record of @p size bytes: in the open run when @p join and it
+ * fits, else in a new run. Returns where the record goes. */
+uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
+                         bool join);
+/* Takes back the record just reserved by am_dest_reserve. */
+void am_dest_unreserve(am_dest_t *d, size_t size);
+/* Serializes a call record at @p at. */
+void am_rec_write(uint8_t *at, rv_handler_id_t h, const am_hdr_t *hdr,
+                  const void *args, size_t len, const void *buf, size_t n);
 
-/* am_mem.c: registered memory and remote pointers */
-rv_status_t am_mem_register(rv_context_t *ctx);
-/* The allocator of process-local registered memory at @p addr in
- * @p region, or NULL. */
-rv_mem_general_t *am_region_allocator(am_proc_t *proc, uint32_t region);
-/* The remote key of @p region of worker @p tid's process, for this
- * worker (fetched and cached on first use; waits, progressing). */
-rv_status_t am_rkey(am_worker_t *aw, rv_tid_t tid, uint32_t region,
-                    rv_trkey_t **rkey_p);
-/* Reads the buffer of a call_buffer_get call into @p buf. */
-rv_status_t am_fetch(am_worker_t *aw, const am_call_t *c, void *buf);
-void am_mem_fini(am_worker_t *aw);
-void am_proc_mem_fini(am_proc_t *proc);
+/* am_exec.c: running calls */
+am_src_t *am_src(am_worker_t *aw, rv_tid_t src);
+void am_run_call(am_worker_t *aw, const am_call_t *c);
+unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src);
+unsigned am_local_poll(am_worker_t *aw);
+rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg);
+rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg);
+rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg);
+bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
+                         uint64_t token);
+
+/* The local bypass's queue from @p src_local to @p dst_local. */
+static inline am_lqueue_t *am_lqueue(am_worker_t *aw, int dst_local,
+                                     int src_local)
+{
+    return &aw->proc->queues[dst_local * aw->threads + src_local];
+}
+
+/* am_call.c: pushes out every call held for @p dest (RV_TID_ALL: all),
+ * waiting, progressing */
+rv_status_t am_flush_calls(am_worker_t *aw, rv_tid_t dest);
+/* Logs that @p what needs rv_am_init; returns RV_ERR_INVALID. */
+rv_status_t am_not_initialised(const char *what);
 
 /* am_service.c: service threads */
 void am_service_init(am_proc_t *proc);
@@ -412,7 +411,5 @@ unsigned am_ring_progress(am_worker_t *aw);
 void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s);
 void am_ring_fini(am_worker_t *aw);
 bool am_ring_busy(am_worker_t *aw);
-bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
-                         uint64_t token);
 
 #endif

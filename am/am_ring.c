@@ -176,7 +176,7 @@ static rv_status_t ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
     memcpy(copy + sizeof(req), chunk->rkey, chunk->rkey_len);
     struct iovec iov = {.iov_base = copy,
                         .iov_len = sizeof(req) + chunk->rkey_len};
-    rv_status_t st = rv__send_raw(aw->w, d->tid, am_ring_req_id, NULL, 0,
+    rv_status_t st = rv_send_raw(aw->w, d->tid, am_ring_req_id, NULL, 0,
                                   &iov, 1, 0, free_arg, copy);
     if (st == RV_OK)
         free(copy);
@@ -258,13 +258,13 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
     if (aw == NULL)
         return RV_OK;
     if (msg->len < sizeof(req)) {
-        w->stats.rx_malformed++;
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
         return RV_OK;
     }
     memcpy(&req, msg->data, sizeof(req));
     if (msg->len != sizeof(req) + req.rkey_len || req.nchunks == 0 ||
         req.nchunks > 4096) {
-        w->stats.rx_malformed++;
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped a malformed ring request from worker %u", msg->src);
         return RV_OK;
     }
@@ -279,8 +279,8 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
             if (getrandom(&r->nonce, sizeof(r->nonce), 0) !=
                 (ssize_t)sizeof(r->nonce))
                 r->nonce = (uint64_t)time(NULL) ^ (uintptr_t)r;
-            rv_status_t st = aw->ctx->ops->rkey_unpack(
-                w->tw, msg->src, (const uint8_t *)msg->data + sizeof(req),
+            rv_status_t st = rv_tw_rkey_unpack(
+                w, msg->src, (const uint8_t *)msg->data + sizeof(req),
                 req.rkey_len, &r->ctrl_rkey);
             if (st != RV_OK) {
                 rv_error("ring from worker %u: cannot unpack its remote key: "
@@ -352,7 +352,7 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
         memcpy(&desc, p, sizeof(desc));
         p += sizeof(desc);
         if (p + desc.rkey_len > end ||
-            aw->ctx->ops->rkey_unpack(w->tw, msg->src, p, desc.rkey_len,
+            rv_tw_rkey_unpack(w, msg->src, p, desc.rkey_len,
                                       &list[i].rkey) != RV_OK)
             break;
         p += desc.rkey_len;
@@ -362,7 +362,7 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
     if (i < rep.nchunks) {
         rv_error("a malformed ring answer from worker %u", msg->src);
         for (uint32_t j = 0; j < i; j++)
-            aw->ctx->ops->rkey_destroy(w->tw, list[j].rkey);
+            rv_tw_rkey_destroy(w, list[j].rkey);
         free(list);
         if (rep.first)
             r->state = RING_FAILED;
@@ -389,7 +389,7 @@ static rv_status_t put(am_worker_t *aw, am_dest_t *d, const void *src,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,
                        rv_completion_fn cb, void *arg)
 {
-    return aw->ctx->ops->put(aw->w->tw, d->tid, src, len, raddr, rkey, cb,
+    return rv_tw_put(aw->w, d->tid, src, len, raddr, rkey, cb,
                              arg);
 }
 
@@ -520,7 +520,7 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
         if (st >= 0) {
             if (st == RV_INPROGRESS)
                 b->inflight++;
-            st = aw->ctx->ops->fence(aw->w->tw, d->tid);
+            st = rv_tw_fence(aw->w, d->tid);
             if (st >= 0)
                 st2 = put(aw, d, rec, sizeof(hdr), raddr, ch->rkey,
                           am_buf_done, b);
@@ -599,7 +599,7 @@ static void ring_push(am_worker_t *aw, am_iring_t *r)
     r->push_val[0] = r->pushed;
     r->push_val[1] = r->notified;
     r->push_due = !idle; /* push again once the running calls return */
-    rv_status_t st = aw->ctx->ops->put(aw->w->tw, r->src, r->push_val,
+    rv_status_t st = rv_tw_put(aw->w, r->src, r->push_val,
                                        sizeof(r->push_val), r->ctrl_addr,
                                        r->ctrl_rkey, push_done, r);
     if (st == RV_INPROGRESS)
@@ -673,7 +673,7 @@ static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
             size_t size = am_rec_size(rec.len);
             if (size > (size_t)(b->end - b->p) ||
                 !am_call_decode(&c, r->src, &rec, b->p + sizeof(rec))) {
-                aw->w->stats.rx_malformed++;
+                rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
                 rv_warn("dropped the rest of a malformed batch from worker "
                         "%u", r->src);
                 b->p = b->end;
@@ -699,7 +699,7 @@ static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
             r->stream += size;
             r->seq++;
             if (!am_call_decode(&c, r->src, &hdr, body)) {
-                aw->w->stats.rx_malformed++;
+                rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
                 rv_warn("dropped a malformed call from worker %u", r->src);
                 break;
             }
@@ -776,16 +776,15 @@ unsigned am_ring_progress(am_worker_t *aw)
 
 void am_ring_fini(am_worker_t *aw)
 {
-    const rv_transport_ops_t *ops = aw->ctx->ops;
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         am_dest_t *d = aw->dests[t];
         if (d == NULL)
             continue;
         am_oring_t *r = &d->ring;
         for (uint32_t i = 0; i < r->nchunks; i++)
-            ops->rkey_destroy(aw->w->tw, r->chunks[i].rkey);
+            rv_tw_rkey_destroy(aw->w, r->chunks[i].rkey);
         for (uint32_t i = 0; i < r->nspare; i++)
-            ops->rkey_destroy(aw->w->tw, r->spare[i].rkey);
+            rv_tw_rkey_destroy(aw->w, r->spare[i].rkey);
         free(r->chunks);
         free(r->spare);
         free(r->notes);
@@ -799,7 +798,7 @@ void am_ring_fini(am_worker_t *aw)
         for (uint32_t j = 0; j < r->npending; j++)
             rv_mem_chunk_free(aw->ring_chunks, r->pending[j].chunk);
         if (r->ctrl_rkey != NULL)
-            ops->rkey_destroy(aw->w->tw, r->ctrl_rkey);
+            rv_tw_rkey_destroy(aw->w, r->ctrl_rkey);
         free(r->chunks);
         free(r->pending);
         free(r);

@@ -43,8 +43,8 @@ static rv_status_t on_addr(rv_worker_t *w, rv_call_t *call, void *arg)
 static rv_status_t on_req(rv_worker_t *w, rv_call_t *call, void *arg)
 {
     (void)arg;
-    return rv_put_handler(w, call->src, al.rep, NULL, 0, al.src,
-                          call->buf_len, al.peer_p, NULL, 0);
+    return rv_put_handler(w, call->src, al.rep, NULL, 0, al.peer_p,
+                          al.src, call->buf_len, NULL, 0);
 }
 
 static rv_status_t on_rep(rv_worker_t *w, rv_call_t *call, void *arg)
@@ -102,8 +102,8 @@ static int worker(rv_worker_t *w, void *arg)
             if (i == opt.warmup)
                 t0 = bench_now_s();
             long want = al.replies + 1;
-            if (rv_put_handler(w, peer, al.req, NULL, 0, al.src, size,
-                               al.peer_p, NULL, 0) != RV_OK)
+            if (rv_put_handler(w, peer, al.req, NULL, 0, al.peer_p,
+                               al.src, size, NULL, 0) != RV_OK)
                 return 1;
             while (al.replies < want)
                 rv_progress(w);

@@ -5,7 +5,7 @@
  * rank 0 issues DEPTH requests with one synchronizer (non-blocking: the
  * call returns before the source is reusable where the protocol allows;
  * testqueue's "explicit handle for LC"), each into its own slot of a
- * ring at rank 1 (rv_rmalloc'd there: min(DEPTH, 64 MiB / SIZE) slots,
+ * ring at rank 1 (rv_remote_alloc'd there: min(DEPTH, 64 MiB / SIZE) slots,
  * so deep rounds of large payloads reuse slots, as testqueue lands every
  * message at one address). It times the DEPTH calls (injection), then
  * waits for the synchronizer and for rank 1's reply, sent by the handler
@@ -85,8 +85,8 @@ static int run_round(rv_worker_t *w, rv_tid_t peer, rv_rptr_t ring,
     double t0 = bench_now_s();
     for (uint32_t i = 0; i < depth; i++) {
         rv_rptr_t dst = rv_rptr_add(ring, (uint64_t)(i % slots) * size);
-        if (rv_put_handler(w, peer, q.req, &depth, sizeof(depth), src, size,
-                           dst, &sync, 0) != RV_OK) {
+        if (rv_put_handler(w, peer, q.req, &depth, sizeof(depth), dst, src,
+                           size, &sync, 0) != RV_OK) {
             rv_sync_wait(w, &sync); /* the ones issued still use it */
             return 1;
         }
@@ -122,7 +122,7 @@ static int worker(rv_worker_t *w, void *arg)
     }
     rv_rptr_t ring;
     void *src = calloc(1, src_len);
-    if (src == NULL || rv_rmalloc(w, peer, ring_len, &ring) != RV_OK) {
+    if (src == NULL || rv_remote_alloc(w, peer, ring_len, &ring) != RV_OK) {
         fprintf(stderr, "rv-amlong-queue: cannot allocate %zu bytes at rank "
                         "1\n", ring_len);
         free(src);
@@ -168,7 +168,7 @@ static int worker(rv_worker_t *w, void *arg)
     }
     if (rc != 0)
         fprintf(stderr, "rv-amlong-queue: an AM Long request failed\n");
-    else if (rv_rfree(w, ring) != RV_OK)
+    else if (rv_remote_free(w, ring) != RV_OK)
         rc = 1;
     free(src);
     rv_barrier(w);

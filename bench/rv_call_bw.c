@@ -103,7 +103,7 @@ static rv_status_t call_retry(rv_worker_t *w, rv_tid_t peer,
 /* Waits until every call made so far has left: their arguments are free. */
 static rv_status_t drain(rv_worker_t *w, rv_sync_t *sync)
 {
-    rv_status_t st = rv_flush(w, RV_ALL_WORKERS);
+    rv_status_t st = rv_flush(w, RV_TID_ALL);
     if (st == RV_OK)
         st = rv_sync_wait(w, sync);
     return st;

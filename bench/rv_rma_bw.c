@@ -10,7 +10,7 @@
  *   -n ITERS   operations per size and kind (default: about 64 MiB, at
  *              least 100 and at most 100000)
  *   -W WINDOW  operations in flight for bandwidth (default 32)
- *   --api      through rivet's remote memory layer (rv_rmalloc on rank 1,
+ *   --api      through rivet's remote memory layer (rv_remote_alloc on rank 1,
  *              rv_put/rv_get on the remote pointer, rv_flush) instead of
  *              the transport interface, the way ucx_perftest's
  *              ucp_put_bw/ucp_get measure: a registered local buffer
@@ -73,7 +73,7 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
     if (rv_sync_wait(w, &sync) != RV_OK)
         return -1;
     if (!get && opt.api) {
-        if (rv_flush(w, RV_ALL_WORKERS) != RV_OK)
+        if (rv_flush(w, RV_TID_ALL) != RV_OK)
             return -1;
     } else if (!get) { /* puts count once they have landed */
         rv_sync_init(&sync, 1);
@@ -100,7 +100,7 @@ static int worker(rv_worker_t *w, void *arg)
     rv_trkey_t *rkey = NULL;
     rv_tid_t peer = rv_tid_make(ctx, 1, 0);
     if (opt.api) {
-        if (rv_rmalloc(w, peer, REGION, &remote) != RV_OK)
+        if (rv_remote_alloc(w, peer, REGION, &remote) != RV_OK)
             return 1;
         goto measure;
     }
@@ -159,7 +159,7 @@ measure:
     if (rkey != NULL)
         ops->rkey_destroy(rv_worker_tworker(w), rkey);
     if (opt.api)
-        rv_rfree(w, remote);
+        rv_remote_free(w, remote);
     return rv_barrier(w) == RV_OK ? rc : 1;
 }
 

@@ -130,8 +130,7 @@ void rv_finalize(rv_context_t *ctx)
 {
     if (ctx == NULL)
         return;
-    if (ctx->layer != NULL && ctx->layer->context_fini != NULL)
-        ctx->layer->context_fini(ctx);
+    rv__layers_fini(ctx);
     ctx->ops->fini(ctx->tp);
     ctx->bs->ops->fini(ctx->bs);
     for (size_t i = 0; i < ctx->nhandlers; i++) {
@@ -153,8 +152,8 @@ void rv_abort(rv_context_t *ctx, int code, const char *why)
     _Exit(code ? code : 1);
 }
 
-int rv_rank(const rv_context_t *ctx) { return ctx->bs->rank; }
-int rv_size(const rv_context_t *ctx) { return ctx->bs->size; }
+rv_rank_t rv_rank(const rv_context_t *ctx) { return ctx->bs->rank; }
+rv_rank_t rv_size(const rv_context_t *ctx) { return ctx->bs->size; }
 int rv_threads(const rv_context_t *ctx) { return (int)ctx->config.job.threads; }
 
 uint32_t rv_nworkers(const rv_context_t *ctx)

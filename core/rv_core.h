@@ -9,6 +9,7 @@
 
 #include "rivet.h"
 #include "rv_bootstrap.h"
+#include "rv_layer.h"
 
 /*
  * The header of every message on the wire: the transport carries it as the
@@ -29,50 +30,24 @@ typedef struct rv_msg_hdr {
 
 /* Handlers are registered before the job runs; the table is read-only
  * while it runs, so lookups take no lock. */
-typedef struct rv_handler_entry {
-    rv_handler_id_t id;
-    rv_handler_fn fn;
-    void *arg;
-    unsigned flags;
-    char *name;
-} rv_handler_entry_t;
+typedef rv_handler_info_t rv_handler_entry_t;
 
 /* Reserved handler names used by the core itself. */
 #define RV_HANDLER_BARRIER "rivet.barrier"
 #define RV_HANDLER_BARRIER_RELEASE "rivet.barrier_release"
 
-/*
- * A layer above the core (the invocation layer) that keeps per-worker
- * state and must run inside progress and at the job's stages. The core
- * knows of one such layer; it installs itself with rv__layer_install
- * before rv_job_run.
- */
-typedef struct rv_layer_ops {
-    /* After the worker connected to every peer, before any runs fn. */
-    rv_status_t (*worker_start)(rv_worker_t *w);
-    /* From every rv_progress, after the transport's progress; returns
-     * the events handled. Must tolerate being re-entered from a handler. */
-    unsigned (*progress)(rv_worker_t *w);
-    /* After fn returned: push out everything the layer holds back. */
-    void (*worker_quiesce)(rv_worker_t *w);
-    /* Every worker of the job quiesced: run what has landed, before the
-     * endpoints close. */
-    void (*worker_drain)(rv_worker_t *w);
-    /* After disconnect, before the transport worker is destroyed. */
-    void (*worker_stop)(rv_worker_t *w);
-    /* In rv_finalize. */
-    void (*context_fini)(rv_context_t *ctx);
-} rv_layer_ops_t;
-
-void rv__layer_install(rv_context_t *ctx, const rv_layer_ops_t *ops,
-                       void *ctx_state);
+/* An installed layer (rv_layer.h). */
+typedef struct rv_layer_slot {
+    const rv_layer_ops_t *ops;
+    void *state;
+} rv_layer_slot_t;
 
 struct rv_worker {
+    rv_worker_view_t view;       /* first: what layers read inline */
     rv_context_t *ctx;
     rv_tid_t tid;
     int local;
     int numa_node;
-    rv_tworker_t *tw;
     pthread_t thread;
     int result;
 
@@ -85,7 +60,6 @@ struct rv_worker {
     unsigned idle_polls;         /* consecutive empty progress calls */
     int in_callback;             /* running an inline handler */
     bool warned_inline;          /* reported an inline handler waiting */
-    void *layer;                 /* the layer's per-worker state */
 };
 
 struct rv_context {
@@ -116,22 +90,9 @@ struct rv_context {
     rv_worker_fn job_fn;
     void *job_arg;
 
-    const rv_layer_ops_t *layer;  /* see rv__layer_install */
-    void *layer_state;
+    rv_layer_slot_t layers[RV_LAYER_MAX]; /* in install order */
+    int nlayers;
 };
-
-/* Sends a message as rv_sendx does, with transport send @p flags
- * (RV_AM_SEND_IMMEDIATE) and a completion of the caller's: returns RV_OK
- * (done), RV_INPROGRESS (@p cb will run), RV_ERR_AGAIN (only with
- * RV_AM_SEND_IMMEDIATE) or an error. */
-rv_status_t rv__send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                         const void *xhdr, size_t xhdr_len,
-                         const struct iovec *iov, size_t iovcnt,
-                         unsigned flags, rv_completion_fn cb, void *arg);
-
-/* Looks up a handler; NULL if unknown. */
-const rv_handler_entry_t *rv__handler_find(const rv_context_t *ctx,
-                                           rv_handler_id_t id);
 
 /* The AM dispatch callback given to the transport. */
 rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc);
@@ -142,6 +103,14 @@ rv_status_t rv__plugin_load(const char *name, void **handle_p,
 
 /* Registers the core's own handlers (barrier). */
 rv_status_t rv__msg_init(rv_context_t *ctx);
+
+/* Runs the layers' hooks of one stage of rv_job_run (rv_layer.h). */
+rv_status_t rv__layers_start(rv_worker_t *w);
+void rv__layers_quiesce(rv_worker_t *w);
+void rv__layers_drain(rv_worker_t *w);
+void rv__layers_stop(rv_worker_t *w);
+void rv__layers_fini(rv_context_t *ctx);
+unsigned rv__layers_progress(rv_worker_t *w);
 
 /* Yields the CPU after many consecutive empty polls (two busy pollers on
  * two cores must not starve each other). */

@@ -8,14 +8,14 @@
  *   stage 0  workers bind, create their transport worker, publish address
  *   stage 1  main allgathered the job's addresses; workers connect to all
  *   stage 2  every process connected (bootstrap barrier); main queried the
- *            transport's capabilities once; the layer above (am/) sets up
- *            each worker's state
+ *            transport's capabilities once; the installed layers
+ *            (rv_layer.h) set up each worker's state, in install order
  *   stage 3  every layer is ready everywhere; workers run fn, then the
- *            layer pushes out what it holds, workers flush and report
- *            done, progressing meanwhile
- *   stage 4  every worker of the job is done; the layer runs what has
+ *            layers push out what they hold (top layer first), workers
+ *            flush and report done, progressing meanwhile
+ *   stage 4  every worker of the job is done; the layers run what has
  *            landed; workers disconnect
- *   stage 5  every worker disconnected; the layer frees its state;
+ *   stage 5  every worker disconnected; the layers free their state;
  *            workers destroy and exit
  */
 #include <stdlib.h>
@@ -71,9 +71,10 @@ static void *worker_main(void *p)
         .am_recv = rv__msg_recv,
         .am_arg = w,
     };
-    status = ctx->ops->worker_create(ctx->tp, &params, &w->tw);
+    w->view.tops = ctx->ops;
+    status = ctx->ops->worker_create(ctx->tp, &params, &w->view.tw);
     if (status == RV_OK)
-        status = ctx->ops->worker_address(w->tw, &ctx->addrs[w->local],
+        status = ctx->ops->worker_address(w->view.tw, &ctx->addrs[w->local],
                                           &ctx->addr_lens[w->local]);
     if (status != RV_OK)
         rv_abort(ctx, 1, "cannot create the transport worker");
@@ -83,35 +84,32 @@ static void *worker_main(void *p)
         const uint8_t *slot = ctx->all_addrs + (size_t)peer * ctx->addr_slot;
         uint64_t len;
         memcpy(&len, slot, sizeof(len));
-        status = ctx->ops->connect(w->tw, peer, slot + sizeof(len), len);
+        status = ctx->ops->connect(w->view.tw, peer, slot + sizeof(len), len);
         if (status != RV_OK)
             rv_abort(ctx, 1, "cannot connect to a peer worker");
     }
     step(w, &ctx->nready, STAGE_START);
-    if (ctx->layer != NULL && ctx->layer->worker_start(w) != RV_OK)
-        rv_abort(ctx, 1, "cannot start the invocation layer");
+    if (rv__layers_start(w) != RV_OK)
+        rv_abort(ctx, 1, "a layer cannot start");
     step(w, &ctx->nready, STAGE_RUN);
 
     w->result = ctx->job_fn(w, ctx->job_arg);
-    if (w->layer != NULL)
-        ctx->layer->worker_quiesce(w);
+    rv__layers_quiesce(w);
 
     rv_sync_t sync;
     rv_sync_init(&sync, 1);
-    status = ctx->ops->flush(w->tw, UINT32_MAX, flush_done, &sync);
+    status = ctx->ops->flush(w->view.tw, UINT32_MAX, flush_done, &sync);
     if (status == RV_INPROGRESS)
         rv_sync_wait(w, &sync);
     step(w, &ctx->ndone, STAGE_DISCONNECT);
-    if (w->layer != NULL)
-        ctx->layer->worker_drain(w);
+    rv__layers_drain(w);
 
-    ctx->ops->disconnect(w->tw);
+    ctx->ops->disconnect(w->view.tw);
     step(w, &ctx->ndone, STAGE_EXIT);
-    if (w->layer != NULL)
-        ctx->layer->worker_stop(w);
+    rv__layers_stop(w);
 
-    ctx->ops->worker_destroy(w->tw);
-    w->tw = NULL;
+    ctx->ops->worker_destroy(w->view.tw);
+    w->view.tw = NULL;
     return NULL;
 }
 
@@ -221,7 +219,7 @@ rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg)
     wait_count(ctx, &ctx->nready, T);
     status = exchange_addresses(ctx);
     for (int t = 0; t < T; t++)
-        ctx->ops->address_release(ctx->workers[t].tw, ctx->addrs[t]);
+        ctx->ops->address_release(ctx->workers[t].view.tw, ctx->addrs[t]);
     if (status != RV_OK)
         rv_abort(ctx, 1, "worker address exchange failed");
     set_stage(ctx, STAGE_CONNECT);

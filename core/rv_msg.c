@@ -33,7 +33,7 @@ static int entry_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-const rv_handler_entry_t *rv__handler_find(const rv_context_t *ctx,
+const rv_handler_entry_t *rv_handler_find(const rv_context_t *ctx,
                                            rv_handler_id_t id)
 {
     rv_handler_entry_t key = {.id = id};
@@ -56,7 +56,7 @@ rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
     }
 
     rv_handler_id_t id = rv_handler_id(name);
-    const rv_handler_entry_t *old = rv__handler_find(ctx, id);
+    const rv_handler_entry_t *old = rv_handler_find(ctx, id);
     if (old != NULL) {
         if (strcmp(old->name, name) == 0)
             rv_error("handler '%s' is already registered", name);
@@ -88,8 +88,14 @@ rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
 
 void rv_sync_complete(rv_sync_t *s, rv_status_t status)
 {
-    if (status < 0 && s->status == RV_OK)
-        s->status = status;
+    /* Completions may come from other threads (the local bypass): the
+     * first error wins, and it is in place before the count drops. */
+    int expected = RV_OK;
+    if (status < 0)
+        atomic_compare_exchange_strong_explicit(&s->status, &expected,
+                                                (int)status,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->pending, 1, memory_order_release);
 }
 
@@ -124,20 +130,12 @@ static bool refuse_in_callback(rv_worker_t *w, const char *what)
     return true;
 }
 
-void rv__layer_install(rv_context_t *ctx, const rv_layer_ops_t *ops,
-                       void *ctx_state)
-{
-    ctx->layer = ops;
-    ctx->layer_state = ctx_state;
-}
-
 unsigned rv_progress(rv_worker_t *w)
 {
     if (refuse_in_callback(w, "rv_progress"))
         return 0;
-    unsigned n = w->ctx->ops->progress(w->tw);
-    if (w->layer != NULL)
-        n += w->ctx->layer->progress(w);
+    unsigned n = w->ctx->ops->progress(w->view.tw);
+    n += rv__layers_progress(w);
     rv__worker_idle(w, n);
     return n;
 }
@@ -148,7 +146,8 @@ rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s)
         return RV_ERR_INVALID;
     while (!rv_sync_done(s))
         rv_progress(w);
-    return s->status;
+    return (rv_status_t)atomic_load_explicit(&s->status,
+                                             memory_order_relaxed);
 }
 
 static void free_copy(void *arg, rv_status_t status)
@@ -165,7 +164,7 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
                                       size_t len)
 {
     const rv_transport_ops_t *ops = w->ctx->ops;
-    rv_status_t status = ops->am_send(w->tw, dest, hdr, hdr_len, iov, iovcnt,
+    rv_status_t status = ops->am_send(w->view.tw, dest, hdr, hdr_len, iov, iovcnt,
                                       RV_AM_SEND_IMMEDIATE, NULL, NULL);
     if (status == RV_ERR_AGAIN) {
         char *copy = malloc(len ? len : 1);
@@ -177,7 +176,7 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
             off += iov[i].iov_len;
         }
         struct iovec one = {.iov_base = copy, .iov_len = len};
-        status = ops->am_send(w->tw, dest, hdr, hdr_len, &one, 1, 0,
+        status = ops->am_send(w->view.tw, dest, hdr, hdr_len, &one, 1, 0,
                               free_copy, copy);
         if (status != RV_INPROGRESS)
             free(copy);
@@ -189,7 +188,7 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
     return RV_OK;
 }
 
-rv_status_t rv__send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                          const void *xhdr, size_t xhdr_len,
                          const struct iovec *iov, size_t iovcnt,
                          unsigned flags, rv_completion_fn cb, void *arg)
@@ -205,7 +204,7 @@ rv_status_t rv__send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     memcpy(hdr, &core, sizeof(core));
     if (xhdr_len > 0)
         memcpy(hdr + sizeof(core), xhdr, xhdr_len);
-    rv_status_t status = w->ctx->ops->am_send(w->tw, dest, hdr,
+    rv_status_t status = w->ctx->ops->am_send(w->view.tw, dest, hdr,
                                               sizeof(core) + xhdr_len, iov,
                                               iovcnt, flags, cb, arg);
     if (status >= 0) {
@@ -264,7 +263,7 @@ rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     rv_sync_t *s = sync ? sync : &local;
     if (sync == NULL)
         rv_sync_init(&local, 0);
-    rv_status_t status = ctx->ops->am_send(w->tw, dest, hdr, hdr_len, iov,
+    rv_status_t status = ctx->ops->am_send(w->view.tw, dest, hdr, hdr_len, iov,
                                            iovcnt, 0, sync_completion, s);
     if (status == RV_INPROGRESS)
         atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
@@ -327,7 +326,7 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
                     "%u bytes announced, %zu received", rx->src,
                     hdr->handler, hdr->len, rx->len);
 
-    const rv_handler_entry_t *e = rv__handler_find(w->ctx, hdr->handler);
+    const rv_handler_entry_t *e = rv_handler_find(w->ctx, hdr->handler);
     if (e == NULL)
         return drop(&w->stats.rx_unknown_handler,
                     "unknown handler id 0x%08x from worker %u (%zu bytes); "
@@ -388,7 +387,7 @@ void rv_msg_release(rv_worker_t *w, rv_msg_t *msg)
     if (msg->desc_ == NULL)
         free(msg->data);
     else
-        w->ctx->ops->am_release(w->tw, msg->desc_);
+        w->ctx->ops->am_release(w->view.tw, msg->desc_);
     msg->data = NULL;
 }
 
@@ -468,4 +467,4 @@ void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats)
 rv_tid_t rv_worker_tid(const rv_worker_t *w) { return w->tid; }
 int rv_worker_local(const rv_worker_t *w) { return w->local; }
 rv_context_t *rv_worker_context(rv_worker_t *w) { return w->ctx; }
-rv_tworker_t *rv_worker_tworker(rv_worker_t *w) { return w->tw; }
+rv_tworker_t *rv_worker_tworker(rv_worker_t *w) { return w->view.tw; }

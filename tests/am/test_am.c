@@ -5,8 +5,8 @@
  * per-pair order with the right bytes, call_return values, consumed
  * notifications that wait for the handler (which itself waits inside),
  * handlers that make calls, broadcasts reaching every worker exactly
- * once, and buffers moved by RMA (call_buffer_put into lent memory,
- * call_buffer_get from the caller's).
+ * once, and buffers moved by RMA (rv_put_handler into lent memory,
+ * rv_get_handler from the caller's).
  *
  * Worker threads record failures; the main thread asserts after the job.
  */
@@ -22,6 +22,7 @@
 
 #include "job_test.h"
 #include "rv_am.h"
+#include "rv_rma.h"
 
 #define MAX_WORKERS 64
 
@@ -338,8 +339,8 @@ static int body_broadcast(rv_worker_t *w, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Buffers by RMA: rv_call_buffer_put into memory the target lent, and
- * rv_call_buffer_get from the caller's registered memory. */
+/* Buffers by RMA: rv_put_handler into memory the target lent, and
+ * rv_get_handler from the caller's registered memory. */
 
 #define BUFREF_LEN ((size_t)3 << 20) /* several rendezvous fragments */
 
@@ -405,21 +406,21 @@ static int body_bufref(rv_worker_t *w, void *arg)
         EXPECT(rv_call_return(w, dest, H.lend, NULL, 0, &landing,
                               sizeof(landing), NULL, 0) == RV_OK, "lend");
         EXPECT((int)landing.rank == rv_tid_rank(ctx, dest),
-               "a landing buffer of rank %u from worker %u", landing.rank,
+               "a landing buffer of rank %d from worker %u", landing.rank,
                dest);
         /* small and large, both ways */
         size_t lens[2] = {64, BUFREF_LEN};
         for (int j = 0; j < 2; j++) {
             bufref_args_t a = {.src = me, .how = 0, .len = lens[j]};
-            EXPECT(rv_call_buffer_put(w, dest, H.bufref, &a, sizeof(a), src,
-                                      landing, a.len, NULL, 0) == RV_OK,
-                   "call_buffer_put");
+            EXPECT(rv_put_handler(w, dest, H.bufref, &a, sizeof(a), landing,
+                                  src, a.len, NULL, 0) == RV_OK,
+                   "rv_put_handler");
             a.how = 1;
             rv_sync_t sync;
             rv_sync_init(&sync, 0);
-            EXPECT(rv_call_buffer_get(w, dest, H.bufref, &a, sizeof(a), gp,
+            EXPECT(rv_get_handler(w, dest, H.bufref, &a, sizeof(a), gp,
                                       a.len, &sync, 0) == RV_OK,
-                   "call_buffer_get");
+                   "rv_get_handler");
             EXPECT(rv_sync_wait(w, &sync) == RV_OK, "get sync");
             /* the target has run it: the source may change now */
             EXPECT(s != NULL, "state");
@@ -505,7 +506,8 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 1)
         group = argv[1];
-    if ((rv_am_register(ctx, "test.data", on_data, NULL, &H.data) |
+    if ((rv_rma_init(ctx) |
+         rv_am_register(ctx, "test.data", on_data, NULL, &H.data) |
          rv_am_register(ctx, "test.triple", on_triple, NULL, &H.triple) |
          rv_am_register(ctx, "test.slow", on_slow, NULL, &H.slow) |
          rv_am_register(ctx, "test.release", on_release, NULL, &H.release) |

@@ -388,7 +388,7 @@ static uint64_t calls_per_pair(void)
 static void finish(rv_worker_t *w)
 {
     set_phase(w, PH_FLUSH);
-    EXPECT(rv_flush(w, RV_ALL_WORKERS) == RV_OK, "rv_flush");
+    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "rv_flush");
     set_phase(w, PH_BARRIER);
     rv_barrier(w);
     capture_stats(w);
@@ -426,7 +426,7 @@ static int body_all_to_all(rv_worker_t *w, void *arg)
                 goto out;
 out:
     sender_fini(w, &snd);
-    EXPECT(rv_flush(w, RV_ALL_WORKERS) == RV_OK, "rv_flush");
+    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "rv_flush");
     set_phase(w, PH_WAIT);
     for (uint32_t src = 0; src < n; src++)
         WAIT_UNTIL(w, s->rep.got[src] >= K, "the calls of every worker");

@@ -57,8 +57,8 @@ static int body_put_get(rv_worker_t *w, void *arg)
     (void)arg;
 
     rv_rptr_t remote;
-    rv_status_t st = rv_rmalloc(w, right, big + 64, &remote);
-    EXPECT(st == RV_OK, "rv_rmalloc on worker %u: %s", right,
+    rv_status_t st = rv_remote_alloc(w, right, big + 64, &remote);
+    EXPECT(st == RV_OK, "rv_remote_alloc on worker %u: %s", right,
            rv_status_str(st));
     EXPECT((int)remote.rank == rv_tid_rank(ctx, right),
            "memory of worker %u in rank %u", right, remote.rank);
@@ -79,7 +79,7 @@ static int body_put_get(rv_worker_t *w, void *arg)
         off += sizes[i] + 13;
     }
     EXPECT(rv_sync_wait(w, &sync) == RV_OK, "puts");
-    EXPECT(rv_flush(w, RV_ALL_WORKERS) == RV_OK, "flush");
+    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "flush");
     memset(back, 0, big + 64);
     EXPECT(rv_get(w, back + 1, rv_rptr_add(remote, 1), off - 1, NULL) ==
                RV_OK, "get");
@@ -93,14 +93,14 @@ static int body_put_get(rv_worker_t *w, void *arg)
     /* and the whole thing, at an odd offset */
     EXPECT(rv_put(w, rv_rptr_add(remote, 7), src + 7, big, NULL) == RV_OK,
            "big put");
-    EXPECT(rv_flush(w, RV_ALL_WORKERS) == RV_OK, "flush");
+    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "flush");
     memset(back, 0, big + 64);
     EXPECT(rv_get(w, back, rv_rptr_add(remote, 7), big, NULL) == RV_OK,
            "big get");
     EXPECT(memcmp(back, src + 7, big) == 0, "%zu bytes read back wrong",
            big);
     rv_barrier(w);
-    EXPECT(rv_rfree(w, remote) == RV_OK, "rv_rfree");
+    EXPECT(rv_remote_free(w, remote) == RV_OK, "rv_remote_free");
     free(src);
     free(back);
     return 0;
@@ -117,7 +117,7 @@ static int body_atomics(rv_worker_t *w, void *arg)
 
     if (me == 0) {
         rv_rptr_t c;
-        EXPECT(rv_rmalloc(w, 0, sizeof(uint64_t), &c) == RV_OK, "counter");
+        EXPECT(rv_remote_alloc(w, 0, sizeof(uint64_t), &c) == RV_OK, "counter");
         EXPECT(rv_put(w, c, &(uint64_t){0}, sizeof(uint64_t), NULL) == RV_OK,
                "zero");
         EXPECT(rv_broadcast(w, publish_id, &c, sizeof(c), NULL,
@@ -168,7 +168,7 @@ static int body_atomics(rv_worker_t *w, void *arg)
     }
     rv_barrier(w);
     if (me == n - 1)
-        EXPECT(rv_rfree(w, counter) == RV_OK, "free the counter");
+        EXPECT(rv_remote_free(w, counter) == RV_OK, "free the counter");
     rv_barrier(w);
     return 0;
 }
@@ -218,7 +218,7 @@ static int body_am_long(rv_worker_t *w, void *arg)
     (void)arg;
 
     rv_rptr_t region;
-    EXPECT(rv_rmalloc(w, right, slots * SLOT, &region) == RV_OK,
+    EXPECT(rv_remote_alloc(w, right, slots * SLOT, &region) == RV_OK,
            "landing region");
     uint8_t *src = malloc(slots * SLOT);
     EXPECT(src != NULL, "sources");
@@ -233,8 +233,8 @@ static int body_am_long(rv_worker_t *w, void *arg)
             p[k] = (uint8_t)(me * 7 + i * 13 + k * 3 + (k >> 12));
         long_args_t a = {.src = me, .i = i, .len = len,
                          .sum = checksum(p, len)};
-        EXPECT(rv_put_handler(w, right, long_id, &a, sizeof(a), p, len,
-                              rv_rptr_add(region, slot * SLOT), &sync,
+        EXPECT(rv_put_handler(w, right, long_id, &a, sizeof(a),
+                              rv_rptr_add(region, slot * SLOT), p, len, &sync,
                               RV_NOTIFY_CONSUMED) == RV_OK, "rv_put_handler");
     }
     EXPECT(rv_sync_wait(w, &sync) == RV_OK, "AM Longs");
@@ -245,7 +245,7 @@ static int body_am_long(rv_worker_t *w, void *arg)
            "%llu AM Longs ran, expected %d",
            (unsigned long long)atomic_load(&long_got[rv_worker_local(w)]),
            LONGS);
-    EXPECT(rv_rfree(w, region) == RV_OK, "free");
+    EXPECT(rv_remote_free(w, region) == RV_OK, "free");
     free(src);
     return 0;
 }

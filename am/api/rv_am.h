@@ -1,19 +1,32 @@
 /**
  * @file rv_am.h
  * @brief rivet's invocation layer: remote calls of registered handlers on a
- * target worker thread, with synchronizers, return values and broadcast.
+ * target worker thread, with synchronizers, return values, broadcast,
+ * aggregation and two paths (transport active messages, or one-sided
+ * messenger rings).
  *
  * A call names a handler registered under a stable name on every process
  * (rv_am_register) and carries packed argument bytes, optionally followed
  * by a buffer in the same transfer. Calls from one worker to another run
  * in FIFO order. The target runs its calls when it progresses
  * (rv_progress); a handler may itself make calls and wait on
- * synchronizers.
+ * synchronizers. am.path, am.aggregation and am.on_full choose how calls
+ * travel (Seriema, sections 3.1 and 4.3-4.4); calls between the threads of
+ * one process take a lockless in-memory queue (am.local_bypass).
  *
- * This is the "send" path of DESIGN.md (transport active messages, no
- * setup). One-sided messengers, aggregation, buffer put/get calls and
- * local bypass come later; am.path, am.aggregation and the other am.*
- * keys are rejected as "not supported yet" until they do.
+ * Vocabulary, for every call of this header and the layers above it:
+ * a transfer names its destination before its source (memcpy order);
+ * `w` is the calling worker, `dest` the target worker; `sync` is NULL
+ * (the call waits, progressing, until its buffers may be reused) or a
+ * synchronizer that gets one operation added and completed at that point;
+ * RV_TID_ALL means every worker.
+ *
+ * @note Thread mode: rv_am_init and rv_am_register are called from the
+ * main thread before rv_job_run; every other call from a worker thread
+ * of rv_job_run, on its own rv_worker_t (single-threaded per worker). The
+ * layer must be initialised (rv_am_init, or implicitly by rv_am_register)
+ * in every process before rv_job_run; a call on a job without it fails
+ * with RV_ERR_INVALID and a logged error naming rv_am_init.
  */
 #ifndef RIVET_RV_AM_H
 #define RIVET_RV_AM_H
@@ -49,6 +62,13 @@ enum {
      * (not merely when the arguments may be reused). */
     RV_NOTIFY_CONSUMED = 1u << 0,
 };
+
+/**
+ * @brief Initialises the invocation layer in @p ctx: installs it in a
+ * layer slot and registers its own handlers. Idempotent. Call in every
+ * process before rv_job_run (rv_am_register does it too).
+ */
+RV_EXPORT rv_status_t rv_am_init(rv_context_t *ctx);
 
 /**
  * @brief Registers call handler @p fn under @p name (same id rules as
@@ -100,75 +120,16 @@ rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
                                 const void *buf, size_t n, rv_sync_t *sync,
                                 unsigned flags);
 
-/** Every destination, for rv_flush. */
-#define RV_ALL_WORKERS UINT32_MAX
-
 /**
- * @brief Sends every call batched for @p dest (RV_ALL_WORKERS: for every
+ * @brief Sends every call batched for @p dest (RV_TID_ALL: for every
  * destination) by aggregation (am.aggregation) or queued by
  * am.on_full: retry_async, progressing until they have all left this
- * worker; with RV_ALL_WORKERS, also completes at their targets every
- * one-sided operation (rma/rv_rma.h) issued so far. Calls and operations
- * made afterwards are not covered.
+ * worker; then completes what the layers above registered flush hooks
+ * for (with rma, every one-sided operation towards @p dest issued so far
+ * completes at its target). Calls and operations made afterwards are not
+ * covered. It says nothing of whether the calls have run.
  */
 rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
-
-/* ---------------------------------------------------------------------- */
-/* Registered memory and remote pointers                                   */
-
-/**
- * @brief A remote pointer: an address in registered memory of process
- * @c rank, named by the registration (@c region) it lies in. Plain data:
- * copy it into call arguments, store it, send it anywhere. The peer that
- * uses it fetches and caches the region's remote key on first use.
- */
-typedef struct rv_rptr {
-    uint64_t addr;   /**< address in the owner's process */
-    uint32_t rank;   /**< owning process */
-    uint32_t region; /**< registration id in that process */
-} rv_rptr_t;
-
-/**
- * @brief Allocates @p len bytes of registered memory in the calling
- * worker's NUMA zone (from the chunk allocators: no registration per
- * allocation), and describes it as a remote pointer.
- * @return the memory, or NULL (logged)
- */
-void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr);
-
-/** @brief Frees memory of rv_mem_alloc (by the same worker). */
-void rv_mem_free(rv_worker_t *w, void *p);
-
-/** @brief @p p advanced by @p off bytes (same region). */
-static inline rv_rptr_t rv_rptr_add(rv_rptr_t p, uint64_t off)
-{
-    p.addr += off;
-    return p;
-}
-
-/**
- * @brief @p n bytes at @p src are RDMA-written into the remote @p dst (in
- * @p dest's process), then @p dest runs @p h with call->buf = the local
- * address of @p dst. The put is completed remotely before the call is
- * sent (put, flush, send), so the handler sees every byte. @p src is
- * reusable when this returns.
- */
-rv_status_t rv_call_buffer_put(rv_worker_t *w, rv_tid_t dest,
-                               rv_handler_id_t h, const void *args,
-                               size_t len, const void *src, rv_rptr_t dst,
-                               size_t n, rv_sync_t *sync, unsigned flags);
-
-/**
- * @brief @p dest RDMA-reads @p n bytes at @p src (registered memory of the
- * caller's process, from rv_mem_alloc) into a buffer of its own, then runs
- * @p h with it as call->buf. @p src must stay unchanged until @p sync
- * completes, which is once the target has run the call. Calls from the
- * same worker that arrive while the read is in flight wait for it (FIFO).
- */
-rv_status_t rv_call_buffer_get(rv_worker_t *w, rv_tid_t dest,
-                               rv_handler_id_t h, const void *args,
-                               size_t len, rv_rptr_t src, size_t n,
-                               rv_sync_t *sync, unsigned flags);
 
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {

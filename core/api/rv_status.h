@@ -14,6 +14,10 @@
 extern "C" {
 #endif
 
+/** Marks a function of rivet's public API: librivet is built with hidden
+ * visibility and exports exactly the functions so marked. */
+#define RV_EXPORT __attribute__((visibility("default")))
+
 /**
  * @brief Status of every rivet call. Zero is success, a positive value means
  * the operation was started and completes later, negative values are errors.

@@ -36,9 +36,13 @@ extern "C" {
 typedef struct rv_context rv_context_t; /**< one per process */
 typedef struct rv_worker rv_worker_t;   /**< one per worker thread */
 typedef uint32_t rv_tid_t;              /**< global worker thread id */
+typedef int32_t rv_rank_t;              /**< a process of the job */
 typedef uint32_t rv_handler_id_t;       /**< hash of a handler's name */
 
-#define RV_TID_NONE UINT32_MAX
+/** Every worker of the job, where a call takes one or all (rv_flush). */
+#define RV_TID_ALL UINT32_MAX
+/** No worker. */
+#define RV_TID_NONE (UINT32_MAX - 1)
 
 /* ---------------------------------------------------------------------- */
 /* Context                                                                 */
@@ -72,8 +76,8 @@ void rv_finalize(rv_context_t *ctx);
 void rv_abort(rv_context_t *ctx, int code, const char *why)
     __attribute__((noreturn));
 
-int rv_rank(const rv_context_t *ctx);         /**< this process */
-int rv_size(const rv_context_t *ctx);         /**< processes in the job */
+rv_rank_t rv_rank(const rv_context_t *ctx);   /**< this process */
+rv_rank_t rv_size(const rv_context_t *ctx);   /**< processes in the job */
 int rv_threads(const rv_context_t *ctx);      /**< workers per process */
 uint32_t rv_nworkers(const rv_context_t *ctx); /**< workers in the job */
 const rv_config_t *rv_context_config(const rv_context_t *ctx);
@@ -83,14 +87,14 @@ const char *rv_bootstrap_name(const rv_context_t *ctx);
  * (known once rv_job_run has connected the workers). */
 const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx);
 
-static inline rv_tid_t rv_tid_make(const rv_context_t *ctx, int rank,
+static inline rv_tid_t rv_tid_make(const rv_context_t *ctx, rv_rank_t rank,
                                    int local)
 {
     return (rv_tid_t)rank * (rv_tid_t)rv_threads(ctx) + (rv_tid_t)local;
 }
-static inline int rv_tid_rank(const rv_context_t *ctx, rv_tid_t tid)
+static inline rv_rank_t rv_tid_rank(const rv_context_t *ctx, rv_tid_t tid)
 {
-    return (int)(tid / (rv_tid_t)rv_threads(ctx));
+    return (rv_rank_t)(tid / (rv_tid_t)rv_threads(ctx));
 }
 
 /** @brief Process-level collectives, from the main thread, outside
@@ -167,13 +171,13 @@ void rv_msg_release(rv_worker_t *w, rv_msg_t *msg);
  */
 typedef struct rv_sync {
     atomic_long pending;
-    rv_status_t status;     /**< first error seen, else RV_OK */
+    atomic_int status;      /**< first error seen, else RV_OK */
 } rv_sync_t;
 
 static inline void rv_sync_init(rv_sync_t *s, long count)
 {
     atomic_init(&s->pending, count);
-    s->status = RV_OK;
+    atomic_init(&s->status, RV_OK);
 }
 static inline bool rv_sync_done(rv_sync_t *s)
 {

@@ -1,0 +1,294 @@
+/*
+ * The sender's batches: registered buffers that call records are
+ * serialized into, and the runs of records transmitted from them, over
+ * send (one AM to "rivet.am.batch") or into a messenger ring.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am_internal.h"
+
+am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
+{
+    am_dest_t *d = aw->dests[dest];
+    if (d == NULL) {
+        d = calloc(1, sizeof(*d));
+        if (d == NULL)
+            return NULL;
+        d->tid = dest;
+        aw->dests[dest] = d;
+        aw->used[aw->nused++] = d;
+    }
+    return d;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Batch buffers (registered)                                              */
+
+am_buf_t *am_buf_get(am_worker_t *aw)
+{
+    am_buf_t *b = aw->free_bufs;
+    if (b != NULL) {
+        aw->free_bufs = b->next;
+    } else {
+        b = calloc(1, sizeof(*b));
+        if (b == NULL)
+            return NULL;
+        void *mem;
+        if (rv_mem_general_alloc(aw->gen, aw->buf_bytes, 64, &mem, NULL) !=
+            RV_OK) {
+            free(b);
+            return NULL;
+        }
+        b->base = mem;
+        b->cap = aw->buf_bytes;
+    }
+    b->used = b->sent = 0;
+    b->open = SIZE_MAX;
+    b->inflight = 0;
+    b->next = NULL;
+    return b;
+}
+
+void am_buf_put(am_worker_t *aw, am_buf_t *b)
+{
+    b->next = aw->free_bufs;
+    aw->free_bufs = b;
+}
+
+/* A transmission from a buffer completed. Buffers that are fully sent and
+ * no longer the destination's last are recycled by buf_reap. */
+void am_buf_done(void *arg, rv_status_t status)
+{
+    am_buf_t *b = arg;
+    if (status != RV_OK)
+        rv_error("a batch of calls failed to leave: %s",
+                 rv_status_str(status));
+    b->inflight--;
+}
+
+void am_sync_done(void *arg, rv_status_t status)
+{
+    rv_sync_complete(arg, status);
+}
+
+/* Recycles the destination's leading buffers that are done. */
+void am_buf_reap(am_worker_t *aw, am_dest_t *d)
+{
+    while (d->bufs != NULL && d->bufs != d->last &&
+           d->bufs->sent == d->bufs->used && d->bufs->inflight == 0) {
+        am_buf_t *b = d->bufs;
+        d->bufs = b->next;
+        am_buf_put(aw, b);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Serializing and transmitting runs                                       */
+
+/* The reserve in front of a run holds the run's record bytes. */
+size_t am_run_len(const am_buf_t *b, size_t off)
+{
+    uint32_t len;
+    memcpy(&len, b->base + off, sizeof(len));
+    return len;
+}
+
+void am_run_set_len(am_buf_t *b, size_t off, size_t len)
+{
+    uint32_t l = (uint32_t)len;
+    memcpy(b->base + off, &l, sizeof(l));
+}
+
+bool am_path_write(const am_worker_t *aw)
+{
+    return aw->cfg->am.path == RV_AM_PATH_WRITE;
+}
+
+/* Transmits the run at @p off of @p b: RV_OK or RV_INPROGRESS when it
+ * left, RV_ERR_AGAIN when the messenger cannot take it now. */
+static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
+                                size_t off, bool immediate)
+{
+    size_t len = am_run_len(b, off);
+    uint8_t *recs = b->base + off + sizeof(am_rec_t);
+    rv_status_t st;
+    if (am_path_write(aw)) {
+        am_rec_t first;
+        memcpy(&first, recs, sizeof(first));
+        if (len == am_rec_size(first.len)) {
+            st = am_ring_write(aw, d, b, recs, len);
+        } else {
+            am_rec_t batch = {.len = (uint32_t)len, .meta = AM_REC_BATCH};
+            memcpy(b->base + off, &batch, sizeof(batch));
+            st = am_ring_write(aw, d, b, b->base + off,
+                               am_rec_size(len));
+            if (st < 0)
+                am_run_set_len(b, off, len); /* the reserve again */
+        }
+    } else {
+        struct iovec iov = {.iov_base = recs, .iov_len = len};
+        st = rv_send_raw(aw->w, d->tid, am_batch_id, NULL, 0, &iov, 1,
+                          immediate ? RV_AM_SEND_IMMEDIATE : 0, am_buf_done,
+                          b);
+        if (st == RV_INPROGRESS)
+            b->inflight++;
+    }
+    if (st == RV_OK || st == RV_INPROGRESS) {
+        aw->stats.flushes++;
+        if (len > aw->stats.max_aggregated_bytes)
+            aw->stats.max_aggregated_bytes = len;
+    }
+    return st;
+}
+
+/* The number of call records in the run at @p off. */
+static uint64_t run_calls(const am_buf_t *b, size_t off)
+{
+    uint64_t n = 0;
+    const uint8_t *p = b->base + off + sizeof(am_rec_t);
+    const uint8_t *end = p + am_run_len(b, off);
+    while (p + sizeof(am_rec_t) <= end) {
+        am_rec_t rec;
+        memcpy(&rec, p, sizeof(rec));
+        n += (rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL;
+        p += am_rec_size(rec.len);
+    }
+    return n;
+}
+
+/* Transmits @p d's pending runs in order, as far as the messenger takes
+ * them; the open run too when @p open. Returns the runs transmitted, or
+ * -1 on an error. */
+int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
+                     bool open)
+{
+    int n = 0;
+    /* A transmission may progress (a ring request waits for its send);
+     * the progress hook must not push the same runs meanwhile. */
+    if (d->pushing)
+        return 0;
+    d->pushing = true;
+    for (am_buf_t *b = d->bufs; b != NULL; b = b->next) {
+        while (b->sent < b->used) {
+            size_t off = b->sent;
+            if (b->open == off && !open)
+                goto out;
+            size_t size = sizeof(am_rec_t) + am_run_len(b, off) + AM_REC_FOOTER;
+            rv_status_t st = run_transmit(aw, d, b, off, immediate);
+            if (st == RV_ERR_AGAIN)
+                goto out;
+            if (st < 0) {
+                /* The transport refused the run for good: its calls are
+                 * lost. Say so once, count them, and go on with the next
+                 * runs rather than retrying this one for ever. */
+                if (!d->warned_lost)
+                    rv_error("calls to worker %u are lost: %s", d->tid,
+                             rv_status_str(st));
+                d->warned_lost = true;
+                aw->stats.calls_lost += run_calls(b, off);
+                if (b->open == off)
+                    b->open = SIZE_MAX;
+                b->sent += size;
+                d->pending -= size;
+                continue;
+            }
+            if (b->open == off)
+                b->open = SIZE_MAX;
+            b->sent += size;
+            d->pending -= size;
+            n++;
+        }
+    }
+out:
+    d->pushing = false;
+    am_buf_reap(aw, d);
+    return n;
+}
+
+/* Largest run a destination batches into one transmission. */
+size_t am_run_max(const am_worker_t *aw)
+{
+    size_t m = aw->buf_bytes - sizeof(am_rec_t) - AM_REC_FOOTER;
+    if (am_path_write(aw) && aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER < m)
+        m = aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER;
+    return m;
+}
+
+/* Room for a record of @p size bytes: in the open run when @p join and it
+ * fits, else in a new run. Returns where the record goes. */
+uint8_t * am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
+                             bool join)
+{
+    am_buf_t *b = d->last;
+    if (join && b != NULL && b->open != SIZE_MAX) {
+        size_t len = am_run_len(b, b->open);
+        if (len + size <= aw->run_max && b->used + size <= b->cap) {
+            uint8_t *at = b->base + b->used - AM_REC_FOOTER;
+            am_run_set_len(b, b->open, len + size);
+            b->used += size;
+            d->pending += size;
+            return at;
+        }
+    }
+    size_t need = sizeof(am_rec_t) + size + AM_REC_FOOTER;
+    if (b == NULL || b->used + need > b->cap) {
+        am_buf_t *nb = am_buf_get(aw);
+        if (nb == NULL)
+            return NULL;
+        if (b != NULL) {
+            b->open = SIZE_MAX;
+            b->next = nb;
+        } else {
+            d->bufs = nb;
+        }
+        d->last = b = nb;
+    }
+    b->open = b->used;
+    am_run_set_len(b, b->open, size);
+    b->used += need;
+    d->pending += need;
+    return b->base + b->open + sizeof(am_rec_t);
+}
+
+/* Takes back the record just reserved by dest_reserve. */
+void am_dest_unreserve(am_dest_t *d, size_t size)
+{
+    am_buf_t *b = d->last;
+    size_t len = am_run_len(b, b->open);
+    if (len == size) {
+        size_t need = sizeof(am_rec_t) + size + AM_REC_FOOTER;
+        b->used -= need;
+        d->pending -= need;
+        b->open = SIZE_MAX;
+    } else {
+        am_run_set_len(b, b->open, len - size);
+        b->used -= size;
+        d->pending -= size;
+    }
+}
+
+/* Serializes a call record at @p at. */
+void am_rec_write(uint8_t *at, rv_handler_id_t h, const am_hdr_t *hdr,
+                      const void *args, size_t len, const void *buf, size_t n)
+{
+    size_t body = (hdr ? sizeof(*hdr) : 0) + len + n;
+    am_rec_t rec = {.handler = h, .len = (uint32_t)body,
+                    .meta = AM_REC_CALL | (hdr ? AM_REC_XHDR : 0)};
+    memcpy(at, &rec, sizeof(rec));
+    uint8_t *p = at + sizeof(rec);
+    if (hdr != NULL) {
+        memcpy(p, hdr, sizeof(*hdr));
+        p += sizeof(*hdr);
+    }
+    if (len)
+        memcpy(p, args, len);
+    if (n)
+        memcpy(p + len, buf, n);
+    /* Deterministic padding (the ring's footer hashes it). */
+    size_t pad = AM_ALIGN8(body) - body;
+    if (pad)
+        memset(p + len + n, 0, pad);
+}

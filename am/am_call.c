@@ -1,0 +1,480 @@
+/*
+ * The invocation layer: calls, synchronizers, aggregation, local bypass
+ * and the send path. The write path (messenger rings) is in am_ring.c.
+ *
+ * How a call travels, by configuration:
+ *
+ *   same process, am.local_bypass   a node on the (sender, receiver)
+ *                                   thread pair's wait-free queue
+ *   am.path send, no aggregation    one transport AM: the call header in
+ *                                   the AM header, [args][buffer] as
+ *                                   payload, zero-copy
+ *   otherwise                       serialized once as a record (see
+ *                                   am_internal.h) into a registered
+ *                                   batch buffer, then transmitted as a
+ *                                   run of records: one AM to
+ *                                   "rivet.am.batch" (path send) or one
+ *                                   ring record (path write)
+ *
+ * Aggregation decides when a run is transmitted: none at once; trad once
+ * it holds am.flush_bytes, on rv_flush and when the worker goes idle;
+ * ovfl only when the messenger cannot take the call right now (ring full
+ * or being set up; on path send, when the transport cannot send at once),
+ * up to am.ovfl_limit bytes. Runs that cannot be transmitted wait in
+ * FIFO order and every later call queues behind them; am.on_full says
+ * what a call does when that queue is over its limit (or, without
+ * aggregation, not empty).
+ *
+ * Progress and re-entrancy. Handlers run from rv_progress, and a handler
+ * may make calls, progress and wait. Every source of calls (a run of a
+ * batch, a ring, a local queue) is consumed one call at a time, with its
+ * cursor advanced *before* the handler runs, so a nested rv_progress
+ * simply continues with the next call of the same source: FIFO order of
+ * starting calls holds, nothing runs twice, and nothing waits for the
+ * outer handler. Memory holding a running call's arguments is not
+ * released (batch message kept, ring chunk not reported consumed) until
+ * that call returns.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am_internal.h"
+
+/* ---------------------------------------------------------------------- */
+/* Caller side                                                             */
+
+typedef struct {
+    rv_tid_t dest;
+    rv_handler_id_t h;
+    const void *args, *buf;
+    size_t len, n;
+    void *ret;
+    size_t ret_len;
+    rv_sync_t *sync;      /* the caller's, or NULL */
+    unsigned flags;
+    uint32_t am_flags;
+    long notifications;
+    const rv_am_xcall_t *x; /* an extended call's (rv_am_ext.h), or NULL */
+} call_desc_t;
+
+/* The call header of @p cd (notification flags are the caller's). */
+static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
+{
+    am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
+                    .ret = (uintptr_t)cd->ret,
+                    .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
+    if (cd->x != NULL) {
+        /* The extension's words take the places of the result's and the
+         * broadcast root's, which an extended call has not. */
+        hdr.ret = cd->x->addr;
+        hdr.ret_len = cd->x->len;
+        hdr.root = cd->x->word;
+    }
+    return hdr;
+}
+
+static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local,
+                              rv_sync_t *sync)
+{
+    return sync == NULL ? rv_sync_wait(w, local) : RV_OK;
+}
+
+/* Through the process's own queue: nothing is copied twice, nothing
+ * crosses the transport. */
+static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
+                              rv_sync_t *s)
+{
+    bool notify = (cd->flags & RV_NOTIFY_CONSUMED) || cd->ret != NULL;
+    am_hdr_t hdr = hdr_of(aw, cd);
+    hdr.flags |= AM_LOCAL | (notify ? AM_NOTIFY : 0) |
+                 (cd->ret ? AM_RETURN : 0);
+    hdr.sync = (uintptr_t)s;
+    size_t body = sizeof(hdr) + cd->len + cd->n;
+    am_lnode_t *ln = malloc(sizeof(*ln) + sizeof(am_rec_t) + AM_ALIGN8(body));
+    if (ln == NULL)
+        return RV_ERR_NO_MEMORY;
+    am_rec_write(ln->rec, cd->h, &hdr, cd->args, cd->len, cd->buf,
+              cd->n);
+    ln->src = aw->me;
+    cds_wfcq_node_init(&ln->node);
+    if (notify)
+        atomic_fetch_add(&s->pending, 1);
+    am_lqueue_t *q = am_lqueue(aw, (int)(cd->dest % (rv_tid_t)aw->threads),
+                            rv_worker_local(aw->w));
+    cds_wfcq_enqueue(&q->head, &q->tail, &ln->node);
+    aw->stats.calls_local++;
+    return RV_OK;
+}
+
+/* The send path without aggregation: one AM, zero-copy. */
+static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
+                           rv_sync_t *s, bool notify)
+{
+    am_hdr_t hdr = hdr_of(aw, cd);
+    if (notify) {
+        hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
+        hdr.sync = (uintptr_t)s;
+        atomic_fetch_add(&s->pending, cd->notifications);
+    }
+    struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
+                           {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
+    /* Without a notification the send's own completion is the call's. */
+    rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, &hdr, sizeof(hdr), iov,
+                              cd->n ? 2 : 1, notify ? NULL : s);
+    if (st != RV_OK && notify)
+        atomic_fetch_sub(&s->pending, cd->notifications);
+    return st;
+}
+
+/* Applies am.on_full to a call that found its destination's queue over
+ * the limit. @p reserved: the call's record is already queued. */
+static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
+                           size_t limit, bool reserved)
+{
+    /* A messenger being set up is not full: wait for it. */
+    while (d->ring.state == RING_REQUESTED && !rv_worker_in_callback(aw->w))
+        rv_progress(aw->w);
+    if (am_dest_push(aw, d, false, true) < 0)
+        return RV_ERR_TRANSPORT;
+    if (d->pending + (reserved ? 0 : size) <= limit)
+        return reserved ? RV_OK : RV_INPROGRESS;
+    aw->stats.ring_full++;
+    switch (aw->cfg->am.on_full) {
+    case RV_ON_FULL_RETRY_ASYNC:
+        if (!reserved)
+            return RV_INPROGRESS; /* queue it */
+        return RV_OK;
+    case RV_ON_FULL_RETRY:
+        if (rv_worker_in_callback(aw->w))
+            break;
+        while (d->pending + (reserved ? 0 : size) > limit) {
+            if (am_dest_push(aw, d, false, true) < 0)
+                return RV_ERR_TRANSPORT;
+            if (d->pending + (reserved ? 0 : size) > limit)
+                rv_progress(aw->w);
+        }
+        return reserved ? RV_OK : RV_INPROGRESS;
+    case RV_ON_FULL_FAIL:
+        break;
+    }
+    if (reserved)
+        am_dest_unreserve(d, size);
+    if (aw->cfg->am.aggregation == RV_AGG_OVFL && !d->warned_limit) {
+        d->warned_limit = true;
+        rv_error("calls to worker %u: its ring is full and %zu bytes of "
+                 "calls already wait (am.ovfl_limit %" PRIu64 "); the call "
+                 "is refused with RV_ERR_AGAIN (am.on_full: fail); every "
+                 "call accepted before is kept", d->tid, d->pending,
+                 aw->cfg->am.ovfl_limit);
+    }
+    return RV_ERR_AGAIN;
+}
+
+/* The record paths: aggregation and/or the write path. */
+/* The common case of trad aggregation, kept short: a plain call appended
+ * to the open run of its destination, which has room. */
+static bool trad_append(am_worker_t *aw, am_dest_t *d, const call_desc_t *cd)
+{
+    am_buf_t *b = d->last;
+    size_t size = am_rec_size(cd->len);
+    if (b == NULL || b->open == SIZE_MAX || b->used + size > b->cap)
+        return false;
+    size_t len = am_run_len(b, b->open) + size;
+    if (len > aw->run_max || d->pending + size > aw->trad_limit)
+        return false;
+    uint8_t *at = b->base + b->used - AM_REC_FOOTER;
+    am_rec_write(at, cd->h, NULL, cd->args, cd->len, NULL, 0);
+    am_run_set_len(b, b->open, len);
+    b->used += size;
+    d->pending += size;
+    if (len >= aw->cfg->am.flush_bytes)
+        am_dest_push(aw, d, false, true);
+    else
+        aw->idle_flush = true;
+    return true;
+}
+
+static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
+                               rv_sync_t *s, bool notify)
+{
+    am_dest_t *d = aw->dests[cd->dest];
+    if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
+        return RV_ERR_NO_MEMORY;
+    if (aw->cfg->am.aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
+        cd->am_flags == 0 && trad_append(aw, d, cd))
+        return RV_OK;
+    rv_aggregation_t agg = aw->cfg->am.aggregation;
+    bool write = am_path_write(aw);
+    am_hdr_t hdr = hdr_of(aw, cd);
+    bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
+    bool rma_note = false;
+    if (notify) {
+        hdr.sync = (uintptr_t)s;
+        if (write && cd->ret == NULL) {
+            hdr.flags |= AM_NOTIFY_RMA;
+            rma_note = true;
+        } else {
+            hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
+        }
+    }
+    size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
+    size_t size = am_rec_size(body);
+
+    if (size > aw->run_max) {
+        /* Too large for a batch or a ring chunk: what is queued goes
+         * first, then the call over send. On the write path a DETOUR
+         * record keeps its place in the ring's order. */
+        if (am_dest_push(aw, d, false, true) < 0)
+            return RV_ERR_TRANSPORT;
+        if (write) {
+            uint8_t *at = am_dest_reserve(aw, d, am_rec_size(8), false);
+            if (at == NULL)
+                return RV_ERR_NO_MEMORY;
+            uint64_t token = ++d->ring.detours;
+            am_rec_t rec = {.len = 8, .meta = AM_REC_DETOUR};
+            memcpy(at, &rec, sizeof(rec));
+            memcpy(at + sizeof(rec), &token, sizeof(token));
+            d->last->open = SIZE_MAX; /* a run of its own */
+            if (am_dest_push(aw, d, false, true) < 0)
+                return RV_ERR_TRANSPORT;
+            hdr.flags |= AM_DETOUR;
+            hdr.token = token;
+            aw->stats.detours++;
+        }
+        if (rma_note)
+            am_ring_note(aw, d, s);
+        else if (notify)
+            atomic_fetch_add(&s->pending, 1);
+        struct iovec iov[2] = {{.iov_base = (void *)cd->args,
+                                .iov_len = cd->len},
+                               {.iov_base = (void *)cd->buf,
+                                .iov_len = cd->n}};
+        rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, &hdr, sizeof(hdr),
+                                  iov, cd->n ? 2 : 1, notify ? NULL : s);
+        return st;
+    }
+
+    /* Over the limit before this call? */
+    size_t limit;
+    switch (agg) {
+    case RV_AGG_NONE: limit = 0; break;
+    case RV_AGG_OVFL: limit = aw->cfg->am.ovfl_limit; break;
+    default: limit = aw->trad_limit; break;
+    }
+    if (d->pending > 0 &&
+        am_dest_push(aw, d, agg == RV_AGG_OVFL, agg != RV_AGG_TRAD) < 0)
+        return RV_ERR_TRANSPORT;
+    bool queued = false;
+    if (d->pending + size > limit && agg != RV_AGG_NONE) {
+        rv_status_t st = on_full(aw, d, size, limit, false);
+        if (st == RV_INPROGRESS)
+            queued = true;
+        else if (st != RV_OK)
+            return st;
+    }
+
+    uint8_t *at = am_dest_reserve(aw, d, size, agg != RV_AGG_NONE);
+    if (at == NULL)
+        return RV_ERR_NO_MEMORY;
+    am_rec_write(at, cd->h, need_hdr ? &hdr : NULL, cd->args, cd->len, cd->buf,
+              cd->n);
+
+    if (agg == RV_AGG_TRAD) {
+        if (am_run_len(d->last, d->last->open) >= aw->cfg->am.flush_bytes) {
+            if (am_dest_push(aw, d, false, true) < 0)
+                return RV_ERR_TRANSPORT;
+        } else {
+            aw->idle_flush = true;
+        }
+    } else if (!queued) {
+        /* none and ovfl: go now if the messenger takes it */
+        bool was_alone = d->pending == sizeof(am_rec_t) + size +
+                                           AM_REC_FOOTER;
+        if ((agg == RV_AGG_NONE || was_alone) &&
+            am_dest_push(aw, d, agg == RV_AGG_OVFL, true) < 0)
+            return RV_ERR_TRANSPORT;
+        if (d->pending > limit || (agg == RV_AGG_NONE && d->pending > 0)) {
+            rv_status_t st = on_full(aw, d, size, limit, true);
+            if (st != RV_OK)
+                return st;
+        }
+    }
+    if (rma_note)
+        am_ring_note(aw, d, s);
+    else if (notify)
+        atomic_fetch_add(&s->pending, 1);
+    return RV_OK;
+}
+
+rv_status_t am_not_initialised(const char *what)
+{
+    rv_error("%s on a worker of a job without the invocation layer: call "
+             "rv_am_init (or rv_am_register) before rv_job_run, from the "
+             "main thread", what);
+    return RV_ERR_INVALID;
+}
+
+static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw == NULL)
+        return am_not_initialised("a call");
+    if (cd->dest >= aw->nworkers) {
+        rv_error("call to worker %u: the job has %u workers", cd->dest,
+                 aw->nworkers);
+        return RV_ERR_INVALID;
+    }
+    if (cd->len > UINT32_MAX / 2 || cd->n > UINT32_MAX / 2 ||
+        cd->ret_len > UINT32_MAX)
+        return RV_ERR_INVALID;
+
+    rv_sync_t local;
+    rv_sync_t *s = cd->sync;
+    bool notify = (cd->flags & RV_NOTIFY_CONSUMED) || cd->ret != NULL;
+    if (s == NULL) {
+        rv_sync_init(&local, 0);
+        s = &local;
+    }
+    rv_status_t st;
+    bool bcast = cd->am_flags & AM_BCAST;
+    if (!bcast && aw->cfg->am.local_bypass &&
+        cd->dest / (rv_tid_t)aw->threads == (rv_tid_t)aw->rank)
+        st = call_local(aw, cd, s);
+    else if (bcast || (aw->cfg->am.path == RV_AM_PATH_SEND &&
+                       aw->cfg->am.aggregation == RV_AGG_NONE))
+        st = call_am(aw, cd, s, notify);
+    else
+        st = call_record(aw, cd, s, notify);
+    if (st != RV_OK)
+        return st;
+    aw->stats.calls_sent++;
+    aw->stats.bytes_sent += cd->len + cd->n;
+    return wait_local(w, &local, cd->sync);
+}
+
+rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                    const void *args, size_t len, rv_sync_t *sync,
+                    unsigned flags)
+{
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .sync = sync, .flags = flags, .notifications = 1};
+    return call_out(w, &cd);
+}
+
+rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                           const void *args, size_t len, const void *buf,
+                           size_t n, rv_sync_t *sync, unsigned flags)
+{
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .buf = buf, .n = n, .sync = sync, .flags = flags,
+                      .notifications = 1};
+    return call_out(w, &cd);
+}
+
+rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                           const void *args, size_t len, void *ret,
+                           size_t ret_len, rv_sync_t *sync, unsigned flags)
+{
+    if (ret == NULL)
+        return RV_ERR_INVALID;
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .ret = ret, .ret_len = ret_len, .sync = sync,
+                      .flags = flags, .notifications = 1};
+    return call_out(w, &cd);
+}
+
+/* The wire flags of extension @p x. */
+static uint32_t xcall_flags(const rv_am_xcall_t *x)
+{
+    uint32_t f = 0;
+    if (x->mode & RV_AM_X_REF)
+        f |= AM_XREF;
+    else if (x->mode & RV_AM_X_PLACE)
+        f |= AM_XPLACE;
+    if (x->mode & RV_AM_X_HOOK)
+        f |= AM_XHOOK | (uint32_t)x->hook << AM_XHOOK_SHIFT;
+    return f;
+}
+
+rv_status_t rv_am_call_x(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                         const void *args, size_t len, const void *buf,
+                         size_t n, const rv_am_xcall_t *x, rv_sync_t *sync,
+                         unsigned flags)
+{
+    am_worker_t *aw = am_of(w);
+    if (x == NULL || ((x->mode & RV_AM_X_REF) && buf != NULL) ||
+        ((x->mode & RV_AM_X_HOOK) &&
+         (aw == NULL || x->hook < 0 || x->hook >= aw->proc->nhooks))) {
+        rv_error("rv_am_call_x to worker %u: an invalid extension", dest);
+        return RV_ERR_INVALID;
+    }
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .buf = buf, .n = n, .sync = sync, .flags = flags,
+                      .am_flags = xcall_flags(x), .notifications = 1,
+                      .x = x};
+    return call_out(w, &cd);
+}
+
+rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
+                                const void *args, size_t len,
+                                const void *buf, size_t n, rv_sync_t *sync,
+                                unsigned flags)
+{
+    /* The root sends to itself: its own delivery forwards to its children
+     * and runs the handler, like every other worker's. */
+    call_desc_t cd = {.dest = rv_worker_tid(w), .h = h, .args = args,
+                      .len = len, .buf = buf, .n = n, .sync = sync,
+                      .flags = flags, .am_flags = AM_BCAST,
+                      .notifications =
+                          (long)rv_nworkers(rv_worker_context(w))};
+    return call_out(w, &cd);
+}
+
+rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h, const void *args,
+                         size_t len, rv_sync_t *sync, unsigned flags)
+{
+    return rv_broadcast_buffer(w, h, args, len, NULL, 0, sync, flags);
+}
+
+/* Sends every open run of @p d and waits until nothing is pending. */
+static rv_status_t dest_flush(am_worker_t *aw, am_dest_t *d, bool wait)
+{
+    for (;;) {
+        if (am_dest_push(aw, d, false, true) < 0)
+            return RV_ERR_TRANSPORT;
+        if (d->pending == 0 || !wait)
+            return RV_OK;
+        if (rv_worker_in_callback(aw->w))
+            return RV_ERR_AGAIN;
+        rv_progress(aw->w);
+    }
+}
+
+rv_status_t am_flush_calls(am_worker_t *aw, rv_tid_t dest)
+{
+    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+        if ((dest != RV_TID_ALL && t != dest) || aw->dests[t] == NULL)
+            continue;
+        rv_status_t st = dest_flush(aw, aw->dests[t], true);
+        if (st != RV_OK)
+            return st;
+    }
+    return RV_OK;
+}
+
+rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw == NULL)
+        return am_not_initialised("rv_flush");
+    if (dest != RV_TID_ALL && dest >= aw->nworkers)
+        return RV_ERR_INVALID;
+    rv_status_t st = am_flush_calls(aw, dest);
+    /* Then the operations of the layers above (rma's one-sided ones). */
+    for (int i = 0; st == RV_OK && i < aw->proc->nflush_hooks; i++)
+        st = aw->proc->flush_hooks[i].fn(w, dest,
+                                          aw->proc->flush_hooks[i].arg);
+    return st;
+}

@@ -1,0 +1,438 @@
+/*
+ * Running calls at the target: decoding records, the runs of calls that
+ * came over send (kept for FIFO order), detour calls, completions, and
+ * the local bypass's queues.
+ *
+ * Every source of calls (a run of a batch, a ring, a local queue) is
+ * consumed one call at a time, with its cursor advanced *before* the
+ * handler runs, so a nested rv_progress simply continues with the next
+ * call of the same source: FIFO order of starting calls holds, nothing
+ * runs twice, and nothing waits for the outer handler.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am_internal.h"
+
+am_src_t *am_src(am_worker_t *aw, rv_tid_t src)
+{
+    am_src_t *s = aw->srcs[src];
+    if (s == NULL) {
+        s = calloc(1, sizeof(*s));
+        if (s == NULL)
+            return NULL;
+        aw->srcs[src] = s;
+    }
+    return s;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Decoding and running calls                                              */
+
+bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
+                    const uint8_t *body)
+{
+    c->src = src;
+    c->handler = rec->handler;
+    size_t len = rec->len;
+    if (rec->meta & AM_REC_XHDR) {
+        if (len < sizeof(am_hdr_t))
+            return false;
+        memcpy(&c->hdr, body, sizeof(am_hdr_t));
+        body += sizeof(am_hdr_t);
+        len -= sizeof(am_hdr_t);
+        if (c->hdr.args_len > len)
+            return false;
+    } else {
+        c->hdr = (am_hdr_t){.args_len = (uint32_t)len};
+    }
+    c->args = body;
+    c->args_len = c->hdr.args_len;
+    c->buf_len = len - c->args_len;
+    c->buf = c->buf_len ? body + c->args_len : NULL;
+    return true;
+}
+
+static void forward(am_worker_t *aw, const am_call_t *c)
+{
+    const am_hdr_t *h = &c->hdr;
+    uint32_t n = aw->nworkers;
+    uint32_t rel = (aw->me + n - h->root) % n;
+    uint32_t step = 1;
+    while (step <= rel)
+        step <<= 1;
+    size_t len = c->args_len + c->buf_len;
+    for (; rel + step < n; step <<= 1) {
+        rv_tid_t child = (h->root + rel + step) % n;
+        struct iovec iov = {.iov_base = (void *)c->args, .iov_len = len};
+        rv_status_t st = rv_sendx(aw->w, child, c->handler, h, sizeof(*h),
+                                  &iov, len ? 1 : 0, NULL);
+        if (st != RV_OK)
+            rv_error("broadcast from worker %u: forwarding to worker %u "
+                     "failed: %s", h->root, child, rv_status_str(st));
+        else
+            aw->stats.broadcasts_forwarded++;
+    }
+}
+
+static void notify_rma(am_worker_t *aw, rv_tid_t src)
+{
+    am_src_t *s = aw->srcs[src];
+    if (s == NULL || s->ring == NULL) {
+        rv_warn("a call from worker %u asks for a ring notification "
+                "without a ring", src);
+        return;
+    }
+    s->ring->notified++;
+    s->ring->push_due = true;
+}
+
+/* An extended call (rv_am_ext.h): its buffer by reference or put in
+ * place, then its hook, with this source's later calls held while the
+ * hook waits. False when the call is dropped. */
+static bool call_extend(am_worker_t *aw, const am_call_t *c,
+                        rv_am_xrun_t *x, const rv_am_hook_t **hook_p)
+{
+    const am_hdr_t *h = &c->hdr;
+    x->addr = h->ret;
+    x->len = h->ret_len;
+    x->word = h->root;
+    if (h->flags & AM_XPLACE) {
+        uint8_t *dst = (uint8_t *)(uintptr_t)h->ret;
+        if (x->buf_len > 0)
+            memcpy(dst, x->buf, x->buf_len);
+        x->buf = dst;
+    } else if (h->flags & AM_XREF) {
+        x->buf = (const void *)(uintptr_t)h->ret;
+        x->buf_len = h->ret_len;
+    }
+    if (!(h->flags & AM_XHOOK))
+        return true;
+    unsigned id = (h->flags & AM_XHOOK_MASK) >> AM_XHOOK_SHIFT;
+    am_src_t *s = am_src(aw, c->src);
+    if (id >= (unsigned)aw->proc->nhooks || s == NULL) {
+        rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
+        rv_warn("dropped a call from worker %u naming call hook %u, which "
+                "is not registered here", c->src, id);
+        return false;
+    }
+    const rv_am_hook_t *hook = &aw->proc->hooks[id];
+    s->fetching++;
+    rv_status_t st = hook->prepare(aw->w, x, hook->arg);
+    s->fetching--;
+    if (st != RV_OK)
+        return false;
+    *hook_p = hook;
+    return true;
+}
+
+void am_run_call(am_worker_t *aw, const am_call_t *c)
+{
+    const rv_handler_info_t *e = aw->last_entry;
+    if (e == NULL || e->id != c->handler) {
+        e = rv_handler_find(aw->ctx, c->handler);
+        if (e != NULL && e->fn == am_trampoline)
+            aw->last_entry = e; /* calls come in runs of one handler */
+    }
+    if (e == NULL || e->fn != am_trampoline) {
+        rv_worker_count_drop(aw->w, RV_DROP_UNKNOWN_HANDLER);
+        rv_warn("dropped a call from worker %u to unknown call handler "
+                "0x%08x; every process must register the same handlers",
+                c->src, c->handler);
+        return;
+    }
+    const am_entry_t *ae = e->arg;
+    const am_hdr_t *h = &c->hdr;
+    if (h->flags & AM_BCAST)
+        forward(aw, c);
+    rv_am_xrun_t x = {.src = c->src, .buf = c->buf, .buf_len = c->buf_len};
+    const rv_am_hook_t *hook = NULL;
+    if ((h->flags & (AM_XREF | AM_XPLACE | AM_XHOOK)) &&
+        !call_extend(aw, c, &x, &hook))
+        return;
+    const uint8_t *buf = x.buf;
+    size_t buf_len = x.buf_len;
+
+    /* The result is built in a scratch buffer and sent back after the
+     * call, or written straight into the caller's when it is local. */
+    uint8_t small[256];
+    uint8_t *reply = NULL;
+    size_t ret_cap = (h->flags & AM_RETURN) ? h->ret_len : 0;
+    if (ret_cap > 0) {
+        if (h->flags & AM_LOCAL)
+            reply = (uint8_t *)(uintptr_t)h->ret;
+        else
+            reply = ret_cap <= sizeof(small) ? small : malloc(ret_cap);
+        if (reply == NULL) {
+            rv_error("out of memory for a %zu-byte call result", ret_cap);
+            return;
+        }
+        memset(reply, 0, ret_cap);
+    }
+    rv_call_t call = {
+        .src = (h->flags & AM_BCAST) ? h->root : c->src,
+        .args = c->args,
+        .args_len = c->args_len,
+        .buf = buf,
+        .buf_len = buf_len,
+        .ret = reply,
+        .ret_len = ret_cap,
+        .broadcast = h->flags & AM_BCAST,
+    };
+    aw->stats.calls_received++;
+    aw->stats.bytes_received += c->args_len + buf_len;
+    rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+    if (hook != NULL && hook->finish != NULL)
+        hook->finish(aw->w, &x, hook->arg);
+    if (st < 0)
+        rv_warn("a call handler returned %s", rv_status_str(st));
+
+    if (h->flags & AM_LOCAL) {
+        if (h->flags & AM_NOTIFY)
+            rv_sync_complete((rv_sync_t *)(uintptr_t)h->sync, RV_OK);
+    } else if (h->flags & AM_NOTIFY_RMA) {
+        notify_rma(aw, c->src);
+    } else if (h->flags & AM_NOTIFY) {
+        am_done_t d = {.sync = h->sync, .ret = h->ret,
+                       .ret_len = (uint32_t)(call.ret_len < ret_cap
+                                                 ? call.ret_len
+                                                 : ret_cap)};
+        struct iovec iov = {.iov_base = call.ret, .iov_len = d.ret_len};
+        rv_status_t s2 = rv_sendx(aw->w, call.src, am_done_id, &d, sizeof(d),
+                                  &iov, d.ret_len ? 1 : 0, NULL);
+        if (s2 != RV_OK)
+            rv_error("cannot report a call's completion to worker %u: %s",
+                     call.src, rv_status_str(s2));
+    }
+    if (reply != NULL && reply != small && !(h->flags & AM_LOCAL))
+        free(reply);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Runs of calls that came over send                                       */
+
+/* Runs the calls of @p s's queued runs in order. A run whose last call
+ * is still executing (an outer frame waits in it) does not hold up the
+ * runs behind it: its calls have all started. */
+unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
+{
+    unsigned n = 0;
+    for (am_run_t *r = s->head; r != NULL && !s->fetching;) {
+        if (r->p >= r->end) {
+            r = r->next;
+            continue;
+        }
+        am_rec_t rec;
+        am_call_t c;
+        size_t left = (size_t)(r->end - r->p);
+        memcpy(&rec, r->p, sizeof(rec));
+        size_t size = am_rec_size(rec.len);
+        if (left < sizeof(rec) || size > left ||
+            (rec.meta & AM_REC_KIND_MASK) != AM_REC_CALL ||
+            !am_call_decode(&c, src, &rec, r->p + sizeof(rec))) {
+            rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
+            rv_warn("dropped the rest of a malformed batch of calls from "
+                    "worker %u", src);
+            r->p = r->end;
+            continue;
+        }
+        r->p += size;
+        r->refs++;
+        am_run_call(aw, &c);
+        r->refs--;
+        n++;
+    }
+    /* Runs are released in order, once done. */
+    am_run_t *r;
+    while ((r = s->head) != NULL && r->p >= r->end && r->refs == 0) {
+        s->head = r->next;
+        if (s->head == NULL) {
+            s->tail = NULL;
+            aw->srcs_busy--;
+        }
+        if (r->has_msg)
+            rv_msg_release(aw->w, &r->msg);
+        free(r);
+    }
+    return n;
+}
+
+static void src_enqueue(am_worker_t *aw, am_src_t *s, am_run_t *r)
+{
+    r->next = NULL;
+    if (s->tail != NULL) {
+        s->tail->next = r;
+    } else {
+        s->head = r;
+        aw->srcs_busy++;
+    }
+    s->tail = r;
+}
+
+/* A message's payload, kept: the message itself when the handler keeps
+ * data, else a copy. */
+static am_run_t *run_keep(rv_worker_t *w, rv_msg_t *msg, bool kept)
+{
+    am_run_t *r = calloc(1, sizeof(*r) + (kept ? 0 : msg->len));
+    if (r == NULL)
+        return NULL;
+    if (kept) {
+        r->has_msg = true;
+        r->msg = *msg;
+        r->p = msg->data;
+    } else {
+        memcpy(r + 1, msg->data, msg->len);
+        r->p = (const uint8_t *)(r + 1);
+    }
+    r->end = r->p + msg->len;
+    (void)w;
+    return r;
+}
+
+rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    am_worker_t *aw = am_of(w);
+    (void)arg;
+    if (aw == NULL)
+        return RV_OK;
+    am_src_t *s = am_src(aw, msg->src);
+    am_run_t *r = s ? run_keep(w, msg, true) : NULL;
+    if (r == NULL) {
+        rv_error("out of memory keeping a batch of calls from worker %u",
+                 msg->src);
+        return RV_OK;
+    }
+    src_enqueue(aw, s, r);
+    am_src_drain(aw, s, msg->src);
+    return RV_INPROGRESS;
+}
+
+/* A call over send, the header in the message's header extension. */
+rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    am_worker_t *aw = am_of(w);
+    am_entry_t *e = arg;
+    am_call_t c = {.src = msg->src, .handler = e->id};
+
+    if (msg->xhdr_len != sizeof(am_hdr_t)) {
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
+        rv_warn("dropped a call from worker %u with a %zu-byte call header",
+                msg->src, msg->xhdr_len);
+        return RV_OK;
+    }
+    memcpy(&c.hdr, msg->xhdr, sizeof(c.hdr));
+    if (c.hdr.args_len > msg->len) {
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
+        rv_warn("dropped a call from worker %u announcing %u argument bytes "
+                "in %zu", msg->src, c.hdr.args_len, msg->len);
+        return RV_OK;
+    }
+    am_src_t *s = aw ? am_src(aw, msg->src) : NULL;
+    if (s == NULL)
+        return RV_OK;
+    if ((c.hdr.flags & AM_DETOUR) || s->head != NULL || s->fetching) {
+        /* Its turn has not come: a ring call that travelled over send
+         * waits for its DETOUR record; others queue behind earlier runs.
+         * Kept as a one-record run. */
+        am_rec_t rec = {.handler = e->id, .len = (uint32_t)(sizeof(am_hdr_t) +
+                                                            msg->len),
+                        .meta = AM_REC_CALL | AM_REC_XHDR};
+        size_t size = am_rec_size(rec.len);
+        am_run_t *r = calloc(1, sizeof(*r) + size);
+        if (r == NULL) {
+            rv_error("out of memory keeping a call from worker %u",
+                     msg->src);
+            return RV_OK;
+        }
+        uint8_t *p = (uint8_t *)(r + 1);
+        memcpy(p, &rec, sizeof(rec));
+        memcpy(p + sizeof(rec), &c.hdr, sizeof(c.hdr));
+        memcpy(p + sizeof(rec) + sizeof(c.hdr), msg->data, msg->len);
+        r->p = p;
+        r->end = p + size;
+        if (c.hdr.flags & AM_DETOUR) {
+            r->detour = true;
+            r->token = c.hdr.token;
+            r->next = s->detours;
+            s->detours = r;
+        } else {
+            src_enqueue(aw, s, r);
+            am_src_drain(aw, s, msg->src);
+        }
+        return RV_OK;
+    }
+    c.args = msg->data;
+    c.args_len = c.hdr.args_len;
+    c.buf_len = msg->len - c.args_len;
+    c.buf = c.buf_len ? (const uint8_t *)msg->data + c.args_len : NULL;
+    am_run_call(aw, &c);
+    return RV_OK;
+}
+
+/* The ring reached a DETOUR record: run the matching call if it came. */
+bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
+                         uint64_t token)
+{
+    am_run_t **pp = &s->detours;
+    for (am_run_t *r = *pp; r != NULL; pp = &r->next, r = *pp) {
+        if (r->token != token)
+            continue;
+        *pp = r->next;
+        am_rec_t rec;
+        am_call_t c;
+        memcpy(&rec, r->p, sizeof(rec));
+        if (am_call_decode(&c, src, &rec, r->p + sizeof(rec))) {
+            c.hdr.flags &= ~(uint32_t)AM_DETOUR;
+            am_run_call(aw, &c);
+        }
+        free(r);
+        return true;
+    }
+    return false;
+}
+
+rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
+{
+    am_done_t d;
+    (void)w;
+    (void)arg;
+    if (msg->xhdr_len != sizeof(d)) {
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
+        rv_warn("dropped a malformed call completion (%zu-byte header)",
+                msg->xhdr_len);
+        return RV_OK;
+    }
+    memcpy(&d, msg->xhdr, sizeof(d));
+    if (d.ret != 0 && d.ret_len <= msg->len)
+        memcpy((void *)(uintptr_t)d.ret, msg->data, d.ret_len);
+    rv_sync_complete((rv_sync_t *)(uintptr_t)d.sync, RV_OK);
+    return RV_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Local bypass                                                            */
+
+unsigned am_local_poll(am_worker_t *aw)
+{
+    unsigned n = 0;
+    int me = rv_worker_local(aw->w);
+    for (int s = 0; s < aw->threads; s++) {
+        am_lqueue_t *q = am_lqueue(aw, me, s);
+        struct cds_wfcq_node *node;
+        while ((node = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail)) !=
+                   NULL &&
+               node != CDS_WFCQ_WOULDBLOCK) {
+            am_lnode_t *ln = caa_container_of(node, am_lnode_t, node);
+            am_call_t c;
+            am_rec_t rec;
+            memcpy(&rec, ln->rec, sizeof(rec));
+            if (am_call_decode(&c, ln->src, &rec, ln->rec + sizeof(rec)))
+                am_run_call(aw, &c);
+            free(ln);
+            n++;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,438 @@
+/*
+ * The invocation layer's slot: installation, per-worker state, the
+ * progress hook, the job's stages, statistics and handler registration.
+ *
+ * The layer installs itself in a slot of core (rv_layer.h) on rv_am_init,
+ * which every other entry point of the layer that needs it calls first:
+ * rv_am_register, rv_am_hook_register, rv_am_flush_hook_register. Calls
+ * made on the workers of a job where it was never initialised fail with
+ * an error naming rv_am_init.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am_internal.h"
+
+int am_slot = -1;
+rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id, am_ring_rep_id;
+
+/* A batch buffer takes several flushes' worth of calls, and at least
+ * this much, so that a ring rotation or a large call rarely needs a new
+ * one. */
+#define AM_BUF_FLUSHES 4
+#define AM_BUF_MIN_BYTES ((size_t)256 << 10)
+/* Ring chunks are whole pages; huge pages only when they are a multiple
+ * of the 2 MiB page. */
+#define AM_PAGE 4096u
+#define AM_HUGE_PAGE ((size_t)2 << 20)
+/* The drain ends after this many consecutive quiet progress calls. */
+#define AM_DRAIN_QUIET_POLLS 64
+
+static const rv_layer_ops_t am_layer;
+
+am_proc_t *am_proc(rv_context_t *ctx)
+{
+    int slot = rv_layer_find(ctx, &am_layer);
+    return slot < 0 ? NULL : rv_layer_context(ctx, slot);
+}
+
+void rv_am_stats(const rv_worker_t *w, rv_am_stats_t *stats)
+{
+    const am_worker_t *aw = am_of(w);
+    if (aw == NULL)
+        memset(stats, 0, sizeof(*stats));
+    else
+        *stats = aw->stats;
+}
+
+static unsigned am_progress(rv_worker_t *w)
+{
+    am_worker_t *aw = am_of(w);
+    unsigned n = am_local_poll(aw) + am_service_poll(aw);
+    n += am_ring_progress(aw);
+    for (rv_tid_t t = 0; aw->srcs_busy > 0 && t < aw->nworkers; t++) {
+        am_src_t *s = aw->srcs[t];
+        if (s != NULL && s->head != NULL)
+            n += am_src_drain(aw, s, t);
+    }
+    /* Queued runs go when the messenger takes them; trad batches once
+     * full, or when the worker has nothing else to do. */
+    bool trad = aw->cfg->am.aggregation == RV_AGG_TRAD;
+    bool flush_trad = trad && aw->idle_flush && n == 0 && rv_worker_idle_polls(w) > 0;
+    if (flush_trad)
+        aw->idle_flush = false;
+    for (uint32_t i = 0; i < aw->nused; i++) {
+        am_dest_t *d = aw->used[i];
+        if (d->bufs == NULL)
+            continue;
+        if (flush_trad)
+            d->last->open = SIZE_MAX; /* closed: goes as soon as it can */
+        if (d->pending > 0) {
+            int k = am_dest_push(aw, d, false, !trad || flush_trad);
+            if (k > 0)
+                n += (unsigned)k;
+        } else {
+            am_buf_reap(aw, d);
+        }
+    }
+    return n;
+}
+
+/* The registered memory of a worker: chunks for the rings it grants
+ * (am.chunk_bytes each), and memory.chunk chunks for its batch buffers and
+ * control words. */
+static rv_status_t worker_memory(am_worker_t *aw, size_t ring_chunk)
+{
+    rv_transport_t *tp;
+    const rv_transport_ops_t *ops = rv_context_transport(aw->ctx, &tp);
+    int numa = rv_worker_numa_node(aw->w);
+    rv_mem_chunk_params_t p;
+    rv_mem_chunk_params_init(&p, aw->cfg, ops, tp, numa);
+    p.chunk_size = ring_chunk;
+    if (ring_chunk % AM_HUGE_PAGE != 0 && p.huge_pages == RV_HUGE_AUTO)
+        p.huge_pages = RV_HUGE_OFF;
+    rv_status_t st = rv_mem_chunk_allocator_create(&p, &aw->ring_chunks);
+    if (st != RV_OK)
+        return st;
+    rv_mem_chunk_params_init(&p, aw->cfg, ops, tp, numa);
+    st = rv_mem_chunk_allocator_create(&p, &aw->own_chunks);
+    if (st == RV_OK)
+        st = rv_mem_general_create(aw->own_chunks, &aw->gen);
+    return st;
+}
+
+/* Sizes derived from the configuration. */
+static void worker_sizes(am_worker_t *aw, size_t ring_chunk)
+{
+    const rv_config_t *cfg = aw->cfg;
+    aw->buf_bytes = AM_BUF_FLUSHES * cfg->am.flush_bytes;
+    if (aw->buf_bytes < AM_BUF_MIN_BYTES)
+        aw->buf_bytes = AM_BUF_MIN_BYTES;
+    if (aw->buf_bytes > cfg->memory.chunk)
+        aw->buf_bytes = cfg->memory.chunk;
+    aw->max_record = ring_chunk - am_rec_size(8); /* room to rotate */
+    aw->run_max = am_run_max(aw);
+    /* trad: what may wait for a full ring before am.on_full applies */
+    aw->trad_limit = cfg->am.ovfl_limit > 2 * cfg->am.flush_bytes
+                         ? cfg->am.ovfl_limit
+                         : 2 * cfg->am.flush_bytes;
+}
+
+static void worker_free(am_worker_t *aw)
+{
+    if (aw->gen)
+        rv_mem_general_destroy(aw->gen);
+    if (aw->own_chunks)
+        rv_mem_chunk_allocator_destroy(aw->own_chunks);
+    if (aw->ring_chunks)
+        rv_mem_chunk_allocator_destroy(aw->ring_chunks);
+    free(aw->dests);
+    free(aw->used);
+    free(aw->srcs);
+    free(aw->rings);
+    free(aw);
+}
+
+static rv_status_t am_worker_start(rv_worker_t *w)
+{
+    rv_context_t *ctx = rv_worker_context(w);
+    am_worker_t *aw = calloc(1, sizeof(*aw));
+    if (aw == NULL)
+        return RV_ERR_NO_MEMORY;
+    aw->w = w;
+    aw->ctx = ctx;
+    aw->cfg = rv_context_config(ctx);
+    aw->proc = rv_layer_context(ctx, am_slot);
+    aw->me = rv_worker_tid(w);
+    aw->nworkers = rv_nworkers(ctx);
+    aw->rank = rv_rank(ctx);
+    aw->threads = rv_threads(ctx);
+    aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
+    aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));
+    aw->used = calloc(aw->nworkers, sizeof(*aw->used));
+    aw->rings = calloc(aw->nworkers, sizeof(*aw->rings));
+    if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL ||
+        aw->used == NULL)
+        goto err_free;
+    size_t ring_chunk = (aw->cfg->am.chunk_bytes + AM_PAGE - 1) &
+                        ~(size_t)(AM_PAGE - 1);
+    if (worker_memory(aw, ring_chunk) != RV_OK)
+        goto err_free;
+    worker_sizes(aw, ring_chunk);
+    if (am_service_start(aw) != RV_OK)
+        goto err_service;
+    rv_worker_layer_set(w, am_slot, aw);
+    return RV_OK;
+
+err_service:
+    am_service_stop(aw);
+err_free:
+    rv_error("worker %u: cannot set up the invocation layer's registered "
+             "memory", aw->me);
+    worker_free(aw);
+    return RV_ERR_NO_MEMORY;
+}
+
+/* Transmissions whose completion callbacks point into this layer's
+ * memory (batch buffers, ring pushes). */
+static bool am_busy(am_worker_t *aw)
+{
+    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+        am_dest_t *d = aw->dests[t];
+        for (am_buf_t *b = d ? d->bufs : NULL; b != NULL; b = b->next)
+            if (b->inflight > 0)
+                return true;
+    }
+    return am_ring_busy(aw) ||
+           atomic_load(&aw->service_pending) > 0;
+}
+
+static void am_worker_quiesce(rv_worker_t *w)
+{
+    rv_status_t st = rv_flush(w, RV_TID_ALL);
+    if (st != RV_OK)
+        rv_error("worker %u: calls still queued at the end of the job: %s",
+                 rv_worker_tid(w), rv_status_str(st));
+    /* Wait for the transmissions out of registered memory. */
+    while (am_busy(am_of(w)))
+        rv_progress(w);
+}
+
+static void am_worker_drain(rv_worker_t *w)
+{
+    /* Everything sent has landed (every worker flushed): run it, and let
+     * the last pushes complete before the endpoints close. */
+    am_worker_t *aw = am_of(w);
+    for (int quiet = 0; quiet < AM_DRAIN_QUIET_POLLS;) {
+        unsigned n = rv_progress(w);
+        quiet = n != 0 || am_busy(aw) ? 0 : quiet + 1;
+    }
+}
+
+static void print_stats(am_worker_t *aw)
+{
+    if (aw->stats.calls_lost > 0)
+        rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
+                 "transport errors above)", aw->me, aw->stats.calls_lost);
+    const char *mode = getenv("RIVET_STATS");
+    if (mode == NULL || *mode == '\0' || strcmp(mode, "0") == 0)
+        return;
+    const rv_am_stats_t *s = &aw->stats;
+    if (strcmp(mode, "json") == 0)
+        fprintf(stderr,
+                "{\"rank\":%d,\"worker\":%u,\"calls_sent\":%" PRIu64
+                ",\"calls_received\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
+                ",\"bytes_received\":%" PRIu64 ",\"calls_local\":%" PRIu64
+                ",\"flushes\":%" PRIu64 ",\"ring_full\":%" PRIu64
+                ",\"chunk_growths\":%" PRIu64 ",\"chunks_granted\":%" PRIu64
+                ",\"max_aggregated_bytes\":%" PRIu64 ",\"detours\":%" PRIu64
+                ",\"calls_lost\":%" PRIu64
+                ",\"broadcasts_forwarded\":%" PRIu64 "}\n",
+                aw->rank, aw->me, s->calls_sent, s->calls_received,
+                s->bytes_sent, s->bytes_received, s->calls_local, s->flushes,
+                s->ring_full, s->chunk_growths, s->chunks_granted,
+                s->max_aggregated_bytes, s->detours, s->calls_lost,
+                s->broadcasts_forwarded);
+    else
+        fprintf(stderr,
+                "[rivet r%d] worker %u: calls sent %" PRIu64 " (%" PRIu64
+                " B, %" PRIu64 " local), received %" PRIu64 " (%" PRIu64
+                " B); transmissions %" PRIu64 ", largest batch %" PRIu64
+                " B; ring full %" PRIu64 ", ring growths %" PRIu64
+                ", chunks granted %" PRIu64 ", detours %" PRIu64 "\n",
+                aw->rank, aw->me, s->calls_sent, s->bytes_sent,
+                s->calls_local, s->calls_received, s->bytes_received,
+                s->flushes, s->max_aggregated_bytes, s->ring_full,
+                s->chunk_growths, s->chunks_granted, s->detours);
+}
+
+static void am_worker_stop(rv_worker_t *w)
+{
+    am_worker_t *aw = am_of(w);
+    print_stats(aw);
+    am_service_stop(aw);
+    am_ring_fini(aw);
+    for (rv_tid_t t = 0; t < aw->nworkers; t++) {
+        am_dest_t *d = aw->dests[t];
+        if (d != NULL) {
+            for (am_buf_t *b = d->bufs, *nb; b != NULL; b = nb) {
+                nb = b->next;
+                am_buf_put(aw, b);
+            }
+            free(d);
+        }
+        am_src_t *s = aw->srcs[t];
+        if (s != NULL) {
+            for (am_run_t *r = s->head, *nr; r != NULL; r = nr) {
+                nr = r->next;
+                if (r->has_msg)
+                    rv_msg_release(w, &r->msg);
+                free(r);
+            }
+            for (am_run_t *r = s->detours, *nr; r != NULL; r = nr) {
+                nr = r->next;
+                free(r);
+            }
+            free(s);
+        }
+    }
+    for (am_buf_t *b = aw->free_bufs, *nb; b != NULL; b = nb) {
+        nb = b->next;
+        free(b);
+    }
+    worker_free(aw);
+    rv_worker_layer_set(w, am_slot, NULL);
+}
+
+static void proc_free(am_proc_t *proc)
+{
+    free(proc->queues);
+    free(proc);
+}
+
+static void am_context_fini(rv_context_t *ctx)
+{
+    am_proc_t *proc = rv_layer_context(ctx, am_slot);
+    if (proc == NULL)
+        return;
+    /* Calls still queued locally at the end are dropped with the job. */
+    for (int i = 0; i < proc->threads * proc->threads; i++) {
+        struct cds_wfcq_node *node;
+        am_lqueue_t *q = &proc->queues[i];
+        while ((node = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail)) !=
+                   NULL &&
+               node != CDS_WFCQ_WOULDBLOCK)
+            free(caa_container_of(node, am_lnode_t, node));
+    }
+    am_service_fini(proc);
+    proc_free(proc);
+    am_slot = -1;
+}
+
+static const rv_layer_ops_t am_layer = {
+    .name = "am",
+    .worker_start = am_worker_start,
+    .progress = am_progress,
+    .worker_quiesce = am_worker_quiesce,
+    .worker_drain = am_worker_drain,
+    .worker_stop = am_worker_stop,
+    .context_fini = am_context_fini,
+};
+
+static rv_status_t register_own(rv_context_t *ctx)
+{
+    struct {
+        const char *name;
+        rv_handler_fn fn;
+        unsigned flags;
+        rv_handler_id_t *id;
+    } own[] = {
+        {"rivet.am.done", am_on_done, RV_HANDLER_INLINE, &am_done_id},
+        {"rivet.am.batch", am_on_batch, RV_HANDLER_KEEP_DATA, &am_batch_id},
+    };
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+        rv_status_t st = rv_handler_register(ctx, own[i].name, own[i].fn,
+                                             NULL, own[i].flags, own[i].id);
+        if (st != RV_OK)
+            return st;
+    }
+    return am_ring_register(ctx);
+}
+
+rv_status_t rv_am_init(rv_context_t *ctx)
+{
+    if (ctx == NULL)
+        return RV_ERR_INVALID;
+    if (am_proc(ctx) != NULL)
+        return RV_OK;
+    am_proc_t *proc = calloc(1, sizeof(*proc));
+    if (proc == NULL)
+        return RV_ERR_NO_MEMORY;
+    proc->threads = rv_threads(ctx);
+    proc->queues = calloc((size_t)proc->threads * (size_t)proc->threads,
+                          sizeof(*proc->queues));
+    if (proc->queues == NULL)
+        goto err_free;
+    for (int i = 0; i < proc->threads * proc->threads; i++)
+        __cds_wfcq_init(&proc->queues[i].head, &proc->queues[i].tail);
+    rv_status_t st = register_own(ctx);
+    if (st != RV_OK)
+        goto err_free_st;
+    am_service_init(proc);
+    st = rv_layer_install(ctx, &am_layer, proc, &am_slot);
+    if (st != RV_OK)
+        goto err_service;
+    return RV_OK;
+
+err_service:
+    am_service_fini(proc);
+err_free_st:
+    proc_free(proc);
+    return st;
+err_free:
+    proc_free(proc);
+    return RV_ERR_NO_MEMORY;
+}
+
+rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
+                           rv_call_fn fn, void *arg, rv_handler_id_t *id_p)
+{
+    if (fn == NULL || ctx == NULL)
+        return RV_ERR_INVALID;
+    rv_status_t st = rv_am_init(ctx);
+    if (st != RV_OK)
+        return st;
+    am_entry_t *e = malloc(sizeof(*e));
+    if (e == NULL)
+        return RV_ERR_NO_MEMORY;
+    *e = (am_entry_t){.fn = fn, .arg = arg};
+    st = rv_handler_register(ctx, name, am_trampoline, e,
+                             RV_HANDLER_OWNS_ARG, &e->id);
+    if (st != RV_OK) {
+        free(e);
+        return st;
+    }
+    if (id_p != NULL)
+        *id_p = e->id;
+    return RV_OK;
+}
+
+rv_status_t rv_am_hook_register(rv_context_t *ctx, const rv_am_hook_t *hook,
+                                int *id_p)
+{
+    rv_status_t st = rv_am_init(ctx);
+    if (st != RV_OK)
+        return st;
+    am_proc_t *proc = am_proc(ctx);
+    if (hook == NULL || hook->prepare == NULL)
+        return RV_ERR_INVALID;
+    if (proc->nhooks == RV_AM_HOOKS_MAX) {
+        rv_error("call hook '%s': all %d call hooks are taken", hook->name,
+                 RV_AM_HOOKS_MAX);
+        return RV_ERR_NO_MEMORY;
+    }
+    proc->hooks[proc->nhooks] = *hook;
+    *id_p = proc->nhooks++;
+    return RV_OK;
+}
+
+rv_status_t rv_am_flush_hook_register(rv_context_t *ctx, rv_am_flush_fn fn,
+                                      void *arg)
+{
+    rv_status_t st = rv_am_init(ctx);
+    if (st != RV_OK)
+        return st;
+    am_proc_t *proc = am_proc(ctx);
+    if (fn == NULL)
+        return RV_ERR_INVALID;
+    if (proc->nflush_hooks == RV_AM_HOOKS_MAX) {
+        rv_error("all %d flush hooks are taken", RV_AM_HOOKS_MAX);
+        return RV_ERR_NO_MEMORY;
+    }
+    proc->flush_hooks[proc->nflush_hooks].fn = fn;
+    proc->flush_hooks[proc->nflush_hooks].arg = arg;
+    proc->nflush_hooks++;
+    return RV_OK;
+}

@@ -1,0 +1,245 @@
+/**
+ * @file rv_layer.h
+ * @brief For layers built on core (rivet's am and rma, or a user's own):
+ * layer slots, the worker's transport, and the raw message send.
+ *
+ * A layer installs itself in a slot of the context (rv_layer_install)
+ * before rv_job_run. Core keeps any number of slots, up to RV_LAYER_MAX,
+ * each with the layer's per-context state and, once the job runs, its
+ * per-worker state, and runs the layer's hooks at the job's stages: start
+ * and progress in install order, quiesce, drain, stop and context_fini in
+ * reverse install order (a layer is stopped before the layers it is built
+ * on). A layer reads and writes its own state only; what it needs of a
+ * lower layer it gets through that layer's public headers.
+ *
+ * The rv_tw_* functions are one-line dispatches to the operations of the
+ * worker's transport (rv_transport.h), as UCX's uct_ep_* calls are: every
+ * rule of rv_transport.h (completion convention, buffer reuse, threading)
+ * applies to them unchanged.
+ *
+ * @note Everything here is called from the worker's own thread, except
+ * rv_layer_install and rv_layer_context (main thread, before rv_job_run).
+ */
+#ifndef RIVET_RV_LAYER_H
+#define RIVET_RV_LAYER_H
+
+#include "rivet.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Most layers one context holds. */
+#define RV_LAYER_MAX 16
+
+/** @brief The hooks of a layer. Every member may be NULL. */
+typedef struct rv_layer_ops {
+    const char *name; /**< for messages: "am", "rma" */
+    /** After the worker connected to every peer, before any worker of the
+     * job runs its function. Sets the worker's state with
+     * rv_worker_layer_set. An error ends the job. */
+    rv_status_t (*worker_start)(rv_worker_t *w);
+    /** From every rv_progress, after the transport's progress; returns the
+     * events handled. Must tolerate being re-entered from a handler. */
+    unsigned (*progress)(rv_worker_t *w);
+    /** After the worker's function returned: push out what is held back. */
+    void (*worker_quiesce)(rv_worker_t *w);
+    /** Every worker of the job quiesced: run what has landed, before the
+     * endpoints close. */
+    void (*worker_drain)(rv_worker_t *w);
+    /** After disconnect, before the transport worker is destroyed: free
+     * the worker's state. */
+    void (*worker_stop)(rv_worker_t *w);
+    /** In rv_finalize: free the per-context state. */
+    void (*context_fini)(rv_context_t *ctx);
+} rv_layer_ops_t;
+
+/**
+ * @brief Installs a layer in the next free slot of @p ctx.
+ *
+ * Installing the same @p ops again returns the slot it has (RV_OK) and
+ * leaves its state unchanged, so a layer may install itself lazily from
+ * each of its init calls.
+ *
+ * @param [in]  ctx        the context, before rv_job_run
+ * @param [in]  ops        the layer's hooks; must outlive the context
+ * @param [in]  ctx_state  the layer's per-context state (owned by the
+ *                         layer, freed by its context_fini)
+ * @param [out] slot_p     the slot, for rv_layer_context and
+ *                         rv_worker_layer
+ * @return RV_OK, RV_ERR_INVALID while a job runs, RV_ERR_NO_MEMORY when
+ *         every slot is taken
+ */
+RV_EXPORT rv_status_t rv_layer_install(rv_context_t *ctx,
+                                       const rv_layer_ops_t *ops,
+                                       void *ctx_state, int *slot_p);
+
+/** @brief The slot of @p ops in @p ctx, or -1 if it is not installed. */
+RV_EXPORT int rv_layer_find(const rv_context_t *ctx,
+                            const rv_layer_ops_t *ops);
+
+/** @brief The per-context state of the layer in @p slot. */
+RV_EXPORT void *rv_layer_context(rv_context_t *ctx, int slot);
+
+/**
+ * @brief The part of a worker that layers read inline. Core's worker
+ * starts with it; use the functions below, never the fields.
+ */
+typedef struct rv_worker_view {
+    const rv_transport_ops_t *tops; /**< the transport's operations */
+    rv_tworker_t *tw;               /**< the worker's transport worker */
+    void *layer[RV_LAYER_MAX];      /**< per-slot layer state */
+} rv_worker_view_t;
+
+static inline const rv_worker_view_t *rv__worker_view(const rv_worker_t *w)
+{
+    return (const rv_worker_view_t *)(const void *)w;
+}
+
+/** @brief The per-worker state of the layer in @p slot (NULL before its
+ * worker_start set it). */
+static inline void *rv_worker_layer(const rv_worker_t *w, int slot)
+{
+    return rv__worker_view(w)->layer[slot];
+}
+
+/** @brief Sets the per-worker state of the layer in @p slot. */
+static inline void rv_worker_layer_set(rv_worker_t *w, int slot, void *state)
+{
+    ((rv_worker_view_t *)(void *)w)->layer[slot] = state;
+}
+
+/** @brief The NUMA node the worker thread is bound to, or -1. */
+RV_EXPORT int rv_worker_numa_node(const rv_worker_t *w);
+
+/** @brief Whether the worker is inside an RV_HANDLER_INLINE handler, where
+ * nothing may wait or progress. */
+RV_EXPORT bool rv_worker_in_callback(const rv_worker_t *w);
+
+/** @brief Consecutive rv_progress calls that found nothing to do. */
+RV_EXPORT unsigned rv_worker_idle_polls(const rv_worker_t *w);
+
+/** @brief Why a layer dropped a message it received. */
+typedef enum rv_drop {
+    RV_DROP_UNKNOWN_HANDLER, /**< no handler has its id */
+    RV_DROP_MALFORMED,       /**< truncated or a bad header */
+} rv_drop_t;
+
+/** @brief Counts a message the layer dropped in the worker's statistics
+ * (rv_worker_stats). The layer logs why. */
+RV_EXPORT void rv_worker_count_drop(rv_worker_t *w, rv_drop_t why);
+
+/** @brief A registered handler, as rv_handler_find returns it. */
+typedef struct rv_handler_info {
+    rv_handler_id_t id;
+    rv_handler_fn fn;
+    void *arg;
+    unsigned flags;
+    char *name;
+} rv_handler_info_t;
+
+/** @brief The handler registered under @p id, or NULL. The table does not
+ * change while a job runs, so the pointer stays valid until rv_finalize. */
+RV_EXPORT const rv_handler_info_t *rv_handler_find(const rv_context_t *ctx,
+                                                   rv_handler_id_t id);
+
+/**
+ * @brief Sends a message as rv_sendx does, with transport send @p flags
+ * (RV_AM_SEND_IMMEDIATE) and a completion of the caller's.
+ * @return RV_OK (done: @p cb will not run), RV_INPROGRESS (@p cb will run
+ *         once the payload may be reused), RV_ERR_AGAIN (only with
+ *         RV_AM_SEND_IMMEDIATE: nothing was sent) or an error.
+ */
+RV_EXPORT rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest,
+                                  rv_handler_id_t h, const void *xhdr,
+                                  size_t xhdr_len, const struct iovec *iov,
+                                  size_t iovcnt, unsigned flags,
+                                  rv_completion_fn cb, void *arg);
+
+/* ---------------------------------------------------------------------- */
+/* The worker's transport (rv_transport.h's operations, dispatched)        */
+
+/** @brief rv_transport_ops_t.put on the worker's transport worker. */
+static inline rv_status_t rv_tw_put(rv_worker_t *w, uint32_t peer,
+                                    const void *src, size_t len,
+                                    uint64_t raddr, rv_trkey_t *rkey,
+                                    rv_completion_fn cb, void *arg)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->put(v->tw, peer, src, len, raddr, rkey, cb, arg);
+}
+
+/** @brief rv_transport_ops_t.get on the worker's transport worker. */
+static inline rv_status_t rv_tw_get(rv_worker_t *w, uint32_t peer, void *dst,
+                                    size_t len, uint64_t raddr,
+                                    rv_trkey_t *rkey, rv_completion_fn cb,
+                                    void *arg)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->get(v->tw, peer, dst, len, raddr, rkey, cb, arg);
+}
+
+/** @brief rv_transport_ops_t.atomic_fadd64 on the worker's transport
+ * worker. */
+static inline rv_status_t rv_tw_atomic_fadd64(rv_worker_t *w, uint32_t peer,
+                                              uint64_t value, uint64_t raddr,
+                                              rv_trkey_t *rkey,
+                                              uint64_t *result,
+                                              rv_completion_fn cb, void *arg)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->atomic_fadd64(v->tw, peer, value, raddr, rkey, result,
+                                  cb, arg);
+}
+
+/** @brief rv_transport_ops_t.atomic_cswap64 on the worker's transport
+ * worker. */
+static inline rv_status_t rv_tw_atomic_cswap64(rv_worker_t *w, uint32_t peer,
+                                               uint64_t compare,
+                                               uint64_t swap, uint64_t raddr,
+                                               rv_trkey_t *rkey,
+                                               uint64_t *result,
+                                               rv_completion_fn cb, void *arg)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->atomic_cswap64(v->tw, peer, compare, swap, raddr, rkey,
+                                   result, cb, arg);
+}
+
+/** @brief rv_transport_ops_t.fence on the worker's transport worker. */
+static inline rv_status_t rv_tw_fence(rv_worker_t *w, uint32_t peer)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->fence(v->tw, peer);
+}
+
+/** @brief rv_transport_ops_t.flush on the worker's transport worker. */
+static inline rv_status_t rv_tw_flush(rv_worker_t *w, uint32_t peer,
+                                      rv_completion_fn cb, void *arg)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->flush(v->tw, peer, cb, arg);
+}
+
+/** @brief rv_transport_ops_t.rkey_unpack for the worker's transport
+ * worker. */
+static inline rv_status_t rv_tw_rkey_unpack(rv_worker_t *w, uint32_t peer,
+                                            const void *buf, size_t len,
+                                            rv_trkey_t **rkey_p)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->rkey_unpack(v->tw, peer, buf, len, rkey_p);
+}
+
+/** @brief rv_transport_ops_t.rkey_destroy for the worker's transport
+ * worker. */
+static inline void rv_tw_rkey_destroy(rv_worker_t *w, rv_trkey_t *rkey)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    v->tops->rkey_destroy(v->tw, rkey);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
