@@ -1,0 +1,232 @@
+/*
+ * The processes of the job: rivetrun forks one child per rank. Each child
+ * makes itself a process group leader, asks the kernel to kill it if
+ * rivetrun dies (PR_SET_PDEATHSIG), binds itself per job.placement,
+ * exports its rank and the bootstrap address and execs the program.
+ *
+ * Ending a job signals whole process groups, so that what a rank started
+ * ends with it. A child that exits is reaped from the loop (SIGCHLD
+ * arrives on its signalfd) and judged: a non-zero code or a signal fails
+ * the job, and so does a clean exit while the others wait for it in a
+ * collective.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run_internal.h"
+
+/* The exit code of a child that could not exec the program, as a shell
+ * reports a command it cannot run. */
+#define EXIT_EXEC_FAILED 127
+/* Room for an environment value: RIVET_BOOTSTRAP's, the longest. */
+#define ENV_VALUE_MAX (sizeof(RV_LAUNCH_ADDR_PREFIX) + PATH_MAX)
+/* Longer than any strerror() text. */
+#define ERRNO_TEXT_MAX 256
+/* After the job, what SIGKILL ends is reaped for a second at most. */
+#define FINISH_REAP_TRIES 100
+#define FINISH_REAP_PAUSE_NS 10000000L
+
+/* Exports what a rank learns from its environment (see rivet's README). */
+static void child_export_env(const launcher_t *l, int r)
+{
+    char val[ENV_VALUE_MAX];
+
+    snprintf(val, sizeof(val), "%d", r);
+    setenv("RIVET_RANK", val, 1);
+    setenv("RIVET_LOCAL_RANK", val, 1);
+    snprintf(val, sizeof(val), "%d", l->size);
+    setenv("RIVET_SIZE", val, 1);
+    setenv("RIVET_LOCAL_SIZE", val, 1);
+    snprintf(val, sizeof(val), RV_LAUNCH_ADDR_PREFIX "%s", l->sock_path);
+    setenv("RIVET_BOOTSTRAP", val, 1);
+    if (l->config_abs != NULL)
+        setenv("RIVET_CONFIG", l->config_abs, 1);
+}
+
+static void child_exec(const launcher_t *l, int r, int pipes[RUN_NSTREAMS][2])
+    __attribute__((noreturn));
+static void child_exec(const launcher_t *l, int r, int pipes[RUN_NSTREAMS][2])
+{
+    char err[ERRNO_TEXT_MAX];
+
+    /* Own process group, so that ending the job reaches what the rank
+     * started; and die with rivetrun. If rivetrun died before prctl, the
+     * parent changed: leave now. */
+    setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != l->self)
+        _exit(EXIT_EXEC_FAILED);
+
+    signal(SIGPIPE, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
+    if (l->prefix) {
+        dup2(pipes[0][1], STDOUT_FILENO);
+        dup2(pipes[1][1], STDERR_FILENO);
+    }
+    /* Only rank 0 reads rivetrun's stdin, and not from a terminal: a
+     * background process group reading the terminal would stop. */
+    if (r != 0 || isatty(STDIN_FILENO)) {
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0 && fd != STDIN_FILENO) {
+            dup2(fd, STDIN_FILENO);
+            close(fd);
+        }
+    }
+
+    rv_log_set_identity(r, -1);
+    rv__placement_bind_process(l->placement, r, l->threads);
+    child_export_env(l, r);
+
+    execvp(l->argv[0], l->argv);
+    snprintf(err, sizeof(err), "%s", strerror(errno));
+    dprintf(STDERR_FILENO, "rivetrun: rank %d: cannot execute %s: %s\n", r,
+            l->argv[0], err);
+    _exit(EXIT_EXEC_FAILED);
+}
+
+/* Forks rank @p r; in prefix mode its stdout and stderr are pipes. */
+static int spawn(launcher_t *l, int r)
+{
+    rank_proc_t *rp = &l->ranks[r];
+    int pipes[RUN_NSTREAMS][2] = {{-1, -1}, {-1, -1}};
+    pid_t pid;
+
+    if (l->prefix) {
+        for (int i = 0; i < RUN_NSTREAMS; i++) {
+            if (pipe2(pipes[i], O_CLOEXEC) != 0) {
+                run_say("cannot create a pipe for rank %d: %m", r);
+                goto err_pipes;
+            }
+        }
+    }
+
+    pid = fork();
+    if (pid < 0) {
+        run_say("cannot fork rank %d: %m", r);
+        goto err_pipes;
+    }
+    if (pid == 0)
+        child_exec(l, r, pipes);
+
+    /* Also from here: whichever runs first, the group exists before we
+     * might signal it. */
+    setpgid(pid, pid);
+    rp->pid = pid;
+    l->nrunning++;
+    for (int i = 0; i < RUN_NSTREAMS; i++) {
+        if (pipes[i][0] < 0)
+            continue;
+        close(pipes[i][1]);
+        run_stream_attach(&rp->out[i], pipes[i][0]);
+    }
+    return 0;
+
+err_pipes:
+    for (int i = 0; i < RUN_NSTREAMS; i++) {
+        if (pipes[i][0] >= 0) {
+            close(pipes[i][0]);
+            close(pipes[i][1]);
+        }
+    }
+    return -1;
+}
+
+void run_children_start(launcher_t *l)
+{
+    /* What rivetrun buffered must not be written again by every child. */
+    fflush(NULL);
+    for (int r = 0; r < l->size; r++) {
+        if (spawn(l, r) != 0) {
+            l->exit_code = 1;
+            run_end_job(l, SIGKILL, 0);
+            break;
+        }
+    }
+}
+
+static void on_child_exit(launcher_t *l, int r, int wstatus)
+{
+    rank_proc_t *rp = &l->ranks[r];
+
+    /* What the rank wrote before it died is in its socket and pipes: read
+     * it first, so that an ABORT or a FINI is known and its last output
+     * comes before our verdict. */
+    if (rp->conn != NULL)
+        run_conn_read(l, rp->conn);
+    run_output_read_rank(l, r);
+
+    rp->exited = true;
+    l->nrunning--;
+    if (l->phase != PHASE_RUNNING)
+        return;
+
+    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+        run_job_fail(l, WEXITSTATUS(wstatus),
+                     "rank %d (pid %d) exited with code %d", r, (int)rp->pid,
+                     WEXITSTATUS(wstatus));
+    } else if (WIFSIGNALED(wstatus)) {
+        int sig = WTERMSIG(wstatus);
+        run_job_fail(l, RUN_EXIT_SIGNAL_BASE + sig,
+                     "rank %d (pid %d) killed by signal %d (%s)", r,
+                     (int)rp->pid, sig, strsignal(sig));
+    } else {
+        run_round_check_blocked(l);
+    }
+}
+
+void run_children_reap(launcher_t *l)
+{
+    int wstatus;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+        for (int r = 0; r < l->size; r++) {
+            if (l->ranks[r].pid == pid && !l->ranks[r].exited) {
+                on_child_exit(l, r, wstatus);
+                break;
+            }
+        }
+    }
+}
+
+/* Exited ranks too: their own children may still run. */
+void run_signal_groups(launcher_t *l, int sig)
+{
+    for (int r = 0; r < l->size; r++) {
+        pid_t pid = l->ranks[r].pid;
+        if (pid <= 0)
+            continue;
+        if (kill(-pid, sig) != 0 && errno == ESRCH && !l->ranks[r].exited)
+            kill(pid, sig);
+    }
+}
+
+void run_children_finish(launcher_t *l)
+{
+    const struct timespec pause = {.tv_nsec = FINISH_REAP_PAUSE_NS};
+
+    /* Whatever the ranks left behind in their process groups goes too. */
+    run_signal_groups(l, SIGKILL);
+    for (int i = 0; i < FINISH_REAP_TRIES && l->nrunning > 0; i++) {
+        /* Only after a failure of rivetrun itself: reap what SIGKILL ends,
+         * for a second at most. */
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        if (pid > 0)
+            l->nrunning--;
+        else if (pid < 0)
+            break;
+        else
+            nanosleep(&pause, NULL);
+    }
+}
