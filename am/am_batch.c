@@ -69,6 +69,12 @@ void am_buf_done(void *arg, rv_status_t status)
     b->inflight--;
 }
 
+void am_free_done(void *arg, rv_status_t status)
+{
+    (void)status;
+    free(arg);
+}
+
 void am_sync_done(void *arg, rv_status_t status)
 {
     rv_sync_complete(arg, status);

@@ -196,6 +196,54 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const call_desc_t *cd)
     return true;
 }
 
+/* Too large for a batch or a ring chunk: what is queued goes first, then
+ * the call over send. On the write path a DETOUR record keeps its place
+ * in the ring's order. */
+static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
+                              const call_desc_t *cd, am_hdr_t *hdr,
+                              rv_sync_t *s, bool notify, bool rma_note)
+{
+    if (am_dest_push(aw, d, false, true) < 0)
+        return RV_ERR_TRANSPORT;
+    if (am_path_write(aw)) {
+        uint64_t token = ++d->ring.detours;
+        uint8_t *at = am_dest_reserve(aw, d, am_rec_size(sizeof(token)),
+                                      false);
+        if (at == NULL)
+            return RV_ERR_NO_MEMORY;
+        am_rec_t rec = {.len = sizeof(token), .meta = AM_REC_DETOUR};
+        memcpy(at, &rec, sizeof(rec));
+        memcpy(at + sizeof(rec), &token, sizeof(token));
+        d->last->open = SIZE_MAX; /* a run of its own */
+        if (am_dest_push(aw, d, false, true) < 0)
+            return RV_ERR_TRANSPORT;
+        hdr->flags |= AM_DETOUR;
+        hdr->token = token;
+        aw->stats.detours++;
+    }
+    if (rma_note)
+        am_ring_note(aw, d, s);
+    else if (notify)
+        atomic_fetch_add(&s->pending, 1);
+    struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
+                           {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
+    return rv_sendx(aw->w, cd->dest, cd->h, hdr, sizeof(*hdr), iov,
+                    cd->n ? 2 : 1, notify ? NULL : s);
+}
+
+/* The bytes a destination may hold back before am.on_full applies. */
+static size_t agg_limit(const am_worker_t *aw, rv_aggregation_t agg)
+{
+    switch (agg) {
+    case RV_AGG_NONE:
+        return 0;
+    case RV_AGG_OVFL:
+        return aw->cfg->am.ovfl_limit;
+    default:
+        return aw->trad_limit;
+    }
+}
+
 static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
                                rv_sync_t *s, bool notify)
 {
@@ -206,13 +254,12 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
         cd->am_flags == 0 && trad_append(aw, d, cd))
         return RV_OK;
     rv_aggregation_t agg = aw->cfg->am.aggregation;
-    bool write = am_path_write(aw);
     am_hdr_t hdr = hdr_of(aw, cd);
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
     bool rma_note = false;
     if (notify) {
         hdr.sync = (uintptr_t)s;
-        if (write && cd->ret == NULL) {
+        if (am_path_write(aw) && cd->ret == NULL) {
             hdr.flags |= AM_NOTIFY_RMA;
             rma_note = true;
         } else {
@@ -222,47 +269,11 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
     size_t size = am_rec_size(body);
 
-    if (size > aw->run_max) {
-        /* Too large for a batch or a ring chunk: what is queued goes
-         * first, then the call over send. On the write path a DETOUR
-         * record keeps its place in the ring's order. */
-        if (am_dest_push(aw, d, false, true) < 0)
-            return RV_ERR_TRANSPORT;
-        if (write) {
-            uint8_t *at = am_dest_reserve(aw, d, am_rec_size(8), false);
-            if (at == NULL)
-                return RV_ERR_NO_MEMORY;
-            uint64_t token = ++d->ring.detours;
-            am_rec_t rec = {.len = 8, .meta = AM_REC_DETOUR};
-            memcpy(at, &rec, sizeof(rec));
-            memcpy(at + sizeof(rec), &token, sizeof(token));
-            d->last->open = SIZE_MAX; /* a run of its own */
-            if (am_dest_push(aw, d, false, true) < 0)
-                return RV_ERR_TRANSPORT;
-            hdr.flags |= AM_DETOUR;
-            hdr.token = token;
-            aw->stats.detours++;
-        }
-        if (rma_note)
-            am_ring_note(aw, d, s);
-        else if (notify)
-            atomic_fetch_add(&s->pending, 1);
-        struct iovec iov[2] = {{.iov_base = (void *)cd->args,
-                                .iov_len = cd->len},
-                               {.iov_base = (void *)cd->buf,
-                                .iov_len = cd->n}};
-        rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, &hdr, sizeof(hdr),
-                                  iov, cd->n ? 2 : 1, notify ? NULL : s);
-        return st;
-    }
+    if (size > aw->run_max)
+        return call_large(aw, d, cd, &hdr, s, notify, rma_note);
 
     /* Over the limit before this call? */
-    size_t limit;
-    switch (agg) {
-    case RV_AGG_NONE: limit = 0; break;
-    case RV_AGG_OVFL: limit = aw->cfg->am.ovfl_limit; break;
-    default: limit = aw->trad_limit; break;
-    }
+    size_t limit = agg_limit(aw, agg);
     if (d->pending > 0 &&
         am_dest_push(aw, d, agg == RV_AGG_OVFL, agg != RV_AGG_TRAD) < 0)
         return RV_ERR_TRANSPORT;

@@ -347,6 +347,8 @@ void am_buf_done(void *arg, rv_status_t status);
 void am_buf_reap(am_worker_t *aw, am_dest_t *d);
 /* A transport completion that completes the rv_sync_t @p arg. */
 void am_sync_done(void *arg, rv_status_t status);
+/* A transport completion that frees @p arg (a copy sent without waiting). */
+void am_free_done(void *arg, rv_status_t status);
 bool am_path_write(const am_worker_t *aw);
 /* The record bytes of the run at @p off of @p b (kept in its reserve). */
 size_t am_run_len(const am_buf_t *b, size_t off);
@@ -400,8 +402,14 @@ void am_service_stop(am_worker_t *aw);
 void am_service_submit(am_worker_t *aw, am_sjob_t *job);
 unsigned am_service_poll(am_worker_t *aw);
 
-/* am_ring.c: the write path */
+/* am_ring_setup.c: ring set-up and growth */
 rv_status_t am_ring_register(rv_context_t *ctx);
+/* Asks @p d's worker for @p n chunks: a new ring when @p first, else more
+ * for the ring it has. */
+rv_status_t am_ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
+                            bool first);
+
+/* am_ring.c: the write path */
 /* Transmits @p len bytes at @p rec (one record, with room for its
  * footer) into @p d's ring: RV_OK, RV_INPROGRESS (@p b's inflight was
  * raised), RV_ERR_AGAIN (no room now) or an error. */
