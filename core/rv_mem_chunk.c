@@ -1,6 +1,6 @@
 /*
- * Per-NUMA-zone chunk allocators (Seriema §4.2, `RDMAAllocator`), with what
- * Seriema's code leaves out (shared/seriema-notes.md §2, §11):
+ * Per-NUMA-zone chunk allocators (Seriema, section 4.2, `RDMAAllocator`),
+ * with what Seriema's public code leaves out:
  *
  * - Real huge pages. The paper's "superpages" are only sizes in Seriema's
  *   code; here a chunk is mmap'ed with MAP_HUGETLB (1 GiB or 2 MiB pages)
@@ -19,7 +19,9 @@
  * mapped into its peers (caps.mem_alloc_mapped: UCX on shared memory, where
  * ucp_mem_map(ALLOCATE) places memory in a segment that peers map, so their
  * put/get are plain loads and stores; memory merely registered goes through
- * CMA or copies instead, see DESIGN.md "Facts about UCX"), chunks come from
+ * CMA or copies instead: on UCX 1.13 a 4 MiB get runs at the memcpy limit
+ * from ucp_mem_map'ed memory and far below it from registered memory),
+ * chunks come from
  * ops->mem_alloc and are then moved to the zone with mbind(MPOL_MF_MOVE).
  * The page size of such chunks is the transport's choice.
  *

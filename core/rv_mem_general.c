@@ -1,8 +1,8 @@
 /*
  * General best-fit allocator over registered chunks (what Seriema's
- * `LinearMemoryAllocator` is used for, done better: Seriema has 7
- * segregated classes in steps of x8 with no coalescing, so a 121-byte Hex
- * board takes a 4 KiB unit; see shared/seriema-notes.md §2).
+ * `LinearMemoryAllocator` is used for, done better: Seriema's allocator
+ * has 7 segregated classes in steps of x8 with no coalescing, so a
+ * 121-byte Hex board takes a 4 KiB unit).
  *
  * Bookkeeping lives outside the registered memory: a block descriptor per
  * free or allocated block. Registered memory is written by peers, and a

@@ -1,7 +1,9 @@
-/*
- * Registered memory (internal to the core and the layers above it; never
- * installed). Seriema §4.2, without its leaks and with real NUMA placement
- * and real huge pages (see shared/seriema-notes.md §2 and §11).
+/**
+ * @file rv_mem.h
+ * @brief Registered memory: per-NUMA-zone chunk allocators and the
+ * sub-allocators on them (Seriema, section 4.2, without leaks and with
+ * real NUMA placement and real huge pages), for the layers built on core
+ * and, through the services table of rv_transport.h, for transports.
  *
  *   rv_mem_chunk_allocator_t  one per NUMA zone: chunks of memory.chunk
  *                             bytes, bound to the zone, faulted in, and
