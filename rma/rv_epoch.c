@@ -301,13 +301,13 @@ static rv_status_t reclaim_list(rv_worker_t *w, rv_epoch_manager_t *em,
         em_block_t *b = list;
         list = list_next(b);
         for (uint64_t i = 0; i < b->n && st == RV_OK; i++) {
-            uint32_t r = rv_gptr_rank(b->obj[i]);
-            if ((int)r == me) {
+            rv_rank_t r = rv_gptr_rank(b->obj[i]);
+            if (r == me) {
                 free_local(w, em, &b->obj[i], 1);
                 continue;
             }
-            if (r >= (uint32_t)np) {
-                rv_error("rv_epoch: deferred object %#llx names rank %u of "
+            if (r >= np) {
+                rv_error("rv_epoch: deferred object %#llx names rank %d of "
                          "%d; not freed", (unsigned long long)b->obj[i], r,
                          np);
                 continue;

@@ -11,7 +11,7 @@ pkgs=("$@")
   libucx-dev ucx-utils
   libpmix-dev openmpi-bin
   libibverbs-dev
-  gnuplot-nox procps
+  gnuplot-nox procps doxygen
 )
 
 missing=()

@@ -74,7 +74,7 @@ RV_EXPORT rv_status_t rv_am_init(rv_context_t *ctx);
  * @brief Registers call handler @p fn under @p name (same id rules as
  * rv_handler_register). Call before rv_job_run, in every process.
  */
-rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
+RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
                            rv_call_fn fn, void *arg, rv_handler_id_t *id_p);
 
 /**
@@ -86,13 +86,13 @@ rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
  *              @p sync and completed at that point.
  * @return RV_OK, or an error (then @p sync is unchanged).
  */
-rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
                     unsigned flags);
 
 /** @brief As rv_call; @p buf travels with the arguments in one transfer
  * and reaches the handler as call->buf. */
-rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, const void *buf,
                            size_t n, rv_sync_t *sync, unsigned flags);
 
@@ -101,7 +101,7 @@ rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * bytes) is written into @p ret before @p sync completes.
  * @note @p ret must stay valid until then.
  */
-rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, void *ret,
                            size_t ret_len, rv_sync_t *sync, unsigned flags);
 
@@ -111,11 +111,11 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * (log2 of the job's workers deep), not as a loop of sends from the root.
  * With RV_NOTIFY_CONSUMED, @p sync completes once every worker ran it.
  */
-rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h, const void *args,
+RV_EXPORT rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h, const void *args,
                          size_t len, rv_sync_t *sync, unsigned flags);
 
 /** @brief rv_broadcast with a buffer, as rv_call_buffer. */
-rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
                                 const void *args, size_t len,
                                 const void *buf, size_t n, rv_sync_t *sync,
                                 unsigned flags);
@@ -129,7 +129,7 @@ rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
  * completes at its target). Calls and operations made afterwards are not
  * covered. It says nothing of whether the calls have run.
  */
-rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
+RV_EXPORT rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
 
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {
@@ -148,7 +148,7 @@ typedef struct rv_am_stats {
     uint64_t broadcasts_forwarded;
 } rv_am_stats_t;
 
-void rv_am_stats(const rv_worker_t *w, rv_am_stats_t *stats);
+RV_EXPORT void rv_am_stats(const rv_worker_t *w, rv_am_stats_t *stats);
 
 #ifdef __cplusplus
 }

@@ -62,30 +62,30 @@ typedef uint32_t rv_handler_id_t;       /**< hash of a handler's name */
  * @return RV_OK, or an error already logged with its cause
  * @note Call once per process, from the main thread.
  */
-rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p);
+RV_EXPORT rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p);
 
 /**
  * @brief As rv_init, with an explicit configuration (@p cfg is copied).
  */
-rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p);
+RV_EXPORT rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p);
 
 /** @brief Leaves the job and frees the context. */
-void rv_finalize(rv_context_t *ctx);
+RV_EXPORT void rv_finalize(rv_context_t *ctx);
 
 /** @brief Ends the whole job now (every process) with @p code. */
-void rv_abort(rv_context_t *ctx, int code, const char *why)
+RV_EXPORT void rv_abort(rv_context_t *ctx, int code, const char *why)
     __attribute__((noreturn));
 
-rv_rank_t rv_rank(const rv_context_t *ctx);   /**< this process */
-rv_rank_t rv_size(const rv_context_t *ctx);   /**< processes in the job */
-int rv_threads(const rv_context_t *ctx);      /**< workers per process */
-uint32_t rv_nworkers(const rv_context_t *ctx); /**< workers in the job */
-const rv_config_t *rv_context_config(const rv_context_t *ctx);
+RV_EXPORT rv_rank_t rv_rank(const rv_context_t *ctx);   /**< this process */
+RV_EXPORT rv_rank_t rv_size(const rv_context_t *ctx);   /**< processes in the job */
+RV_EXPORT int rv_threads(const rv_context_t *ctx);      /**< workers per process */
+RV_EXPORT uint32_t rv_nworkers(const rv_context_t *ctx); /**< workers in the job */
+RV_EXPORT const rv_config_t *rv_context_config(const rv_context_t *ctx);
 /** @brief Name of the bootstrap in use: "rivetrun", "pmix" or "singleton". */
-const char *rv_bootstrap_name(const rv_context_t *ctx);
+RV_EXPORT const char *rv_bootstrap_name(const rv_context_t *ctx);
 /** @brief The transport's capabilities, including what it really uses
  * (known once rv_job_run has connected the workers). */
-const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx);
+RV_EXPORT const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx);
 
 static inline rv_tid_t rv_tid_make(const rv_context_t *ctx, rv_rank_t rank,
                                    int local)
@@ -99,10 +99,10 @@ static inline rv_rank_t rv_tid_rank(const rv_context_t *ctx, rv_tid_t tid)
 
 /** @brief Process-level collectives, from the main thread, outside
  * rv_job_run (they do not progress workers). */
-rv_status_t rv_bootstrap_barrier(rv_context_t *ctx);
+RV_EXPORT rv_status_t rv_bootstrap_barrier(rv_context_t *ctx);
 /** @brief Gathers @p len bytes from every process into @p out
  * (size * len bytes, in rank order). */
-rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
+RV_EXPORT rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
                                    void *out, size_t len);
 
 /* ---------------------------------------------------------------------- */
@@ -155,15 +155,15 @@ enum {
  * second name with the same id is rejected (RV_ERR_EXISTS). Register every
  * handler before rv_job_run.
  */
-rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
+RV_EXPORT rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
                                 rv_handler_fn fn, void *arg, unsigned flags,
                                 rv_handler_id_t *id_p);
 
 /** @brief The id a name hashes to (what rv_handler_register assigns). */
-rv_handler_id_t rv_handler_id(const char *name);
+RV_EXPORT rv_handler_id_t rv_handler_id(const char *name);
 
 /** @brief Releases a message kept by a handler that returned RV_INPROGRESS. */
-void rv_msg_release(rv_worker_t *w, rv_msg_t *msg);
+RV_EXPORT void rv_msg_release(rv_worker_t *w, rv_msg_t *msg);
 
 /**
  * @brief A synchronizer: a counter of operations outstanding.
@@ -184,9 +184,9 @@ static inline bool rv_sync_done(rv_sync_t *s)
     return atomic_load_explicit(&s->pending, memory_order_acquire) <= 0;
 }
 /** @brief Marks one operation of @p s complete with @p status. */
-void rv_sync_complete(rv_sync_t *s, rv_status_t status);
+RV_EXPORT void rv_sync_complete(rv_sync_t *s, rv_status_t status);
 /** @brief Progresses @p w until @p s reaches zero; returns s->status. */
-rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s);
+RV_EXPORT rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s);
 
 /**
  * @brief Sends @p len bytes at @p buf to worker @p dest, which runs handler
@@ -198,11 +198,11 @@ rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s);
  *              @p buf is reusable, possibly before returning.
  * @return RV_OK, or an error (then @p sync is left unchanged).
  */
-rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *buf, size_t len, rv_sync_t *sync);
 
 /** @brief As rv_send, with a payload gathered from @p iovcnt pieces. */
-rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                      const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
 
 /** Largest header extension rv_sendx carries. */
@@ -214,7 +214,7 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * as msg->xhdr. For the layers above core (the invocation layer puts its
  * call header there). @p xhdr is copied: it may be reused on return.
  */
-rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                      const void *xhdr, size_t xhdr_len,
                      const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
 
@@ -224,10 +224,10 @@ rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  *         poll in a loop should yield the CPU when it returns 0 repeatedly;
  *         rv_sync_wait and rv_barrier do.
  */
-unsigned rv_progress(rv_worker_t *w);
+RV_EXPORT unsigned rv_progress(rv_worker_t *w);
 
 /** @brief Job-wide barrier of all worker threads; progresses meanwhile. */
-rv_status_t rv_barrier(rv_worker_t *w);
+RV_EXPORT rv_status_t rv_barrier(rv_worker_t *w);
 
 /* ---------------------------------------------------------------------- */
 /* Job                                                                     */
@@ -242,16 +242,16 @@ typedef int (*rv_worker_fn)(rv_worker_t *w, void *arg);
  * runs @p fn on each, and returns when all workers of the job are done.
  * @return RV_OK if every @p fn returned 0 here.
  */
-rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg);
+RV_EXPORT rv_status_t rv_job_run(rv_context_t *ctx, rv_worker_fn fn, void *arg);
 
-rv_tid_t rv_worker_tid(const rv_worker_t *w);
-int rv_worker_local(const rv_worker_t *w);   /**< index in the process */
-rv_context_t *rv_worker_context(rv_worker_t *w);
+RV_EXPORT rv_tid_t rv_worker_tid(const rv_worker_t *w);
+RV_EXPORT int rv_worker_local(const rv_worker_t *w);   /**< index in the process */
+RV_EXPORT rv_context_t *rv_worker_context(rv_worker_t *w);
 
 /** @brief The transport worker of @p w, for the layers above core. */
-rv_tworker_t *rv_worker_tworker(rv_worker_t *w);
+RV_EXPORT rv_tworker_t *rv_worker_tworker(rv_worker_t *w);
 /** @brief The transport of @p ctx, for the layers above core. */
-const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
+RV_EXPORT const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
                                                rv_transport_t **tp_p);
 
 /** @brief Counters of one worker. */
@@ -262,7 +262,7 @@ typedef struct rv_worker_stats {
     uint64_t rx_malformed;       /**< dropped: truncated or bad header */
 } rv_worker_stats_t;
 
-void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats);
+RV_EXPORT void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats);
 
 #ifdef __cplusplus
 }

@@ -129,17 +129,17 @@ extern const rv_config_field_t rv_config_schema[];
  * @param [in]  errlen size of @p errbuf
  * @return RV_OK, or RV_ERR_CONFIG / RV_ERR_NOT_FOUND / RV_ERR_IO
  */
-rv_status_t rv_config_load(const char *path, rv_config_t *cfg, char *errbuf,
+RV_EXPORT rv_status_t rv_config_load(const char *path, rv_config_t *cfg, char *errbuf,
                            size_t errlen);
 
 /** @brief Writes @p cfg as YAML that rv_config_load reads back unchanged. */
-void rv_config_dump(const rv_config_t *cfg, FILE *out);
+RV_EXPORT void rv_config_dump(const rv_config_t *cfg, FILE *out);
 
 /** @brief Writes the schema as a Markdown reference table. */
-void rv_config_print_reference(FILE *out);
+RV_EXPORT void rv_config_print_reference(FILE *out);
 
 /** @brief Returns the name of enum field value @p value of @p key. */
-const char *rv_config_enum_name(const char *key, int value);
+RV_EXPORT const char *rv_config_enum_name(const char *key, int value);
 
 #ifdef __cplusplus
 }

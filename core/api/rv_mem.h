@@ -105,7 +105,7 @@ typedef struct rv_mem_stats {
 } rv_mem_stats_t;
 
 /** @brief A short name of @p kind ("2MiB-huge", "thp", ...). */
-const char *rv_mem_page_kind_str(rv_mem_page_kind_t kind);
+RV_EXPORT const char *rv_mem_page_kind_str(rv_mem_page_kind_t kind);
 
 /* ---------------------------------------------------------------------- */
 /* Chunk allocator (one per NUMA zone)                                     */
@@ -124,7 +124,7 @@ typedef struct rv_mem_chunk_params {
 
 /** @brief Fills @p params from @p cfg (memory.chunk, memory.huge_pages),
  * with source RV_MEM_SOURCE_AUTO. */
-void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
+RV_EXPORT void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
                               const rv_config_t *cfg,
                               const rv_transport_ops_t *ops, rv_transport_t *tp,
                               int numa_node);
@@ -148,14 +148,14 @@ void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
  *         huge page divides, or with source TRANSPORT; RV_ERR_NO_MEMORY
  * @note Thread-safe object: every function may be called from any thread.
  */
-rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
+RV_EXPORT rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
                                           rv_mem_chunk_allocator_t **alloc_p);
 
 /**
  * @brief Deregisters and returns every chunk to the OS (or transport),
  * including chunks still handed out: destroy sub-allocators first.
  */
-void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
 
 /**
  * @brief Hands out a region of @p nchunks contiguous chunks, registered as
@@ -166,28 +166,28 @@ void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
  * @return RV_OK, RV_ERR_NO_MEMORY (logged with what to do), or the
  *         transport's error
  */
-rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc, size_t nchunks,
+RV_EXPORT rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc, size_t nchunks,
                                rv_mem_chunk_t **chunk_p);
 
 /** @brief Gives a chunk back: a single chunk is kept, registered, for
  * reuse; a region is deregistered and unmapped at once. Thread-safe. */
-void rv_mem_chunk_free(rv_mem_chunk_allocator_t *alloc, rv_mem_chunk_t *chunk);
+RV_EXPORT void rv_mem_chunk_free(rv_mem_chunk_allocator_t *alloc, rv_mem_chunk_t *chunk);
 
 /** @brief Returns the cached free chunks to the OS. Thread-safe. */
-void rv_mem_chunk_allocator_trim(rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT void rv_mem_chunk_allocator_trim(rv_mem_chunk_allocator_t *alloc);
 
 /** @brief The chunk size (memory.chunk). */
-size_t rv_mem_chunk_size(const rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT size_t rv_mem_chunk_size(const rv_mem_chunk_allocator_t *alloc);
 
 /** @brief What every chunk and region base is aligned to: the largest power
  * of two dividing the chunk size for MMAP, the page size for TRANSPORT. */
-size_t rv_mem_chunk_alignment(const rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT size_t rv_mem_chunk_alignment(const rv_mem_chunk_allocator_t *alloc);
 
 /** @brief The source in use (AUTO resolved). */
-rv_mem_source_t rv_mem_chunk_source(const rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT rv_mem_source_t rv_mem_chunk_source(const rv_mem_chunk_allocator_t *alloc);
 
 /** @brief Statistics; bytes_in_use counts chunks handed out. Thread-safe. */
-rv_mem_stats_t rv_mem_chunk_stats(rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT rv_mem_stats_t rv_mem_chunk_stats(rv_mem_chunk_allocator_t *alloc);
 
 /* ---------------------------------------------------------------------- */
 /* Circular allocator                                                      */
@@ -235,12 +235,12 @@ typedef struct rv_mem_circular rv_mem_circular_t;
  * @note Single-threaded: owned by one worker thread, which calls every
  *       function of this object (the chunk allocator below is shared).
  */
-rv_status_t rv_mem_circular_create(const rv_mem_circular_params_t *params,
+RV_EXPORT rv_status_t rv_mem_circular_create(const rv_mem_circular_params_t *params,
                                    rv_mem_circular_t **circ_p);
 
 /** @brief Gives every chunk back. Every operation that used a unit must
  * have completed (the allocator cannot wait for them). */
-void rv_mem_circular_destroy(rv_mem_circular_t *circ);
+RV_EXPORT void rv_mem_circular_destroy(rv_mem_circular_t *circ);
 
 /**
  * @brief Hands out the next unit in ring order.
@@ -258,7 +258,7 @@ void rv_mem_circular_destroy(rv_mem_circular_t *circ);
  * @return RV_OK; RV_ERR_AGAIN when every unit is in use at max_units (try
  *         again after progress); RV_ERR_NO_MEMORY
  */
-rv_status_t rv_mem_circular_alloc(rv_mem_circular_t *circ,
+RV_EXPORT rv_status_t rv_mem_circular_alloc(rv_mem_circular_t *circ,
                                   rv_mem_unit_t **unit_p);
 
 /** @brief Records that an operation of @p channel with sequence number
@@ -276,18 +276,18 @@ static inline void rv_mem_circular_tag(rv_mem_unit_t *unit, uint32_t channel,
 
 /** @brief Gives @p unit back: reusable at once when untagged, else once its
  * tag is reported complete. */
-void rv_mem_circular_free(rv_mem_circular_t *circ, rv_mem_unit_t *unit);
+RV_EXPORT void rv_mem_circular_free(rv_mem_circular_t *circ, rv_mem_unit_t *unit);
 
 /** @brief The unit size. */
-size_t rv_mem_circular_unit_size(const rv_mem_circular_t *circ);
+RV_EXPORT size_t rv_mem_circular_unit_size(const rv_mem_circular_t *circ);
 
 /** @brief What every unit's address is a multiple of: the largest power of
  * two dividing the unit size, at most the chunk alignment. */
-size_t rv_mem_circular_unit_alignment(const rv_mem_circular_t *circ);
+RV_EXPORT size_t rv_mem_circular_unit_alignment(const rv_mem_circular_t *circ);
 
 /** @brief Statistics: chunks held (reserved) and units handed out or
  * waiting for completion (in use). */
-rv_mem_stats_t rv_mem_circular_stats(const rv_mem_circular_t *circ);
+RV_EXPORT rv_mem_stats_t rv_mem_circular_stats(const rv_mem_circular_t *circ);
 
 /* ---------------------------------------------------------------------- */
 /* Linear-circular allocator                                               */
@@ -299,11 +299,11 @@ typedef struct rv_mem_linear rv_mem_linear_t;
  * but does not own; destroy it after this one).
  * @note Single-threaded, like the circular allocator it draws from.
  */
-rv_status_t rv_mem_linear_create(rv_mem_circular_t *circ,
+RV_EXPORT rv_status_t rv_mem_linear_create(rv_mem_circular_t *circ,
                                  rv_mem_linear_t **lin_p);
 
 /** @brief Frees the current unit (with its tag) and the allocator. */
-void rv_mem_linear_destroy(rv_mem_linear_t *lin);
+RV_EXPORT void rv_mem_linear_destroy(rv_mem_linear_t *lin);
 
 /**
  * @brief Takes @p len bytes aligned to @p align (a power of two, at most
@@ -322,12 +322,12 @@ void rv_mem_linear_destroy(rv_mem_linear_t *lin);
  *         @p align is not allowed; the circular allocator's RV_ERR_AGAIN
  *         or RV_ERR_NO_MEMORY
  */
-rv_status_t rv_mem_linear_alloc(rv_mem_linear_t *lin, size_t len, size_t align,
+RV_EXPORT rv_status_t rv_mem_linear_alloc(rv_mem_linear_t *lin, size_t len, size_t align,
                                 void **addr_p, rv_mem_unit_t **unit_p);
 
 /** @brief Frees the current unit now (e.g. when going idle), so it can be
  * recycled once its tag completes; the next allocation starts a unit. */
-void rv_mem_linear_retire(rv_mem_linear_t *lin);
+RV_EXPORT void rv_mem_linear_retire(rv_mem_linear_t *lin);
 
 /* ---------------------------------------------------------------------- */
 /* General allocator                                                       */
@@ -342,11 +342,11 @@ typedef struct rv_mem_general rv_mem_general_t;
  * @brief Creates a best-fit allocator over chunks of @p chunks.
  * @note Thread-safe (one mutex).
  */
-rv_status_t rv_mem_general_create(rv_mem_chunk_allocator_t *chunks,
+RV_EXPORT rv_status_t rv_mem_general_create(rv_mem_chunk_allocator_t *chunks,
                                   rv_mem_general_t **gen_p);
 
 /** @brief Gives every chunk back; outstanding allocations become invalid. */
-void rv_mem_general_destroy(rv_mem_general_t *gen);
+RV_EXPORT void rv_mem_general_destroy(rv_mem_general_t *gen);
 
 /**
  * @brief Allocates @p len bytes aligned to @p align.
@@ -362,24 +362,24 @@ void rv_mem_general_destroy(rv_mem_general_t *gen);
  * @param [out] chunk_p its registration; may be NULL; set only on success
  * @return RV_OK, RV_ERR_INVALID, RV_ERR_NO_MEMORY
  */
-rv_status_t rv_mem_general_alloc(rv_mem_general_t *gen, size_t len,
+RV_EXPORT rv_status_t rv_mem_general_alloc(rv_mem_general_t *gen, size_t len,
                                  size_t align, void **addr_p,
                                  const rv_mem_chunk_t **chunk_p);
 
 /** @brief Frees @p addr (from rv_mem_general_alloc); coalesces it with free
  * neighbours. A pointer not allocated here is reported and ignored. */
-void rv_mem_general_free(rv_mem_general_t *gen, void *addr);
+RV_EXPORT void rv_mem_general_free(rv_mem_general_t *gen, void *addr);
 
 /** @brief The registration of allocation @p addr, or NULL. */
-const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *gen,
+RV_EXPORT const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *gen,
                                             const void *addr);
 
 /** @brief Gives chunks with nothing allocated back to the chunk
  * allocator. */
-void rv_mem_general_trim(rv_mem_general_t *gen);
+RV_EXPORT void rv_mem_general_trim(rv_mem_general_t *gen);
 
 /** @brief Statistics: chunks held (reserved), bytes allocated including
  * rounding (in use), free blocks. */
-rv_mem_stats_t rv_mem_general_stats(rv_mem_general_t *gen);
+RV_EXPORT rv_mem_stats_t rv_mem_general_stats(rv_mem_general_t *gen);
 
 #endif

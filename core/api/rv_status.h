@@ -43,7 +43,7 @@ typedef enum rv_status {
 } rv_status_t;
 
 /** @brief A short, constant, lowercase description of @p status. */
-const char *rv_status_str(rv_status_t status);
+RV_EXPORT const char *rv_status_str(rv_status_t status);
 
 /** @brief Log levels, from quietest to loudest (RIVET_LOG_LEVEL). */
 typedef enum rv_log_level {
@@ -56,17 +56,17 @@ typedef enum rv_log_level {
 } rv_log_level_t;
 
 /** @brief The active level; RIVET_LOG_LEVEL (name or number) sets it. */
-extern rv_log_level_t rv_log_level;
+extern RV_EXPORT rv_log_level_t rv_log_level;
 
 /**
  * @brief Sets the calling thread's log prefix (rank and worker thread).
  * @param rank   process rank, or -1 when not known yet
  * @param thread local worker thread index, or -1 for a non-worker thread
  */
-void rv_log_set_identity(int rank, int thread);
+RV_EXPORT void rv_log_set_identity(int rank, int thread);
 
 /** @brief Writes one log line if @p level is enabled. Thread-safe. */
-void rv_log(rv_log_level_t level, const char *file, int line, const char *fmt,
+RV_EXPORT void rv_log(rv_log_level_t level, const char *file, int line, const char *fmt,
             ...) __attribute__((format(printf, 4, 5)));
 
 #define rv_log_enabled(_level) ((_level) <= rv_log_level)

@@ -62,30 +62,30 @@ typedef void (*rv_epoch_free_fn)(rv_worker_t *w, void *obj, void *arg);
  * calls (it contains a barrier). Every worker gets its process's instance.
  * @param free_fn  frees a deferred object at its owner (with @p arg)
  */
-rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn free_fn,
+RV_EXPORT rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn free_fn,
                                     void *arg, rv_epoch_manager_t **em_p);
 
 /** @brief Collective: frees everything still deferred (rv_epoch_clear),
  * then the manager. Tokens must be unregistered. */
-rv_status_t rv_epoch_manager_destroy(rv_worker_t *w, rv_epoch_manager_t *em);
+RV_EXPORT rv_status_t rv_epoch_manager_destroy(rv_worker_t *w, rv_epoch_manager_t *em);
 
 /** @brief A token for one thread (or task); not thread-safe itself. */
-rv_epoch_token_t *rv_epoch_register(rv_epoch_manager_t *em);
+RV_EXPORT rv_epoch_token_t *rv_epoch_register(rv_epoch_manager_t *em);
 
 /** @brief Gives the token back; publishes objects it still holds. */
-void rv_epoch_unregister(rv_epoch_token_t *tok);
+RV_EXPORT void rv_epoch_unregister(rv_epoch_token_t *tok);
 
 /** @brief Enters the current epoch: objects reachable now stay valid
  * until rv_epoch_unpin. */
-void rv_epoch_pin(rv_epoch_token_t *tok);
+RV_EXPORT void rv_epoch_pin(rv_epoch_token_t *tok);
 
 /** @brief Leaves the epoch. */
-void rv_epoch_unpin(rv_epoch_token_t *tok);
+RV_EXPORT void rv_epoch_unpin(rv_epoch_token_t *tok);
 
 /** @brief Defers the deletion of @p obj (already unlinked, so no new
  * reference can be made to it) until no pinned worker can hold it. The
  * token must be pinned. */
-void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj);
+RV_EXPORT void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj);
 
 /**
  * @brief Tries to advance the job's epoch and reclaim what became safe.
@@ -95,7 +95,7 @@ void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj);
  *         reclaiming, or some token is still pinned in the previous
  *         epoch (nothing to do now); or a transport error.
  */
-rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *em,
+RV_EXPORT rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *em,
                                  uint64_t *epoch_p);
 
 /**
@@ -103,7 +103,7 @@ rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *em,
  * the epochs. Only when no thread of the job uses the manager: one worker
  * calls it while the others progress (e.g. wait in rv_barrier).
  */
-rv_status_t rv_epoch_clear(rv_worker_t *w, rv_epoch_manager_t *em);
+RV_EXPORT rv_status_t rv_epoch_clear(rv_worker_t *w, rv_epoch_manager_t *em);
 
 /** @brief Counters of the calling process's instance. */
 typedef struct rv_epoch_stats {
@@ -116,7 +116,7 @@ typedef struct rv_epoch_stats {
     uint64_t bulk_sent;      /**< bulk delete calls sent to other ranks */
 } rv_epoch_stats_t;
 
-void rv_epoch_stats(rv_epoch_manager_t *em, rv_epoch_stats_t *stats);
+RV_EXPORT void rv_epoch_stats(rv_epoch_manager_t *em, rv_epoch_stats_t *stats);
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,7 @@ typedef uint64_t rv_gptr_t;
 /** @brief The global pointer to @p addr in process @p rank; RV_GPTR_NULL
  * for a NULL @p addr. The caller checks rv_gptr_fits first when the rank
  * or address may be out of range (then the result is meaningless). */
-static inline rv_gptr_t rv_gptr_make(uint32_t rank, const void *addr)
+static inline rv_gptr_t rv_gptr_make(rv_rank_t rank, const void *addr)
 {
     if (addr == NULL)
         return RV_GPTR_NULL;
@@ -49,15 +49,16 @@ static inline rv_gptr_t rv_gptr_make(uint32_t rank, const void *addr)
 }
 
 /** @brief Whether (@p rank, @p addr) can be compressed. */
-static inline bool rv_gptr_fits(uint32_t rank, const void *addr)
+static inline bool rv_gptr_fits(rv_rank_t rank, const void *addr)
 {
-    return rank <= RV_GPTR_MAX_RANK &&
+    return rank >= 0 && (uint32_t)rank <= RV_GPTR_MAX_RANK &&
            (uint64_t)(uintptr_t)addr >> RV_GPTR_ADDR_BITS == 0;
 }
 
-static inline uint32_t rv_gptr_rank(rv_gptr_t g)
+/** @brief The process a global pointer points into. */
+static inline rv_rank_t rv_gptr_rank(rv_gptr_t g)
 {
-    return (uint32_t)(g >> RV_GPTR_ADDR_BITS);
+    return (rv_rank_t)(g >> RV_GPTR_ADDR_BITS);
 }
 
 /** @brief The address, meaningful in process rv_gptr_rank(g). */
@@ -112,7 +113,7 @@ typedef struct rv_gptr_aba {
 } rv_gptr_aba_t;
 
 /** @brief Atomic 16-byte read of a local ABA object. */
-rv_gptr_aba_t rv_gptr_aba_load(rv_gptr_aba_t *obj);
+RV_EXPORT rv_gptr_aba_t rv_gptr_aba_load(rv_gptr_aba_t *obj);
 
 /**
  * @brief If the local @p obj holds exactly @p expect (pointer and count),
@@ -120,12 +121,12 @@ rv_gptr_aba_t rv_gptr_aba_load(rv_gptr_aba_t *obj);
  * @return true on success; else false with @p *seen (if not NULL) set to
  *         what @p obj held.
  */
-bool rv_gptr_aba_cswap_local(rv_gptr_aba_t *obj, rv_gptr_aba_t expect,
+RV_EXPORT bool rv_gptr_aba_cswap_local(rv_gptr_aba_t *obj, rv_gptr_aba_t expect,
                              rv_gptr_t val, rv_gptr_aba_t *seen);
 
 /** @brief Stores @p val at the local @p obj (bumping its count); returns
  * what it held before. */
-rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj, rv_gptr_t val);
+RV_EXPORT rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj, rv_gptr_t val);
 
 /**
  * @brief rv_gptr_aba_cswap_local on an ABA object anywhere: memory of the
@@ -133,16 +134,16 @@ rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj, rv_gptr_t val);
  * process (waits, progressing). *@p ok tells whether it swapped; *@p seen
  * (if not NULL) gets the value found.
  */
-rv_status_t rv_gptr_aba_cswap(rv_worker_t *w, rv_rptr_t obj,
+RV_EXPORT rv_status_t rv_gptr_aba_cswap(rv_worker_t *w, rv_rptr_t obj,
                               rv_gptr_aba_t expect, rv_gptr_t val, bool *ok,
                               rv_gptr_aba_t *seen);
 
 /** @brief Atomic read of an ABA object anywhere (as rv_gptr_aba_cswap). */
-rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
+RV_EXPORT rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
                              rv_gptr_aba_t *val);
 
 /** @brief Exchange on an ABA object anywhere (as rv_gptr_aba_cswap). */
-rv_status_t rv_gptr_aba_exchange(rv_worker_t *w, rv_rptr_t obj,
+RV_EXPORT rv_status_t rv_gptr_aba_exchange(rv_worker_t *w, rv_rptr_t obj,
                                  rv_gptr_t val, rv_gptr_aba_t *old);
 
 #ifdef __cplusplus

@@ -49,7 +49,7 @@ static inline rv_rptr_t rv_rptr_add(rv_rptr_t p, uint64_t off)
 /** @brief Initialises the layer (and the invocation layer below it) in
  * @p ctx: its slot, handlers and hooks. Idempotent. Call once in every
  * process, before rv_job_run. */
-rv_status_t rv_rma_init(rv_context_t *ctx);
+RV_EXPORT rv_status_t rv_rma_init(rv_context_t *ctx);
 
 /**
  * @brief Allocates @p len bytes of registered memory in the calling
@@ -59,10 +59,10 @@ rv_status_t rv_rma_init(rv_context_t *ctx);
  * @return the memory, or NULL (logged). Free it with rv_mem_free (this
  *         worker) or rv_remote_free (any worker of the job).
  */
-void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr);
+RV_EXPORT void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr);
 
 /** @brief Frees memory of rv_mem_alloc, by the worker that allocated it. */
-void rv_mem_free(rv_worker_t *w, void *p);
+RV_EXPORT void rv_mem_free(rv_worker_t *w, void *p);
 
 /**
  * @brief Allocates @p len bytes of registered memory in the NUMA zone of
@@ -71,12 +71,12 @@ void rv_mem_free(rv_worker_t *w, void *p);
  * @return RV_OK with @p *ptr set, or an error (RV_ERR_NO_MEMORY when the
  *         owner has none left). Free it with rv_remote_free.
  */
-rv_status_t rv_remote_alloc(rv_worker_t *w, rv_tid_t owner, size_t len,
+RV_EXPORT rv_status_t rv_remote_alloc(rv_worker_t *w, rv_tid_t owner, size_t len,
                             rv_rptr_t *ptr);
 
 /** @brief Frees memory of rv_remote_alloc or rv_mem_alloc, from any worker
  * of the job (waits, progressing, until the owner freed it). */
-rv_status_t rv_remote_free(rv_worker_t *w, rv_rptr_t ptr);
+RV_EXPORT rv_status_t rv_remote_free(rv_worker_t *w, rv_rptr_t ptr);
 
 /**
  * @brief Writes @p n bytes at @p src to @p dst. Non-blocking: with
@@ -84,27 +84,27 @@ rv_status_t rv_remote_free(rv_worker_t *w, rv_rptr_t ptr);
  * reused; with sync NULL the call returns once it may. Remote completion:
  * rv_flush.
  */
-rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, size_t n,
+RV_EXPORT rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, size_t n,
                    rv_sync_t *sync);
 
 /** @brief Reads @p n bytes at @p src into @p dst; complete (the bytes are
  * in @p dst) when @p sync completes, or on return with sync NULL. */
-rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
+RV_EXPORT rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
                    rv_sync_t *sync);
 
 /** @brief Atomically adds @p value to the 64-bit word at @p p; the old
  * value is in @p *old (if not NULL) when @p sync completes. */
-rv_status_t rv_atomic_fadd(rv_worker_t *w, rv_rptr_t p, uint64_t value,
+RV_EXPORT rv_status_t rv_atomic_fadd(rv_worker_t *w, rv_rptr_t p, uint64_t value,
                            uint64_t *old, rv_sync_t *sync);
 
 /** @brief Stores @p swap at @p p if it holds @p compare; the old value is
  * in @p *old when @p sync completes. */
-rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p, uint64_t compare,
+RV_EXPORT rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p, uint64_t compare,
                             uint64_t swap, uint64_t *old, rv_sync_t *sync);
 
 /** @brief Atomically replaces the word at @p p by @p value and returns the
  * old one in @p *old (a compare-swap loop; waits, progressing). */
-rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
+RV_EXPORT rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
                            uint64_t *old);
 
 /**
@@ -117,7 +117,7 @@ rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
  * @p sync completes when @p src is reusable (and, with RV_NOTIFY_CONSUMED,
  * once the handler ran); with sync NULL, @p src is reusable on return.
  */
-rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, rv_rptr_t dst,
                            const void *src, size_t n, rv_sync_t *sync,
                            unsigned flags);
@@ -130,7 +130,7 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * target has run the call. Calls from the same worker that arrive while
  * the read is in flight wait for it (FIFO).
  */
-rv_status_t rv_get_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+RV_EXPORT rv_status_t rv_get_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, rv_rptr_t src,
                            size_t n, rv_sync_t *sync, unsigned flags);
 

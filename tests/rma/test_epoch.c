@@ -98,9 +98,9 @@ static rv_gptr_t obj_new(rv_worker_t *w, uint64_t value)
         return RV_GPTR_NULL;
     *o = (obj_t){.magic = LIVE, .value = value, .check = ~value * 7};
     int rank = rv_rank(rv_worker_context(w));
-    EXPECT(rv_gptr_fits((uint32_t)rank, o), "%p of rank %d fits 48 bits",
+    EXPECT(rv_gptr_fits(rank, o), "%p of rank %d fits 48 bits",
            (void *)o, rank);
-    return rv_gptr_make((uint32_t)rank, o);
+    return rv_gptr_make(rank, o);
 }
 
 static bool obj_ok(const obj_t *o)
@@ -127,7 +127,7 @@ static rv_status_t on_check(rv_worker_t *w, rv_call_t *call, void *arg)
     (void)arg;
     memcpy(&g, call->args, sizeof(g));
     EXPECT((int)rv_gptr_rank(g) == rv_rank(rv_worker_context(w)),
-           "check of rank %u's object at rank %d", rv_gptr_rank(g),
+           "check of rank %d's object at rank %d", rv_gptr_rank(g),
            rv_rank(rv_worker_context(w)));
     ok = obj_ok(rv_gptr_addr(g));
     memcpy(call->ret, &ok, sizeof(ok));
@@ -155,7 +155,7 @@ static bool obj_check(rv_worker_t *w, rv_gptr_t g)
 static int body_gptr(rv_worker_t *w, void *arg)
 {
     uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
-    uint32_t rank = (uint32_t)rv_rank(ctx);
+    rv_rank_t rank = rv_rank(ctx);
     shared_t *mem = share(w);
     (void)arg;
 
