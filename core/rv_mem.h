@@ -1,7 +1,8 @@
 /*
- * Registered memory (internal to the core and the layers above it; never
- * installed). Seriema §4.2, without its leaks and with real NUMA placement
- * and real huge pages (see shared/seriema-notes.md §2 and §11).
+ * Registered memory, for the layers above core and for transport plugins
+ * (which call these functions through the services table core passes them,
+ * rv_transport_services_t in rv_transport.h). Seriema, section 4.2, without
+ * its leaks and with real NUMA placement and real huge pages.
  *
  *   rv_mem_chunk_allocator_t  one per NUMA zone: chunks of memory.chunk
  *                             bytes, bound to the zone, faulted in, and
