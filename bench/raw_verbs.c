@@ -115,7 +115,7 @@ static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
     return 0;
 }
 
-/* INIT -> RTR -> RTS towards r->peer (as verbs_worker.c's vb_connect). */
+/* INIT -> RTR -> RTS towards r->peer (as verbs_qp.c's vb_connect). */
 static int raw_connect(raw_verbs_t *r)
 {
     const raw_addr_t *me = &r->me, *p = &r->peer;

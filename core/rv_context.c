@@ -96,6 +96,7 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
         .threads = (int)cfg->job.threads,
         .peer_failed = peer_failed,
         .peer_failed_arg = ctx,
+        .services = &rv__transport_services,
     };
     status = ctx->ops->init(&params, &ctx->tp);
     if (status != RV_OK) {

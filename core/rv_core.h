@@ -101,6 +101,10 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc);
 rv_status_t rv__plugin_load(const char *name, void **handle_p,
                             const rv_transport_ops_t **ops_p);
 
+/* What core does for the transport plugin (rv_services.c), given to its
+ * init in rv_transport_params_t. */
+extern const rv_transport_services_t rv__transport_services;
+
 /* Registers the core's own handlers (barrier). */
 rv_status_t rv__msg_init(rv_context_t *ctx);
 

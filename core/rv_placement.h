@@ -29,8 +29,8 @@ rv_status_t rv__placement_bind_thread(rv_placement_t placement,
 void rv__placement_describe(char *buf, size_t len);
 
 /* The node's hwloc topology, loaded once per process (read-only), or NULL
- * if hwloc could not load it. For plugins placing their own resources:
- * NIC locality with hwloc's OS-device helpers, for example. */
+ * if hwloc could not load it. Core's services to transport plugins answer
+ * their locality queries from it (rv_services.c). */
 struct hwloc_topology *rv__placement_topology(void);
 
 #endif

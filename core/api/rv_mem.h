@@ -2,8 +2,9 @@
  * @file rv_mem.h
  * @brief Registered memory: per-NUMA-zone chunk allocators and the
  * sub-allocators on them (Seriema, section 4.2, without leaks and with
- * real NUMA placement and real huge pages), for the layers built on core
- * and, through the services table of rv_transport.h, for transports.
+ * real NUMA placement and real huge pages), for the layers above core and
+ * for transport plugins (which call these functions through the services
+ * table core passes them, rv_transport_services_t in rv_transport.h).
  *
  *   rv_mem_chunk_allocator_t  one per NUMA zone: chunks of memory.chunk
  *                             bytes, bound to the zone, faulted in, and

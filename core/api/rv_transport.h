@@ -14,6 +14,14 @@
  * callback will never be called. A callback never runs before the call
  * that started its operation has returned.
  *
+ * What a plugin may use of core: the installed headers (this one, and
+ * rv_mem.h for the types of the registered-memory allocators), the
+ * services table core passes to init (rv_transport_services_t), through
+ * which it calls core, and logging (rv_log and its macros, rv_status_str).
+ * It calls no other function of librivet, so it builds against the
+ * installed headers alone and RV_TRANSPORT_ABI_VERSION covers what it
+ * uses.
+ *
  * Threading: a transport (rv_transport_t) is shared by the threads of a
  * process and its operations are thread-safe. A transport worker
  * (rv_tworker_t) belongs to one thread at a time (single-threaded), like a
@@ -34,7 +42,12 @@
 extern "C" {
 #endif
 
-#define RV_TRANSPORT_ABI_VERSION 2
+/**
+ * The version of this interface: the ops table, the parameters and the
+ * services table below, and the layouts of the rv_mem.h structures the
+ * services take. A plugin built for another version is not loaded.
+ */
+#define RV_TRANSPORT_ABI_VERSION 3
 
 typedef struct rv_transport rv_transport_t; /**< a plugin's process state */
 typedef struct rv_tworker rv_tworker_t;     /**< a plugin's per-thread state */
@@ -81,6 +94,170 @@ typedef rv_status_t (*rv_am_recv_fn)(void *arg, const rv_am_rx_t *rx,
 /** @brief Completion of a non-blocking operation. */
 typedef void (*rv_completion_fn)(void *arg, rv_status_t status);
 
+/* ---------------------------------------------------------------------- */
+/* Services core offers a transport                                        */
+
+/** @brief How near a device is to the calling thread (device_locality).
+ * The values are ordered: a larger one is nearer. */
+typedef enum rv_locality {
+    /** None of the CPUs the thread may run on is local to the device. */
+    RV_LOCALITY_NONE = 0,
+    /** Some are; or core could not load the node's topology, so it cannot
+     * tell. */
+    RV_LOCALITY_PARTIAL = 1,
+    /** Every CPU the thread may run on is local to the device: the device
+     * is attached to the thread's NUMA zone. A device the kernel gives no
+     * locality for (a virtual one such as Soft-RoCE) is local to every
+     * CPU, as is every device of a machine with one NUMA zone. */
+    RV_LOCALITY_FULL = 2,
+} rv_locality_t;
+
+/** The services version of this header: raised when members are
+ * appended to rv_transport_services_t. */
+#define RV_TRANSPORT_SERVICES_VERSION 1
+
+/** @brief Whether the services table @p svc has member @p member: tables
+ * of an older core are shorter (their size says how long). */
+#define RV_TRANSPORT_SERVICES_HAS(svc, member)                                 \
+    ((svc) != NULL &&                                                          \
+     (svc)->size >= offsetof(rv_transport_services_t, member) +               \
+                        sizeof((svc)->member))
+
+/* The allocators' types are in rv_mem.h, which includes this header;
+ * include rv_mem.h to call the services that take them. */
+struct rv_transport_ops;
+struct rv_mem_chunk;
+struct rv_mem_chunk_allocator;
+struct rv_mem_chunk_params;
+struct rv_mem_circular;
+struct rv_mem_circular_params;
+struct rv_mem_general;
+struct rv_mem_linear;
+struct rv_mem_stats;
+struct rv_mem_unit;
+
+/**
+ * @brief What core does for a transport: the placement query and the
+ * allocators of registered memory (rv_mem.h). A plugin calls core through
+ * this table only (and logs with rv_log), so that
+ * RV_TRANSPORT_ABI_VERSION covers everything it uses of core.
+ *
+ * Each allocator member is the rv_mem.h function of the same name without
+ * its rv_ prefix (mem_general_alloc is rv_mem_general_alloc) and is
+ * documented there, with the thread mode of its object: chunk and general
+ * allocators are thread-safe; a circular allocator and the linear
+ * allocators over it belong to one thread. The chunk allocator registers
+ * its memory through the ops table and transport given in its parameters
+ * (the plugin's own rv_transport_ops and state).
+ *
+ * @note Owned by core: the table is constant and stays valid while the
+ *       plugin is loaded, so the plugin may keep the pointer it got in
+ *       rv_transport_params_t from init until fini returns. Every member is
+ *       set; device_locality may be called from any thread.
+ */
+typedef struct rv_transport_services {
+    /** RV_TRANSPORT_SERVICES_VERSION of the core that filled the table. */
+    uint32_t version;
+    /** sizeof(rv_transport_services_t) in that core: members are only
+     * ever appended, so a plugin tests for a newer member with
+     * RV_TRANSPORT_SERVICES_HAS. */
+    uint32_t size;
+
+    /* placement -------------------------------------------------------- */
+    /**
+     * @brief How near a device is to the CPUs the calling thread may run
+     * on (its binding per job.placement), from the device's PCI locality.
+     * @param [in] sysfs_dir the device's folder in sysfs, whose local_cpus
+     *             file the kernel fills: "/sys/class/infiniband/mlx5_0/device"
+     *             or "/sys/bus/pci/devices/0000:3b:00.0", for example
+     * @return the locality; RV_LOCALITY_PARTIAL when it cannot be told
+     */
+    rv_locality_t (*device_locality)(const char *sysfs_dir);
+
+    /* registered memory: chunk allocator (one per NUMA zone) ------------ */
+    /** As rv_mem_chunk_params_init(). */
+    void (*mem_chunk_params_init)(struct rv_mem_chunk_params *params,
+                                  const rv_config_t *cfg,
+                                  const struct rv_transport_ops *ops,
+                                  rv_transport_t *tp, int numa_node);
+    /** As rv_mem_chunk_allocator_create(). */
+    rv_status_t (*mem_chunk_allocator_create)(
+        const struct rv_mem_chunk_params *params,
+        struct rv_mem_chunk_allocator **alloc_p);
+    /** As rv_mem_chunk_allocator_destroy(). */
+    void (*mem_chunk_allocator_destroy)(struct rv_mem_chunk_allocator *alloc);
+    /** As rv_mem_chunk_alloc(). */
+    rv_status_t (*mem_chunk_alloc)(struct rv_mem_chunk_allocator *alloc,
+                                   size_t nchunks,
+                                   struct rv_mem_chunk **chunk_p);
+    /** As rv_mem_chunk_free(). */
+    void (*mem_chunk_free)(struct rv_mem_chunk_allocator *alloc,
+                           struct rv_mem_chunk *chunk);
+    /** As rv_mem_chunk_allocator_trim(). */
+    void (*mem_chunk_allocator_trim)(struct rv_mem_chunk_allocator *alloc);
+    /** As rv_mem_chunk_size(). */
+    size_t (*mem_chunk_size)(const struct rv_mem_chunk_allocator *alloc);
+    /** As rv_mem_chunk_alignment(). */
+    size_t (*mem_chunk_alignment)(const struct rv_mem_chunk_allocator *alloc);
+    /** As rv_mem_chunk_stats(). */
+    struct rv_mem_stats (*mem_chunk_stats)(
+        struct rv_mem_chunk_allocator *alloc);
+
+    /* registered memory: circular allocator (units recycled on completion) */
+    /** As rv_mem_circular_create(). */
+    rv_status_t (*mem_circular_create)(
+        const struct rv_mem_circular_params *params,
+        struct rv_mem_circular **circ_p);
+    /** As rv_mem_circular_destroy(). */
+    void (*mem_circular_destroy)(struct rv_mem_circular *circ);
+    /** As rv_mem_circular_alloc(). */
+    rv_status_t (*mem_circular_alloc)(struct rv_mem_circular *circ,
+                                      struct rv_mem_unit **unit_p);
+    /** As rv_mem_circular_free(). */
+    void (*mem_circular_free)(struct rv_mem_circular *circ,
+                              struct rv_mem_unit *unit);
+    /** As rv_mem_circular_unit_size(). */
+    size_t (*mem_circular_unit_size)(const struct rv_mem_circular *circ);
+    /** As rv_mem_circular_unit_alignment(). */
+    size_t (*mem_circular_unit_alignment)(const struct rv_mem_circular *circ);
+    /** As rv_mem_circular_stats(). */
+    struct rv_mem_stats (*mem_circular_stats)(
+        const struct rv_mem_circular *circ);
+
+    /* registered memory: linear allocator over a circular one ----------- */
+    /** As rv_mem_linear_create(). */
+    rv_status_t (*mem_linear_create)(struct rv_mem_circular *circ,
+                                     struct rv_mem_linear **lin_p);
+    /** As rv_mem_linear_destroy(). */
+    void (*mem_linear_destroy)(struct rv_mem_linear *lin);
+    /** As rv_mem_linear_alloc(). */
+    rv_status_t (*mem_linear_alloc)(struct rv_mem_linear *lin, size_t len,
+                                    size_t align, void **addr_p,
+                                    struct rv_mem_unit **unit_p);
+    /** As rv_mem_linear_retire(). */
+    void (*mem_linear_retire)(struct rv_mem_linear *lin);
+
+    /* registered memory: general allocator (best fit, any size) --------- */
+    /** As rv_mem_general_create(). */
+    rv_status_t (*mem_general_create)(struct rv_mem_chunk_allocator *chunks,
+                                      struct rv_mem_general **gen_p);
+    /** As rv_mem_general_destroy(). */
+    void (*mem_general_destroy)(struct rv_mem_general *gen);
+    /** As rv_mem_general_alloc(). */
+    rv_status_t (*mem_general_alloc)(struct rv_mem_general *gen, size_t len,
+                                     size_t align, void **addr_p,
+                                     const struct rv_mem_chunk **chunk_p);
+    /** As rv_mem_general_free(). */
+    void (*mem_general_free)(struct rv_mem_general *gen, void *addr);
+    /** As rv_mem_general_lookup(). */
+    const struct rv_mem_chunk *(*mem_general_lookup)(
+        struct rv_mem_general *gen, const void *addr);
+    /** As rv_mem_general_trim(). */
+    void (*mem_general_trim)(struct rv_mem_general *gen);
+    /** As rv_mem_general_stats(). */
+    struct rv_mem_stats (*mem_general_stats)(struct rv_mem_general *gen);
+} rv_transport_services_t;
+
 /** @brief Process-level parameters for init. */
 typedef struct rv_transport_params {
     const rv_config_t *config;
@@ -97,6 +274,9 @@ typedef struct rv_transport_params {
      */
     void (*peer_failed)(void *arg, uint32_t peer, const char *why);
     void *peer_failed_arg;
+    /** What core does for the transport; never NULL. Core's, constant:
+     * the plugin may keep the pointer until fini returns. */
+    const rv_transport_services_t *services;
 } rv_transport_params_t;
 
 /** @brief Parameters of one transport worker. */

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs rivet into a temporary prefix, builds a program against it with
 # pkg-config and with find_package(rivet), and runs both through the
-# installed rivetrun. Usage: test_install.sh BUILD_DIR SOURCE_DIR [CFLAGS]
+# installed rivetrun. Then builds a transport plugin out of tree against
+# the installed headers alone (tests/install/loop_transport.c), installs it
+# beside the installed plugins and runs a job over it through the installed
+# rivetrun (tests/install/loop_job.c).
+# Usage: test_install.sh BUILD_DIR SOURCE_DIR [CFLAGS]
 set -euo pipefail
 build=$1
 src=$2
@@ -15,6 +19,7 @@ test -x "$tmp/prefix/bin/rivetrun"
 test -x "$tmp/prefix/bin/rivet-config"
 test -f "$tmp/prefix/include/rivet/rivet.h"
 test -f "$tmp/prefix/include/rivet/rv_transport.h"
+test -f "$tmp/prefix/include/rivet/rv_mem.h"
 ls "$tmp"/prefix/lib*/rivet/librivet-ucx.so > /dev/null
 if ls "$tmp"/prefix/include/rivet | grep -q -E "rv_core|rv_bootstrap|rv_placement"; then
   echo "internal headers were installed" >&2; exit 1
@@ -42,4 +47,28 @@ for prog in "$tmp/hello-pc" "$tmp/app/build/hello-cmake"; do
   echo "$out"
   test "$(echo "$out" | grep -c 'hello from an installed rivet')" -eq 2
 done
+
+# A transport plugin from the installed headers alone (pkg-config's include
+# folder; nothing of the source tree), every symbol resolved against the
+# installed librivet, installed where the installed rivet looks for
+# plugins: libdir/rivet.
+plugins=$(dirname "$libdir")/rivet
+cc -std=c11 -Wall -Wextra -Werror -fPIC -shared $cflags \
+   "$src/tests/install/loop_transport.c" -o "$plugins/librivet-loop.so" \
+   -Wl,--no-undefined $(pkg-config --cflags --libs rivet) -lpthread
+cc -std=c11 -Wall -Wextra -Werror $cflags "$src/tests/install/loop_job.c" \
+   -o "$tmp/loop-job" $(pkg-config --cflags --libs rivet)
+cat > "$tmp/loop.yaml" <<'YAML'
+job:
+  processes: 1
+  threads: 3
+transport:
+  name: loop
+YAML
+out=$(env -u RIVET_PLUGIN_PATH -u RIVET_JOB_THREADS \
+      "$tmp/prefix/bin/rivetrun" --timeout 60 -n 1 -c "$tmp/loop.yaml" \
+      "$tmp/loop-job")
+echo "$out"
+want="^loop job: 3 workers exchanged 1500 messages each, in order, over loop: "
+echo "$out" | grep -q "$want"
 echo "install test passed"

@@ -1,5 +1,22 @@
 /*
- * The verbs transport (librivet-verbs.so): internal types.
+ * The verbs transport (librivet-verbs.so): internal types and the functions
+ * its files share. One file per object:
+ *
+ *   verbs_transport.c  device, protection domain, registered memory and
+ *                      remote keys, the ops table
+ *   verbs_worker.c     a worker: its queues, receive buffers and bounce
+ *                      memory; progress; disconnection
+ *   verbs_qp.c         queue pairs: creation, state transitions, connection
+ *   verbs_post.c       posting work requests with selective signaling, the
+ *                      backlog that keeps posting from blocking, bounce
+ *                      buffers
+ *   verbs_shared.c     queue pairs shared by the threads of a process
+ *                      (qp_sharing: process)
+ *   verbs_cq.c         operations and their completions: polling the send
+ *                      and receive CQs and routing what they report
+ *   verbs_am.c         active messages: the eager path through the shared
+ *                      receive queue, and rendezvous
+ *   verbs_rma.c        put, get, atomics, fence and flush
  *
  * One protection domain per process; per worker thread a send CQ, a
  * receive CQ, a shared receive queue of eager buffers in the worker's NUMA
@@ -8,33 +25,50 @@
  * thread. Connection data (GID, LID, QP numbers) travels in the worker
  * address the bootstrap allgathers.
  *
- * Selective signaling (Seriema §4.1): one work request in
+ * Selective signaling (Seriema, section 4.1): one work request in
  * transport.verbs.signal_interval asks for a completion, or one that needs
  * its own (a get, an atomic, a flush). A QP is used by one thread, so post
  * order is sequence order and a completed signaled WR with sequence s
  * proves every earlier WR of its QP complete. Every bounce buffer a WR
- * used lives in a unit of the worker's circular allocator (core/rv_mem.h),
- * tagged (QP, flush number); the allocator recycles a unit once the flush
- * number is complete.
+ * used lives in a unit of the worker's circular allocator (rv_mem.h, which
+ * core's services give the plugin), tagged (QP, flush number); the
+ * allocator recycles a unit once the flush number is complete.
  */
 #ifndef RIVET_VERBS_INTERNAL_H
 #define RIVET_VERBS_INTERNAL_H
 
 #include <infiniband/verbs.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "rv_mem.h"
 #include "rv_transport.h"
 #include "verbs_signal.h"
 
+/* ---------------------------------------------------------------------- */
+/* Sizes and limits                                                        */
+
 #define VB_MAX_HDR 64              /* core header bytes per message */
 #define VB_RXBUF 16384             /* eager receive buffer */
+#define VB_NRX 512                 /* receive buffers per worker (its SRQ),
+                                      fewer if the device allows fewer */
+#define VB_MAX_AM_SIZE ((size_t)1 << 31) /* largest message (RTS: u32) */
 #define VB_UNIT (64u << 10)        /* bounce unit (circular allocator) */
 #define VB_ZCOPY_MIN (64u << 10)   /* put/get above: registered on the fly */
 #define VB_RNDV_COPY (64u << 10)   /* rendezvous AM up to: sent from a copy */
-#define VB_SQ_DEPTH 512
-#define VB_CQ_POLL 32
-#define VB_SH_POLL 8           /* completions one shared-CQ poll takes */
+#define VB_SQ_DEPTH 512            /* send queue of a worker's own QP */
+#define VB_CQ_POLL 32              /* completions one poll of a CQ takes */
+#define VB_SH_POLL 8               /* completions one shared-CQ poll takes */
+/* Inline data asked of a new QP; a device that refuses gets a QP without
+ * inline data (then every send goes from a registered buffer). */
+#define VB_MAX_INLINE_WANT 220
+#define VB_INLINE_COPY 256         /* inline bytes staged on the stack or
+                                      copied into a backlog entry */
+#define VB_PAGE 4096               /* alignment of the receive buffers and
+                                      the flush word's page */
+#define VB_WORD sizeof(uint64_t)   /* a flush read, an atomic operand */
+#define VB_PSN_MASK 0xffffffu      /* packet sequence numbers are 24 bits */
+#define VB_DISCONNECT_TIMEOUT_S 30 /* for every peer's goodbye */
 
 enum { VB_EAGER = 1, VB_RTS, VB_FIN, VB_BYE };
 
@@ -56,6 +90,9 @@ typedef struct {
     uint32_t reserved;
 } vb_rts_t;
 
+/* ---------------------------------------------------------------------- */
+/* The process: device, protection domain, shared QPs                      */
+
 /* qp_sharing: process. The threads of a process share one QP to each
  * worker of the job (its send side); the worker at the other end owns its
  * side (it receives on its SRQ, and posts its rendezvous reads there).
@@ -73,6 +110,7 @@ typedef struct vb_shared {
 } vb_shared_t;
 
 struct rv_transport {
+    const rv_transport_services_t *svc; /* core's, for the plugin's life */
     struct ibv_context *ibctx;
     struct ibv_pd *pd;
     struct ibv_device_attr dev;
@@ -138,6 +176,9 @@ typedef struct {
     uint32_t qpn[];
 } vb_addr_t;
 
+/* ---------------------------------------------------------------------- */
+/* A worker                                                                */
+
 /* An operation waiting for its completion. */
 typedef struct vb_op {
     struct vb_op *next;            /* free list, or pending list */
@@ -183,7 +224,7 @@ typedef struct vb_pending {
     bool signal;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
-    uint8_t data[256];             /* an inline WR's bytes */
+    uint8_t data[VB_INLINE_COPY];  /* an inline WR's bytes */
 } vb_pending_t;
 
 typedef struct {
@@ -239,9 +280,71 @@ struct rv_tworker {
     bool error_reported;
 };
 
-/* verbs_worker.c: shared QPs (qp_sharing: process) */
-rv_status_t vb_shared_init(rv_transport_t *tp);
-void vb_shared_fini(rv_transport_t *tp);
+/* The plugin's ops table (verbs_transport.c): its chunk allocators register
+ * memory through it. */
+extern const rv_transport_ops_t rv_transport_ops;
+
+static inline int vb_rank_of(const rv_tworker_t *tw, uint32_t peer)
+{
+    return (int)(peer / (uint32_t)tw->tp->threads);
+}
+
+/* The QPs a worker posts on alone ("lanes"): one per worker with
+ * qp_sharing thread (lane = peer); with process, its own QP per process
+ * (lane nworkers + rank), used for rendezvous reads. */
+static inline vb_peer_t *vb_lane(rv_tworker_t *tw, uint32_t lane)
+{
+    return lane < tw->nworkers ? &tw->peers[lane]
+                               : &tw->owned[lane - tw->nworkers];
+}
+
+static inline uint32_t vb_nlanes(const rv_tworker_t *tw)
+{
+    return tw->tp->shared_qps ? tw->nworkers + tw->nprocs : tw->nworkers;
+}
+
+/* A first packet sequence number: random, as is usual, so that packets of
+ * an earlier connection between the same QP numbers hardly match. */
+static inline uint32_t vb_random_psn(void)
+{
+    return (uint32_t)rand() & VB_PSN_MASK;
+}
+
+/* The bytes of an MTU enum: IBV_MTU_256 is 1 and each next one doubles. */
+static inline int vb_mtu_bytes(enum ibv_mtu mtu)
+{
+    return 128 << mtu;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Markers: the wr_id of a WR on a worker's own QP that has no operation   */
+
+/* Bit 0 set (operations are aligned pointers, bit 0 clear), the sequence
+ * number in bits 1-39, the lane from bit 40 up. */
+#define VB_MARKER_LANE_SHIFT 40
+
+static inline uint64_t vb_marker(uint32_t lane, uint64_t seq)
+{
+    return (uint64_t)lane << VB_MARKER_LANE_SHIFT | seq << 1 | 1;
+}
+
+static inline bool vb_is_marker(uint64_t wr_id)
+{
+    return (wr_id & 1) != 0;
+}
+
+static inline uint32_t vb_marker_lane(uint64_t wr_id)
+{
+    return (uint32_t)(wr_id >> VB_MARKER_LANE_SHIFT);
+}
+
+static inline uint64_t vb_marker_seq(uint64_t wr_id)
+{
+    return (wr_id & ((UINT64_C(1) << VB_MARKER_LANE_SHIFT) - 1)) >> 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shared functions, by file                                               */
 
 /* verbs_transport.c */
 rv_status_t vb_mem_register(rv_transport_t *tp, void *addr, size_t len,
@@ -256,14 +359,71 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
 void vb_worker_destroy(rv_tworker_t *tw);
 rv_status_t vb_worker_address(rv_tworker_t *tw, void **addr_p, size_t *len_p);
 void vb_address_release(rv_tworker_t *tw, void *addr);
+unsigned vb_progress(rv_tworker_t *tw);
+rv_status_t vb_disconnect(rv_tworker_t *tw);
+
+/* verbs_qp.c. vb_qp_create: an RC QP of @p depth send WRs completing on
+ * @p scq and @p rcq, receiving through @p srq (NULL: a send side only),
+ * moved to INIT; its inline limit goes to *max_inline_p. */
+rv_status_t vb_qp_create(rv_transport_t *tp, struct ibv_cq *scq,
+                         struct ibv_cq *rcq, struct ibv_srq *srq,
+                         uint32_t depth, struct ibv_qp **qp_p,
+                         uint32_t *max_inline_p);
 rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
                        size_t len);
-rv_status_t vb_disconnect(rv_tworker_t *tw);
-unsigned vb_progress(rv_tworker_t *tw);
+
+/* verbs_post.c */
+rv_status_t vb_post(rv_tworker_t *tw, uint32_t lane, struct ibv_send_wr *wr,
+                    bool signal, rv_mem_unit_t *unit);
+rv_status_t vb_post_to(rv_tworker_t *tw, uint32_t peer,
+                       struct ibv_send_wr *wr, bool signal,
+                       rv_mem_unit_t *unit);
+rv_status_t vb_backlog_push(rv_tworker_t *tw, vb_peer_t *p,
+                            const struct ibv_send_wr *wr);
+vb_pending_t *vb_backlog_pop(rv_tworker_t *tw, vb_peer_t *p);
+void vb_post_backlog(rv_tworker_t *tw);
+rv_status_t vb_bounce(rv_tworker_t *tw, uint32_t peer, size_t len,
+                      void **addr_p, uint32_t *lkey_p,
+                      rv_mem_unit_t **unit_p);
+void vb_bounce_destroy(rv_tworker_t *tw);
+
+/* verbs_shared.c */
+rv_status_t vb_shared_init(rv_transport_t *tp);
+void vb_shared_fini(rv_transport_t *tp);
+rv_status_t vb_shared_qps_create(rv_transport_t *tp);
+void vb_shared_qps_destroy(rv_transport_t *tp);
+int vb_shared_reap(vb_shared_t *sh);
+rv_status_t vb_post_shared(rv_tworker_t *tw, uint32_t peer,
+                           struct ibv_send_wr *wr, bool signal,
+                           rv_mem_unit_t *unit);
+void vb_shared_progress(rv_tworker_t *tw);
+bool vb_shared_quiet(rv_tworker_t *tw);
+
+/* verbs_cq.c */
+vb_op_t *vb_op_get(rv_tworker_t *tw, uint8_t kind, uint32_t peer,
+                   rv_completion_fn cb, void *arg);
+void vb_op_put(rv_tworker_t *tw, vb_op_t *op);
+void vb_op_done(rv_tworker_t *tw, vb_op_t *op, rv_status_t st);
+void vb_wc_failed(rv_transport_t *tp, uint32_t peer, const char *what,
+                  enum ibv_wc_status st, uint32_t vendor);
+void vb_inbox_push(rv_tworker_t *owner, vb_op_t *op);
+void vb_inbox_drain(rv_tworker_t *tw);
+unsigned vb_poll_send(rv_tworker_t *tw);
+void vb_poll_recv(rv_tworker_t *tw);
+
+/* verbs_am.c */
+rv_status_t vb_rx_post(rv_tworker_t *tw, uint32_t i);
+void vb_on_recv(rv_tworker_t *tw, const struct ibv_wc *wc);
+void vb_read_done(rv_tworker_t *tw, vb_op_t *op, rv_status_t st);
+void vb_held_drop(rv_tworker_t *tw, vb_peer_t *p);
+rv_status_t vb_send_ctrl(rv_tworker_t *tw, uint32_t peer, uint8_t type,
+                         const void *body, size_t len, bool signal);
 rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
                        size_t hdr_len, const struct iovec *iov, size_t iovcnt,
                        unsigned flags, rv_completion_fn cb, void *arg);
 void vb_am_release(rv_tworker_t *tw, void *desc);
+
+/* verbs_rma.c */
 rv_status_t vb_put(rv_tworker_t *tw, uint32_t peer, const void *src,
                    size_t len, uint64_t raddr, rv_trkey_t *rkey,
                    rv_completion_fn cb, void *arg);

@@ -1,8 +1,8 @@
 /**
  * @file verbs_signal.h
  * @brief Selective signaling for RC queue pairs shared by threads (the
- * verbs transport's send side, Seriema §4.1), without libibverbs: pure C11
- * atomics, so that it is tested on hosts without RDMA hardware.
+ * verbs transport's send side, Seriema, section 4.1), without libibverbs:
+ * pure C11 atomics, so that it is tested on hosts without RDMA hardware.
  *
  * One rv_vsig_t per QP. Around every ibv_post_send a thread calls
  * rv_vsig_begin (which says whether to set IBV_SEND_SIGNALED, which wr_id

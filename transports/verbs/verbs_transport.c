@@ -4,21 +4,22 @@
  *
  * Device selection (transport.verbs.*): `device` names one (mlx5_0, rxe0);
  * empty takes, among the devices with the port active, the one nearest
- * the calling thread: local to every CPU it may run on (hwloc's PCI
- * locality of the device, i.e. its NUMA zone), else to some, else the
- * first. `port` counts from 1. `gid_index` -1 picks, on RoCE, the RoCE v2
- * GID of an IPv4 address (what routes between hosts), else index 0; on
- * InfiniBand the LID addresses the port and the GID is carried as well.
+ * the calling thread: local to every CPU it may run on (the device's PCI
+ * locality, i.e. its NUMA zone, as core's services tell), else to some,
+ * else the first. `port` counts from 1. `gid_index` -1 picks, on RoCE, the
+ * RoCE v2 GID of an IPv4 address (what routes between hosts), else index
+ * 0; on InfiniBand the LID addresses the port and the GID is carried as
+ * well.
  */
-#include <hwloc.h>
-#include <hwloc/openfabrics-verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "rv_placement.h"
 #include "verbs_internal.h"
+
+/* The sysfs folder of a device's PCI function, under its ibdev_path. */
+#define VB_SYSFS_DEVICE "/device"
 
 struct ibv_mr *vb_reg(rv_transport_t *tp, void *addr, size_t len)
 {
@@ -34,27 +35,15 @@ struct ibv_mr *vb_reg(rv_transport_t *tp, void *addr, size_t len)
     return mr;
 }
 
-/* How near @p dev is to the calling thread: 2 if every CPU the thread may
- * run on is local to the device (its NUMA zone), 1 if some are or hwloc
- * cannot tell (virtual devices such as rxe are local to every CPU), 0 if
- * none. The process is already bound per job.placement. */
-static int device_nearness(struct ibv_device *dev)
+/* How near @p dev is to the calling thread, as a score that orders
+ * devices: rv_locality_t's values (every CPU the thread may run on is
+ * local to the device; some are, or it cannot be told; none). The process
+ * is already bound per job.placement. */
+static int device_nearness(rv_transport_t *tp, struct ibv_device *dev)
 {
-    hwloc_topology_t topo = rv__placement_topology();
-    if (topo == NULL)
-        return 1;
-    hwloc_bitmap_t near = hwloc_bitmap_alloc();
-    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
-    int score = 1;
-    if (near != NULL && mine != NULL &&
-        hwloc_ibv_get_device_cpuset(topo, dev, near) == 0 &&
-        hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_THREAD) == 0)
-        score = hwloc_bitmap_isincluded(mine, near)    ? 2
-                : hwloc_bitmap_intersects(mine, near) ? 1
-                                                      : 0;
-    hwloc_bitmap_free(near);
-    hwloc_bitmap_free(mine);
-    return score;
+    char dir[sizeof(dev->ibdev_path) + sizeof(VB_SYSFS_DEVICE)];
+    snprintf(dir, sizeof(dir), "%s%s", dev->ibdev_path, VB_SYSFS_DEVICE);
+    return (int)tp->svc->device_locality(dir);
 }
 
 static bool port_active(struct ibv_context *c, int port,
@@ -62,6 +51,50 @@ static bool port_active(struct ibv_context *c, int port,
 {
     return ibv_query_port(c, (uint8_t)port, attr) == 0 &&
            attr->state == IBV_PORT_ACTIVE;
+}
+
+/* Opens @p dev and scores it (device_nearness; -1 when its port is not
+ * active); *c_p is NULL when it cannot be opened. The device named by
+ * transport.verbs.device must have its port active: RV_ERR_NO_DEVICE. */
+static rv_status_t device_try(rv_transport_t *tp, struct ibv_device *dev,
+                              int ndev, struct ibv_context **c_p,
+                              int *score_p)
+{
+    const char *name = ibv_get_device_name(dev);
+    struct ibv_port_attr pa;
+    struct ibv_context *c = ibv_open_device(dev);
+    *c_p = NULL;
+    if (c == NULL) {
+        rv_error("verbs: cannot open %s: %s", name, strerror(errno));
+        return RV_OK;
+    }
+    bool up = port_active(c, tp->port, &pa);
+    if (tp->config.transport.verbs.device[0] != '\0' && !up) {
+        rv_error("verbs: port %d of %s is %s", tp->port, name,
+                 ibv_query_port(c, (uint8_t)tp->port, &pa) == 0
+                     ? ibv_port_state_str(pa.state)
+                     : "missing");
+        ibv_close_device(c);
+        return RV_ERR_NO_DEVICE;
+    }
+    /* locality decides only between devices (and has core load the
+     * node's topology, which one device does not need) */
+    *score_p = !up       ? -1
+               : ndev > 1 ? device_nearness(tp, dev)
+                          : (int)RV_LOCALITY_PARTIAL;
+    *c_p = c;
+    return RV_OK;
+}
+
+static void no_device_error(rv_transport_t *tp, const char *names)
+{
+    const char *want = tp->config.transport.verbs.device;
+    if (want[0] != '\0')
+        rv_error("verbs: no RDMA device '%s' (transport.verbs.device); "
+                 "devices: %s", want, names);
+    else
+        rv_error("verbs: no RDMA device has port %d active (devices: %s)",
+                 tp->port, names);
 }
 
 /* Opens the configured device, or the best one with an active port. */
@@ -79,60 +112,43 @@ static rv_status_t open_device(rv_transport_t *tp)
         return RV_ERR_NO_DEVICE;
     }
     char names[256] = "";
-    struct ibv_context *best = NULL;
-    int best_score = -1;
-    for (int i = 0; i < num; i++) {
+    struct ibv_context *best = NULL, *c;
+    int best_score = -1, score = -1;
+    rv_status_t st = RV_OK;
+    for (int i = 0; i < num && st == RV_OK; i++) {
         const char *name = ibv_get_device_name(list[i]);
         size_t used = strlen(names);
         snprintf(names + used, sizeof(names) - used, "%s%s",
                  used ? ", " : "", name);
         if (want[0] != '\0' && strcmp(want, name) != 0)
             continue;
-        struct ibv_context *c = ibv_open_device(list[i]);
-        if (c == NULL) {
-            rv_error("verbs: cannot open %s: %s", name, strerror(errno));
-            continue;
-        }
-        struct ibv_port_attr pa;
-        bool up = port_active(c, tp->port, &pa);
-        if (want[0] != '\0' && !up) {
-            rv_error("verbs: port %d of %s is %s", tp->port, name,
-                     ibv_query_port(c, (uint8_t)tp->port, &pa) == 0
-                         ? ibv_port_state_str(pa.state)
-                         : "missing");
-            ibv_close_device(c);
-            ibv_free_device_list(list);
-            return RV_ERR_NO_DEVICE;
-        }
-        /* locality decides only between devices (and loads hwloc's
-         * topology, which one device does not need) */
-        int score = !up ? -1 : num > 1 ? device_nearness(list[i]) : 1;
-        if (score > best_score) {
+        st = device_try(tp, list[i], num, &c, &score);
+        if (c != NULL && score > best_score) {
             if (best != NULL)
                 ibv_close_device(best);
             best = c;
             best_score = score;
-        } else {
+        } else if (c != NULL) {
             ibv_close_device(c);
         }
     }
     ibv_free_device_list(list);
-    if (best == NULL || best_score < 0) {
-        if (want[0] != '\0')
-            rv_error("verbs: no RDMA device '%s' (transport.verbs.device); "
-                     "devices: %s", want, names);
-        else
-            rv_error("verbs: no RDMA device has port %d active (devices: "
-                     "%s)", tp->port, names);
-        if (best != NULL)
-            ibv_close_device(best);
-        return RV_ERR_NO_DEVICE;
+    if (st == RV_OK && (best == NULL || best_score < 0)) {
+        no_device_error(tp, names);
+        st = RV_ERR_NO_DEVICE;
     }
+    if (st != RV_OK)
+        goto err_best;
     tp->ibctx = best;
     snprintf(tp->devname, sizeof(tp->devname), "%s",
              ibv_get_device_name(best->device));
     port_active(best, tp->port, &tp->port_attr);
     return RV_OK;
+
+err_best:
+    if (best != NULL)
+        ibv_close_device(best);
+    return st;
 }
 
 static bool gid_is_ipv4(const union ibv_gid *g)
@@ -181,20 +197,29 @@ static rv_status_t choose_gid(rv_transport_t *tp)
 
 static void vb_fini(rv_transport_t *tp)
 {
-    vb_shared_fini(tp);
-    if (tp->pd != NULL)
-        ibv_dealloc_pd(tp->pd);
-    if (tp->ibctx != NULL)
-        ibv_close_device(tp->ibctx);
+    if (tp->shared_qps)
+        vb_shared_fini(tp);
+    ibv_dealloc_pd(tp->pd);
+    ibv_close_device(tp->ibctx);
     free(tp);
 }
 
-static rv_status_t vb_init(const rv_transport_params_t *params,
-                           rv_transport_t **tp_p)
+/* Whether core's services table has every member this plugin calls (the
+ * last of them in the table's order: mem_general_free). */
+static bool services_usable(const rv_transport_services_t *svc)
 {
-    rv_transport_t *tp = calloc(1, sizeof(*tp));
-    if (tp == NULL)
-        return RV_ERR_NO_MEMORY;
+    if (RV_TRANSPORT_SERVICES_HAS(svc, mem_general_free))
+        return true;
+    rv_error("verbs: this rivet's core offers plugins too few services "
+             "(version %u); use the rivet the plugin was built with",
+             svc != NULL ? svc->version : 0);
+    return false;
+}
+
+static void transport_setup(rv_transport_t *tp,
+                            const rv_transport_params_t *params)
+{
+    tp->svc = params->services;
     tp->config = *params->config;
     tp->rank = params->rank;
     tp->size = params->size;
@@ -206,42 +231,60 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
     tp->shared_qps =
         tp->config.transport.verbs.qp_sharing == RV_QP_SHARING_PROCESS;
     tp->nworkers = (uint32_t)(tp->size * tp->threads);
+}
+
+static rv_status_t vb_init(const rv_transport_params_t *params,
+                           rv_transport_t **tp_p)
+{
+    if (!services_usable(params->services))
+        return RV_ERR_UNSUPPORTED;
+    rv_transport_t *tp = calloc(1, sizeof(*tp));
+    if (tp == NULL)
+        return RV_ERR_NO_MEMORY;
+    transport_setup(tp, params);
+    rv_status_t st = RV_ERR_CONFIG;
     if (tp->signal_interval > VB_SQ_DEPTH / 2) {
         rv_error("verbs: transport.verbs.signal_interval %u exceeds half the "
                  "send queue (%d)", tp->signal_interval, VB_SQ_DEPTH / 2);
-        free(tp);
-        return RV_ERR_CONFIG;
+        goto err_free;
     }
-    rv_status_t st = open_device(tp);
-    if (st == RV_OK && ibv_query_device(tp->ibctx, &tp->dev) != 0) {
+    if ((st = open_device(tp)) != RV_OK)
+        goto err_free;
+    if (ibv_query_device(tp->ibctx, &tp->dev) != 0) {
         rv_error("verbs: cannot query %s: %s", tp->devname, strerror(errno));
         st = RV_ERR_NO_DEVICE;
+        goto err_device;
     }
-    if (st == RV_OK)
-        st = choose_gid(tp);
-    if (st == RV_OK && (tp->pd = ibv_alloc_pd(tp->ibctx)) == NULL) {
+    if ((st = choose_gid(tp)) != RV_OK)
+        goto err_device;
+    if ((tp->pd = ibv_alloc_pd(tp->ibctx)) == NULL) {
         rv_error("verbs: cannot allocate a protection domain on %s: %s",
                  tp->devname, strerror(errno));
         st = RV_ERR_NO_DEVICE;
+        goto err_device;
     }
-    if (st == RV_OK && tp->shared_qps)
-        st = vb_shared_init(tp);
-    if (st != RV_OK) {
-        vb_fini(tp);
-        return st;
-    }
+    if (tp->shared_qps && (st = vb_shared_init(tp)) != RV_OK)
+        goto err_pd;
     rv_debug("verbs: %s port %d (%s), GID %d %s, MTU %d", tp->devname,
              tp->port, tp->roce ? "RoCE" : "InfiniBand", tp->gid_index,
-             tp->gid_text, 128 << tp->port_attr.active_mtu);
+             tp->gid_text, vb_mtu_bytes(tp->port_attr.active_mtu));
     *tp_p = tp;
     return RV_OK;
+
+err_pd:
+    ibv_dealloc_pd(tp->pd);
+err_device:
+    ibv_close_device(tp->ibctx);
+err_free:
+    free(tp);
+    return st;
 }
 
 static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
 {
     memset(caps, 0, sizeof(*caps));
     caps->max_am_header = VB_MAX_HDR;
-    caps->max_am_size = (size_t)1 << 31;
+    caps->max_am_size = VB_MAX_AM_SIZE;
     caps->eager_limit = VB_RXBUF - sizeof(vb_wire_t) - VB_MAX_HDR;
     caps->ordered_am = true;
     caps->ordered_puts = true; /* RC executes writes in order */
@@ -252,7 +295,7 @@ static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
              "verbs %s port %d (%s, GID index %d %s, MTU %d), RC queue pairs "
              "%s, signal interval %u%s", tp->devname, tp->port,
              tp->roce ? "RoCE" : "InfiniBand", tp->gid_index, tp->gid_text,
-             128 << tp->port_attr.active_mtu,
+             vb_mtu_bytes(tp->port_attr.active_mtu),
              tp->shared_qps ? "shared by the threads of a process"
                             : "per worker pair",
              tp->signal_interval,
