@@ -115,7 +115,7 @@ typedef struct rv_config_field {
 } rv_config_field_t;
 
 /** @brief The schema table, terminated by a row whose key is NULL. */
-extern const rv_config_field_t rv_config_schema[];
+extern RV_EXPORT const rv_config_field_t rv_config_schema[];
 
 /**
  * @brief Fills @p cfg with defaults, then @p path (if not NULL), then the

@@ -13,7 +13,8 @@ headers=$(ls "$src"/*/api/*.h)
 
 # What the public headers export (RV_EXPORT declarations, functions and
 # data), one name per line.
-declared=$(cat $headers | tr '\n' ' ' | grep -oE 'RV_EXPORT[^;(]*\(?' |
+declared=$(cat $headers | tr '\n' ' ' | sed 's/\[[^]]*\]//g' |
+           grep -oE 'RV_EXPORT[^;(]*\(?' |
            grep -oE '\brv_[a-z0-9_]+ *\(?$' | tr -d ' (' | sort -u)
 [ -n "$declared" ] || { echo "no RV_EXPORT declarations in $src/*/api"; exit 1; }
 

@@ -20,8 +20,15 @@
 #include <cmocka.h>
 
 #include "job_test.h"
+
+/* Core's message header as it travels in the transport's AM header (a
+ * wire format: the handler id, then the payload length the header
+ * announces), written out here to forge malformed messages. */
+typedef struct {
+    rv_handler_id_t handler;
+    uint32_t len;
+} wire_hdr_t;
 #include "rivet.h"
-#include "rv_core.h" /* the wire header, to forge malformed messages */
 
 #define MAX_WORKERS 64
 
@@ -703,7 +710,7 @@ static int body_bad_messages(rv_worker_t *w, void *arg)
                    NULL) == RV_OK, "send to unknown handler");
 
     /* 2. a header announcing 100 bytes, followed by 50 */
-    rv_msg_hdr_t hdr = {.handler = H.count, .len = 100};
+    wire_hdr_t hdr = {.handler = H.count, .len = 100};
     struct iovec iov = {.iov_base = payload, .iov_len = 50};
     rv_sync_init(&sync, 1);
     rv_status_t st = ops->am_send(rv_worker_tworker(w), right, &hdr,
