@@ -1056,5 +1056,5 @@ int main(int argc, char **argv)
     int failed = _cmocka_run_group_tests(group, tests, ntests,
                                          NULL, NULL);
     rv_finalize(ctx);
-    return failed ? 1 : 0;
+    return job_test_status(failed, ntests);
 }
