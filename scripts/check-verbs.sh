@@ -12,8 +12,8 @@
 #   am-verbs-2x2, rma-verbs-2x1, epoch-verbs-2x2
 #                              the invocation layer, remote memory and epoch
 #                              tests switched to verbs by the job file alone
-#   *-verbs-shared-2x2         conformance, am and epoch with queue pairs
-#                              shared by the threads of a process
+#   *-verbs-shared-2x2         conformance, am, rma and epoch with queue
+#                              pairs shared by the threads of a process
 #                              (transport.verbs.qp_sharing: process)
 #   demo-pingpong-verbs        rv-pingpong over verbs, briefly, with the
 #                              device chosen by the transport
@@ -26,6 +26,7 @@
 #   conformance-ucx-rc-2x{1,2} the conformance suite over UCX's InfiniBand
 #                              transports (configs/test-ucx-rc.yaml:
 #                              rc_verbs), 2 processes of 1 and 2 threads
+#   {am,rma,epoch}-ucx-rc-2x2  the layers' tests over the same
 #   demo-*-ucx-rc              rv-pingpong, rv-am-bw and rv-rma-bw over the
 #                              same configuration, briefly
 # and ends with ctest's summary. ctest's log is BUILD_DIR/Testing/Temporary/

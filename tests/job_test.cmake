@@ -47,34 +47,37 @@ set(RDMA_DEVICE_SH ${PROJECT_SOURCE_DIR}/tests/rdma_device.sh)
 set(rivet_rdma_dev ${RIVET_TEST_RDMA_DEVICE})
 set(rivet_rdma_port ${RIVET_TEST_RDMA_PORT})
 
+# Seconds the launcher gives a job by default. RDMA jobs get more: under
+# make check-verbs they run in a 2-vCPU guest emulated in software.
+set(rivet_job_timeout 280)
+set(rivet_rdma_job_timeout 900)
+
 # The configurations: job file, environment, label, whether they need the
-# RDMA device, and the launcher timeout of their jobs in seconds. RDMA
-# jobs get more time: under make check-verbs they run in a 2-vCPU guest
-# emulated in software.
+# RDMA device, and the launcher timeout of their jobs.
 set(RIVET_TEST_TRANSPORTS ucx-shm ucx-tcp ucx-rc verbs verbs-shared)
 set(rivet_tp_ucx-shm_file test-ucx-shm.yaml)
 set(rivet_tp_ucx-shm_env "")
 set(rivet_tp_ucx-shm_label ucx-shm)
 set(rivet_tp_ucx-shm_rdma FALSE)
-set(rivet_tp_ucx-shm_timeout 280)
+set(rivet_tp_ucx-shm_timeout ${rivet_job_timeout})
 set(rivet_tp_ucx-tcp_file test-ucx-tcp.yaml)
 set(rivet_tp_ucx-tcp_env "")
 set(rivet_tp_ucx-tcp_label ucx-tcp)
 set(rivet_tp_ucx-tcp_rdma FALSE)
-set(rivet_tp_ucx-tcp_timeout 280)
+set(rivet_tp_ucx-tcp_timeout ${rivet_job_timeout})
 set(rivet_tp_ucx-rc_file test-ucx-rc.yaml)
 set(rivet_tp_ucx-rc_env
   RIVET_TRANSPORT_UCX_NET_DEVICES=${rivet_rdma_dev}:${rivet_rdma_port})
 set(rivet_tp_ucx-rc_label ucx-rc)
 set(rivet_tp_ucx-rc_rdma TRUE)
-set(rivet_tp_ucx-rc_timeout 900)
+set(rivet_tp_ucx-rc_timeout ${rivet_rdma_job_timeout})
 foreach(tp verbs verbs-shared)
   set(rivet_tp_${tp}_file test-verbs.yaml)
   set(rivet_tp_${tp}_env RIVET_TRANSPORT_VERBS_DEVICE=${rivet_rdma_dev}
       RIVET_TRANSPORT_VERBS_PORT=${rivet_rdma_port})
   set(rivet_tp_${tp}_label verbs)
   set(rivet_tp_${tp}_rdma TRUE)
-  set(rivet_tp_${tp}_timeout 900)
+  set(rivet_tp_${tp}_timeout ${rivet_rdma_job_timeout})
 endforeach()
 list(APPEND rivet_tp_verbs_env RIVET_TRANSPORT_VERBS_QP_SHARING=thread)
 list(APPEND rivet_tp_verbs-shared_env RIVET_TRANSPORT_VERBS_QP_SHARING=process)
@@ -93,9 +96,10 @@ list(APPEND rivet_tp_verbs-shared_env RIVET_TRANSPORT_VERBS_QP_SHARING=process)
 # the CMocka job tests print as their group name). ENV adds to, or
 # overrides, the configuration's environment. WRAP is a command the job
 # command is appended to, such as tests/expect.sh with its checks and
-# "--". TIMEOUT is the launcher's (rivetrun --timeout), by default the
-# configuration's. The test's labels are the configuration's, LAYER, and
-# LABELS.
+# "--" (a regular expression there keeps its square brackets balanced:
+# CMake does not split a list inside brackets). TIMEOUT is the launcher's
+# (rivetrun --timeout), by default the configuration's. The test's labels
+# are the configuration's, LAYER, and LABELS.
 function(rivet_job_test name)
   cmake_parse_arguments(PARSE_ARGV 1 J "" "PROGRAM;LAYER;TIMEOUT"
     "TRANSPORTS;SHAPES;ENV;ARGS;WRAP;LABELS")
