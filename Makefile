@@ -31,7 +31,8 @@ check-asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --timeout 600
 
-# The conformance suite and demos over UCX's InfiniBand transports on a
+# This build's tests that need an RDMA device (ctest labels verbs and
+# ucx-rc: rivet's verbs transport and UCX's InfiniBand transports), run on a
 # Soft-RoCE device in a qemu guest (scripts/rdma-vm.sh, scripts/check-verbs.sh).
 check-verbs: build
 	scripts/check-verbs.sh $(BUILD)

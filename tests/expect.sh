@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Runs a command and checks its exit status and output (stdout + stderr).
-# usage: expect.sh [--fail] -e REGEX [-e REGEX ...] [-x REGEX ...] -- CMD ARGS...
-#   --fail    the command must exit non-zero (default: it must exit 0)
-#   -e REGEX  some output line must match (grep -E)
-#   -x REGEX  no output line may match
+# usage: expect.sh [--fail | --status N] -e REGEX [-e REGEX ...] [-x REGEX ...]
+#                  -- CMD ARGS...
+#   --fail      the command must exit non-zero (default: it must exit 0)
+#   --status N  the command must exit with status N
+#   -e REGEX    some output line must match (grep -E)
+#   -x REGEX    no output line may match
 set -uo pipefail
 want_fail=0
+want_status=""
 must=()
 mustnot=()
 while [ $# -gt 0 ]; do
   case $1 in
     --fail) want_fail=1; shift ;;
+    --status) want_status=$2; shift 2 ;;
     -e) must+=("$2"); shift 2 ;;
     -x) mustnot+=("$2"); shift 2 ;;
     --) shift; break ;;
@@ -21,7 +25,10 @@ out=$("$@" 2>&1)
 status=$?
 printf '%s\n' "$out"
 ok=1
-if [ $want_fail -eq 1 ] && [ $status -eq 0 ]; then
+if [ -n "$want_status" ]; then
+  [ "$status" -eq "$want_status" ] ||
+    { echo "expect.sh: the command exited with status $status, $want_status was expected" >&2; ok=0; }
+elif [ $want_fail -eq 1 ] && [ $status -eq 0 ]; then
   echo "expect.sh: the command succeeded, a failure was expected" >&2; ok=0
 elif [ $want_fail -eq 0 ] && [ $status -ne 0 ]; then
   echo "expect.sh: the command exited with status $status" >&2; ok=0

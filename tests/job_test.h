@@ -2,7 +2,10 @@
  * Helpers for CMocka tests that run as multi-process rivet jobs.
  *
  * Worker threads never call CMocka (it is not thread-safe): they record
- * failures with EXPECT, and the main thread asserts after rv_job_run.
+ * failures with EXPECT, and the main thread asserts after rv_job_run. A
+ * check that cannot run skips from the main thread (JOB_SKIP), and the
+ * program ends with job_test_status(), so that ctest sees a job whose
+ * checks were all skipped as skipped, never as passed.
  */
 #ifndef RIVET_TESTS_JOB_TEST_H
 #define RIVET_TESTS_JOB_TEST_H
@@ -18,12 +21,16 @@
 
 #define WAIT_LIMIT_S 120
 
+/* The exit status ctest counts as a skip: every job test is registered
+ * with it as SKIP_RETURN_CODE (tests/job_test.cmake). */
+#define JOB_TEST_SKIPPED 77
+
 static atomic_int failures;
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void fail_at(const char *file, int line, const char *fmt, ...)
+static inline void fail_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void fail_at(const char *file, int line, const char *fmt, ...)
+static inline void fail_at(const char *file, int line, const char *fmt, ...)
 {
     char buf[512];
     const char *base = strrchr(file, '/');
@@ -66,5 +73,41 @@ static inline double now_s(void)
             }                                                                  \
         }                                                                      \
     } while (0)
+
+static int job_checks_skipped;
+
+static inline void job_skip_note(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static inline void job_skip_note(const char *fmt, ...)
+{
+    va_list ap;
+    job_checks_skipped++;
+    va_start(ap, fmt);
+    printf("skipped: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+/* Skips the running CMocka check, saying why. From the main thread, before
+ * the check starts a job: every process decides alike, from what they all
+ * see (the transport's capabilities), since they run the same jobs. */
+#define JOB_SKIP(...)                                                          \
+    do {                                                                       \
+        job_skip_note(__VA_ARGS__);                                            \
+        skip();                                                                \
+    } while (0)
+
+/* The program's exit status after its CMocka group of @p nchecks checks,
+ * @p failed of which failed: a failure, else a skip when every check was
+ * skipped, else success. */
+static inline int job_test_status(int failed, size_t nchecks)
+{
+    if (failed != 0)
+        return 1;
+    if (nchecks > 0 && (size_t)job_checks_skipped == nchecks)
+        return JOB_TEST_SKIPPED;
+    return 0;
+}
 
 #endif

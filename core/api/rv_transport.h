@@ -64,6 +64,14 @@ typedef struct rv_transport_caps {
     bool atomics64;         /**< 64-bit fetch-add and compare-swap */
     bool rdma_read;         /**< get is one-sided in hardware */
     bool mem_alloc_mapped;  /**< mem_alloc memory is load/store to peers */
+    /** One-sided operations (put, get, atomics, flush) to a peer complete
+     * only while the peer's worker progresses: they travel as messages its
+     * CPU handles (RMA emulated over active messages, or a software RMA
+     * protocol such as UCX's over TCP). False where the network or the
+     * kernel completes them without the target (RDMA, shared memory).
+     * Like the lanes in description, it describes the endpoints of the
+     * running (or last) job. */
+    bool rma_target_progress;
     char description[512];  /**< what is actually in use, for the user */
 } rv_transport_caps_t;
 

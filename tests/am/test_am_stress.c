@@ -42,7 +42,6 @@
 
 static rv_context_t *ctx;
 static const rv_config_t *cfg;
-static bool over_tcp;
 
 static struct {
     rv_handler_id_t data, end;
@@ -379,9 +378,19 @@ static bool remote(rv_tid_t a, rv_tid_t b)
 /* ---------------------------------------------------------------------- */
 /* 1. All to all                                                           */
 
+/* Whether the transport's one-sided operations wait for the target
+ * worker's progress (RMA emulated over active messages, as over TCP): the
+ * write path's puts and fences then wait for the receiver, so its rings
+ * rarely fill, and every call costs a round trip. The transport knows once
+ * a job has connected the workers: call it during or after a job. */
+static bool rma_waits_for_target(void)
+{
+    return rv_context_caps(ctx)->rma_target_progress;
+}
+
 static uint64_t calls_per_pair(void)
 {
-    return over_tcp ? 150 : 400;
+    return rma_waits_for_target() ? 150 : 400;
 }
 
 /* Flushes, waits at a barrier and records the counters. */
@@ -453,8 +462,8 @@ static uint64_t stream_calls(void)
  * it, so that its rings exist (a ring being set up is waited for, not
  * full), and a barrier; then one more call each, which the receiver waits
  * for. Every sender is then past the barrier: its release comes from
- * worker 0, the receiver, and over TCP it leaves only while that worker
- * progresses. */
+ * worker 0, the receiver, and where one-sided operations wait for the
+ * target it leaves only while that worker progresses. */
 static void start_streams(rv_worker_t *w, sender_t *snd)
 {
     uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
@@ -811,11 +820,12 @@ static void test_all_to_all(void **state)
 {
     uint32_t n = rv_nworkers(ctx);
     int T = rv_threads(ctx), P = rv_size(ctx);
-    uint64_t K = calls_per_pair();
     (void)state;
 
     prof = (profile_t){.max_log = 16, .sync_kinds = true};
     run_job("all_to_all", body_all_to_all);
+    /* what the workers sent, now that the job has connected them */
+    uint64_t K = calls_per_pair();
     assert_pairs(K, RV_TID_NONE);
 
     uint64_t bytes_sent = 0, bytes_got = 0;
@@ -866,11 +876,11 @@ static void test_all_to_all(void **state)
         if (cfg->am.chunk_bytes >= 2 * SLOT_PAYLOAD)
             assert_int_equal(a->detours, 0);
     }
-    if (over_tcp) {
+    if (rma_waits_for_target()) {
         /* see test_slow_receiver: senders wait for the receiver in every
          * record's fence, so rings rarely fill */
-        print_message("all_to_all: puts emulated over TCP wait for the "
-                      "receiver; ring growth not required\n");
+        print_message("all_to_all: puts wait for the receiver's progress; "
+                      "ring growth not required\n");
     } else if (max > first) {
         if (growths_here == 0)
             fail_msg("rank %d: no ring grew (%llu-byte chunks)", rv_rank(ctx),
@@ -908,11 +918,12 @@ static void test_slow_receiver(void **state)
             assert_int_equal(r->am.calls_sent, r->sent[RECEIVER] + 1);
         }
     }
-    /* Over TCP, puts are emulated by active messages, and every ring
+    /* Where puts are emulated by active messages (over TCP), every ring
      * record above 1 KiB waits in a fence (a round trip to the receiver)
      * before its header goes: senders wait for the sleeping receiver
      * inside the call before their rings fill. */
-    bool rings_fill = cfg->am.path == RV_AM_PATH_WRITE && !over_tcp;
+    bool rings_fill =
+        cfg->am.path == RV_AM_PATH_WRITE && !rma_waits_for_target();
     for (uint32_t t = 0; t < n; t++) {
         const report_t *r = &all[t];
         if (t == RECEIVER || !remote(t, RECEIVER))
@@ -931,8 +942,8 @@ static void test_slow_receiver(void **state)
         print_message("slow_receiver: no messenger rings on path send; "
                       "ring-full expectations not checked\n");
     else if (!rings_fill)
-        print_message("slow_receiver: puts emulated over TCP wait for the "
-                      "receiver; ring full not required\n");
+        print_message("slow_receiver: puts wait for the receiver's "
+                      "progress; ring full not required\n");
 }
 
 static void test_ovfl_limit(void **state)
@@ -1011,16 +1022,16 @@ int main(int argc, char **argv)
     if (argc > 1)
         group = argv[1];
     cfg = rv_context_config(ctx);
-    over_tcp = strstr(cfg->transport.ucx.tls, "tcp") != NULL;
     if ((rv_am_register(ctx, "stress.data", on_data, NULL, &H.data) |
          rv_am_register(ctx, "stress.end", on_end, NULL, &H.end)) != RV_OK)
         return 1;
     if (rv_rank(ctx) == 0) {
-        printf("%d x %d workers, tls %s; am.path %s, aggregation %s, "
+        printf("%d x %d workers, %s; am.path %s, aggregation %s, "
                "on_full %s, chunk_bytes %llu, max_chunks %lld, "
                "chunks_per_request %lld, ovfl_limit %llu, flush_bytes %llu, "
                "local_bypass %d; seed 0x%llx\n",
-               rv_size(ctx), rv_threads(ctx), cfg->transport.ucx.tls,
+               rv_size(ctx), rv_threads(ctx),
+               rv_context_caps(ctx)->description,
                path_name(), agg_name(), on_full_name(),
                (unsigned long long)cfg->am.chunk_bytes,
                (long long)cfg->am.max_chunks,
@@ -1045,5 +1056,5 @@ int main(int argc, char **argv)
     int failed = _cmocka_run_group_tests(group, tests, ntests,
                                          NULL, NULL);
     rv_finalize(ctx);
-    return failed ? 1 : 0;
+    return job_test_status(failed, ntests);
 }

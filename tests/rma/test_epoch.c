@@ -543,9 +543,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_election),
         cmocka_unit_test(test_stress),
     };
-    int failed = _cmocka_run_group_tests(group, tests,
-                                         sizeof(tests) / sizeof(tests[0]),
-                                         NULL, NULL);
+    size_t nchecks = sizeof(tests) / sizeof(tests[0]);
+    int failed = _cmocka_run_group_tests(group, tests, nchecks, NULL, NULL);
     rv_finalize(ctx);
-    return failed ? 1 : 0;
+    return job_test_status(failed, nchecks);
 }

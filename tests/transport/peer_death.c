@@ -13,8 +13,10 @@
  * failed: ..."). If that does not happen within SECONDS (default 120),
  * rank 0 says so and exits 3.
  *
- * Run by make check-verbs (scripts/check-verbs.sh), which checks the
- * messages, the exit status and that no process of the job survives.
+ * Run over the verbs configurations through peer_death.sh, which checks
+ * the messages, the exit status and that no process of the job survives
+ * (where there is an RDMA device: make check-verbs runs it in a Soft-RoCE
+ * guest).
  */
 #include <dirent.h>
 #include <fcntl.h>

@@ -2,15 +2,21 @@
 # peer_death.c as a test: the job must end on its own, non-zero, with the
 # transport naming the dead peer, device and port, rivetrun naming the rank
 # that ended it and why, and no process of the job left behind.
-#   peer_death.sh RIVETRUN JOB.yaml PEER_DEATH_BIN DEVICE
+#   peer_death.sh DEVICE -- RIVETRUN ARGS... PEER_DEATH_BIN [SECONDS]
+# (the job command as tests/job_test.cmake's rivet_job_test builds it)
 set -uo pipefail
-run=$1 cfg=$2 prog=$3 dev=$4
+if [ $# -lt 3 ] || [ "$2" != -- ]; then
+  echo "usage: peer_death.sh DEVICE -- RIVETRUN ARGS... PEER_DEATH_BIN [SECONDS]" >&2
+  exit 2
+fi
+dev=$1
+shift 2
 t0=$(date +%s)
 "$(dirname "$0")/../expect.sh" --fail \
   -e "error: verbs: .* to worker [0-9]+ [(]rank 1[)] failed on $dev port [0-9]+: .*: the peer is dead or unreachable" \
   -e "^rivetrun: rank 0 aborted: worker [0-9]+ [(]rank 1[)] failed: .* on $dev port [0-9]+ [(]dead or unreachable[)]" \
   -x "not found dead|did not end" \
-  -- "$run" --timeout 300 -n 2 -c "$cfg" "$prog" 120
+  -- "$@"
 rc=$?
 echo "peer_death: the job ended after $(( $(date +%s) - t0 )) s"
 # rank 1 lived on as "sleep 299.25" (AFTERLIFE_ARG)

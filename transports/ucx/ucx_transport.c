@@ -150,6 +150,8 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->rdma_read = !tp->rma_emulated && strstr(tp->lanes, "tcp") == NULL;
     caps->mem_alloc_mapped = strstr(tp->lanes, "posix") != NULL ||
                              strstr(tp->lanes, "sysv") != NULL;
+    caps->rma_target_progress =
+        tp->rma_emulated || strstr(tp->lanes, "tcp") != NULL;
     snprintf(caps->description, sizeof(caps->description),
              "ucx %s, tls %s%s%s%s", tp->version, tp->tls,
              tp->lanes[0] ? "; to peers: " : "", tp->lanes,

@@ -291,6 +291,7 @@ static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->atomics64 = tp->dev.atomic_cap != IBV_ATOMIC_NONE;
     caps->rdma_read = true;
     caps->mem_alloc_mapped = false;
+    caps->rma_target_progress = false; /* the responder's HCA executes them */
     snprintf(caps->description, sizeof(caps->description),
              "verbs %s port %d (%s, GID index %d %s, MTU %d), RC queue pairs "
              "%s, signal interval %u%s", tp->devname, tp->port,
