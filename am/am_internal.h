@@ -24,6 +24,7 @@
 
 #include <uthash.h>
 
+#include "am_config.h"
 #include "rv_am.h"
 #include "rv_core.h"
 #include "rv_mem.h"
@@ -310,7 +311,7 @@ typedef struct am_rkey {
 typedef struct am_worker {
     rv_worker_t *w;
     rv_context_t *ctx;
-    const rv_config_t *cfg;
+    const rv_am_config_t *cfg;   /* the am.* keys */
     am_proc_t *proc;
     rv_tid_t me;
     uint32_t nworkers;

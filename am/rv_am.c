@@ -596,7 +596,7 @@ static void run_set_len(am_buf_t *b, size_t off, size_t len)
 
 static bool path_write(const am_worker_t *aw)
 {
-    return aw->cfg->am.path == RV_AM_PATH_WRITE;
+    return aw->cfg->path == RV_AM_PATH_WRITE;
 }
 
 /* Transmits the run at @p off of @p b: RV_OK or RV_INPROGRESS when it
@@ -889,7 +889,7 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
     if (d->pending + (reserved ? 0 : size) <= limit)
         return reserved ? RV_OK : RV_INPROGRESS;
     aw->stats.ring_full++;
-    switch (aw->cfg->am.on_full) {
+    switch (aw->cfg->on_full) {
     case RV_ON_FULL_RETRY_ASYNC:
         if (!reserved)
             return RV_INPROGRESS; /* queue it */
@@ -909,13 +909,13 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
     }
     if (reserved)
         dest_unreserve(d, size);
-    if (aw->cfg->am.aggregation == RV_AGG_OVFL && !d->warned_limit) {
+    if (aw->cfg->aggregation == RV_AGG_OVFL && !d->warned_limit) {
         d->warned_limit = true;
         rv_error("calls to worker %u: its ring is full and %zu bytes of "
                  "calls already wait (am.ovfl_limit %" PRIu64 "); the call "
                  "is refused with RV_ERR_AGAIN (am.on_full: fail); every "
                  "call accepted before is kept", d->tid, d->pending,
-                 aw->cfg->am.ovfl_limit);
+                 aw->cfg->ovfl_limit);
     }
     return RV_ERR_AGAIN;
 }
@@ -937,7 +937,7 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const call_desc_t *cd)
     run_set_len(b, b->open, len);
     b->used += size;
     d->pending += size;
-    if (len >= aw->cfg->am.flush_bytes)
+    if (len >= aw->cfg->flush_bytes)
         dest_push(aw, d, false, true);
     else
         aw->idle_flush = true;
@@ -950,10 +950,10 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     am_dest_t *d = aw->dests[cd->dest];
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
-    if (aw->cfg->am.aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
+    if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
         cd->am_flags == 0 && trad_append(aw, d, cd))
         return RV_OK;
-    rv_aggregation_t agg = aw->cfg->am.aggregation;
+    rv_aggregation_t agg = aw->cfg->aggregation;
     bool write = path_write(aw);
     am_hdr_t hdr = hdr_of(aw, cd);
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
@@ -1008,7 +1008,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     size_t limit;
     switch (agg) {
     case RV_AGG_NONE: limit = 0; break;
-    case RV_AGG_OVFL: limit = aw->cfg->am.ovfl_limit; break;
+    case RV_AGG_OVFL: limit = aw->cfg->ovfl_limit; break;
     default: limit = aw->trad_limit; break;
     }
     if (d->pending > 0 &&
@@ -1030,7 +1030,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
               cd->n);
 
     if (agg == RV_AGG_TRAD) {
-        if (run_len(d->last, d->last->open) >= aw->cfg->am.flush_bytes) {
+        if (run_len(d->last, d->last->open) >= aw->cfg->flush_bytes) {
             if (dest_push(aw, d, false, true) < 0)
                 return RV_ERR_TRANSPORT;
         } else {
@@ -1082,11 +1082,11 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     }
     rv_status_t st;
     bool bcast = cd->am_flags & AM_BCAST;
-    if (!bcast && aw->cfg->am.local_bypass &&
+    if (!bcast && aw->cfg->local_bypass &&
         cd->dest / (rv_tid_t)aw->threads == (rv_tid_t)aw->rank)
         st = call_local(aw, cd, s);
-    else if (bcast || (aw->cfg->am.path == RV_AM_PATH_SEND &&
-                       aw->cfg->am.aggregation == RV_AGG_NONE))
+    else if (bcast || (aw->cfg->path == RV_AM_PATH_SEND &&
+                       aw->cfg->aggregation == RV_AGG_NONE))
         st = call_am(aw, cd, s, notify);
     else
         st = call_record(aw, cd, s, notify);
@@ -1248,7 +1248,7 @@ static unsigned am_progress(rv_worker_t *w)
     }
     /* Queued runs go when the messenger takes them; trad batches once
      * full, or when the worker has nothing else to do. */
-    bool trad = aw->cfg->am.aggregation == RV_AGG_TRAD;
+    bool trad = aw->cfg->aggregation == RV_AGG_TRAD;
     bool flush_trad = trad && aw->idle_flush && n == 0 && w->idle_polls > 0;
     if (flush_trad)
         aw->idle_flush = false;
@@ -1277,7 +1277,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         return RV_ERR_NO_MEMORY;
     aw->w = w;
     aw->ctx = ctx;
-    aw->cfg = &ctx->config;
+    aw->cfg = am_config(ctx);
     aw->proc = ctx->layer_state;
     aw->me = w->tid;
     aw->nworkers = rv_nworkers(ctx);
@@ -1292,8 +1292,9 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         aw->used == NULL)
         goto err;
 
-    const rv_config_t *cfg = aw->cfg;
-    size_t ring_chunk = (cfg->am.chunk_bytes + 4095) & ~(size_t)4095;
+    const rv_config_t *cfg = rv_context_config(ctx);
+    const rv_am_config_t *acfg = aw->cfg;
+    size_t ring_chunk = (acfg->chunk_bytes + 4095) & ~(size_t)4095;
     rv_mem_chunk_params_t p;
     rv_mem_chunk_params_init(&p, cfg, ctx->ops, ctx->tp, w->numa_node);
     p.chunk_size = ring_chunk;
@@ -1306,11 +1307,11 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         rv_mem_general_create(aw->own_chunks, &aw->gen) != RV_OK)
         goto err;
     /* A batch buffer takes several flushes' worth of calls. */
-    aw->buf_bytes = 4 * cfg->am.flush_bytes;
+    aw->buf_bytes = 4 * acfg->flush_bytes;
     if (aw->buf_bytes < 256u << 10)
         aw->buf_bytes = 256u << 10;
-    if (aw->buf_bytes > cfg->memory.chunk)
-        aw->buf_bytes = cfg->memory.chunk;
+    if (aw->buf_bytes > rv_core_config(cfg)->memory.chunk)
+        aw->buf_bytes = rv_core_config(cfg)->memory.chunk;
     if (am_service_start(aw) != RV_OK) {
         am_service_stop(aw);
         goto err;
@@ -1318,9 +1319,9 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->max_record = ring_chunk - am_rec_size(8); /* room to rotate */
     aw->run_max = run_max(aw);
     /* trad: what may wait for a full ring before am.on_full applies */
-    aw->trad_limit = cfg->am.ovfl_limit > 2 * cfg->am.flush_bytes
-                         ? cfg->am.ovfl_limit
-                         : 2 * cfg->am.flush_bytes;
+    aw->trad_limit = acfg->ovfl_limit > 2 * acfg->flush_bytes
+                         ? acfg->ovfl_limit
+                         : 2 * acfg->flush_bytes;
     pthread_mutex_lock(&aw->proc->lock);
     aw->proc->workers[w->local] = aw;
     pthread_mutex_unlock(&aw->proc->lock);
@@ -1384,11 +1385,12 @@ static void print_stats(am_worker_t *aw)
     if (aw->stats.calls_lost > 0)
         rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
                  "transport errors above)", aw->me, aw->stats.calls_lost);
-    const char *mode = getenv("RIVET_STATS");
-    if (mode == NULL || *mode == '\0' || strcmp(mode, "0") == 0)
+    rv_stats_mode_t mode =
+        rv_core_config(rv_context_config(aw->ctx))->job.stats;
+    if (mode == RV_STATS_OFF)
         return;
     const rv_am_stats_t *s = &aw->stats;
-    if (strcmp(mode, "json") == 0)
+    if (mode == RV_STATS_JSON)
         fprintf(stderr,
                 "{\"rank\":%d,\"worker\":%u,\"calls_sent\":%" PRIu64
                 ",\"calls_received\":%" PRIu64 ",\"bytes_sent\":%" PRIu64

@@ -1135,7 +1135,8 @@ int main(int argc, char **argv)
     long np = 0;
     int prefix = -1, opt, code;
     sigset_t mask;
-    rv_config_t cfg;
+    rv_config_t *loaded;
+    rv_core_config_t cfg;
     char *end;
 
     l->listen_fd = l->sig_fd = -1;
@@ -1189,10 +1190,12 @@ int main(int argc, char **argv)
     if (config == NULL && getenv("RIVET_CONFIG") != NULL &&
         *getenv("RIVET_CONFIG") != '\0')
         config = getenv("RIVET_CONFIG");
-    if (rv_config_load(config, &cfg, errbuf, sizeof(errbuf)) != RV_OK) {
+    if (rv_config_load(config, &loaded, errbuf, sizeof(errbuf)) != RV_OK) {
         say("%s", errbuf[0] ? errbuf : "cannot load the configuration");
         return 1;
     }
+    cfg = *rv_core_config(loaded); /* the launcher reads core's keys only */
+    rv_config_free(loaded);
     if (config != NULL) {
         if (realpath(config, config_abs) == NULL) {
             say("%s: %m", config);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "am_internal.h"
+#include "rma_config.h"
 #include "rma_internal.h"
 #include "rv_rma.h"
 
@@ -335,8 +336,8 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     /* Where memory is mapped into this process (shared memory) a put is a
      * copy done when it returns and a flush costs nothing: both protocols
      * are the same sequence, and the plain one is the cheapest. */
-    if (aw->cfg->rma.am_long_protocol == RV_AMLONG_PUT_SYNC_SEND ||
-        (int)dst.rank == aw->rank || aw->mapped)
+    if ((int)dst.rank == aw->rank || aw->mapped ||
+        rma_config(aw->ctx)->am_long_protocol == RV_AMLONG_PUT_SYNC_SEND)
         return rv_call_buffer_put(w, dest, h, args, len, src, dst, n, sync,
                                   flags);
 

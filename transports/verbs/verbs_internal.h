@@ -25,6 +25,7 @@
 
 #include "rv_mem.h"
 #include "rv_transport.h"
+#include "verbs_config.h"
 #include "verbs_signal.h"
 
 #define VB_MAX_HDR 64              /* core header bytes per message */
@@ -86,7 +87,8 @@ struct rv_transport {
     uint32_t signal_interval;
     void (*peer_failed)(void *arg, uint32_t peer, const char *why);
     void *peer_failed_arg;
-    rv_config_t config;
+    rv_verbs_config_t config;
+    const rv_config_t *job_config; /* core's keys (memory.*) */
     char gid_text[64];
     /* qp_sharing: process */
     bool shared_qps;

@@ -67,7 +67,7 @@ static bool port_active(struct ibv_context *c, int port,
 /* Opens the configured device, or the best one with an active port. */
 static rv_status_t open_device(rv_transport_t *tp)
 {
-    const char *want = tp->config.transport.verbs.device;
+    const char *want = tp->config.device;
     int num = 0;
     struct ibv_device **list = ibv_get_device_list(&num);
     if (list == NULL || num == 0) {
@@ -144,7 +144,7 @@ static bool gid_is_ipv4(const union ibv_gid *g)
 
 static rv_status_t choose_gid(rv_transport_t *tp)
 {
-    int want = tp->config.transport.verbs.gid_index;
+    int want = tp->config.gid_index;
     tp->roce = tp->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
     if (want < 0) {
         want = 0;
@@ -192,19 +192,26 @@ static void vb_fini(rv_transport_t *tp)
 static rv_status_t vb_init(const rv_transport_params_t *params,
                            rv_transport_t **tp_p)
 {
-    rv_transport_t *tp = calloc(1, sizeof(*tp));
+    rv_transport_t *tp;
+
+    if (params->tconfig == NULL) {
+        rv_error("verbs: started without its transport.verbs configuration");
+        return RV_ERR_INVALID;
+    }
+    tp = calloc(1, sizeof(*tp));
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
-    tp->config = *params->config;
+    tp->config = *(const rv_verbs_config_t *)params->tconfig;
+    tp->job_config = params->config;
     tp->rank = params->rank;
     tp->size = params->size;
     tp->threads = params->threads;
     tp->peer_failed = params->peer_failed;
     tp->peer_failed_arg = params->peer_failed_arg;
-    tp->port = tp->config.transport.verbs.port;
-    tp->signal_interval = (uint32_t)tp->config.transport.verbs.signal_interval;
+    tp->port = tp->config.port;
+    tp->signal_interval = (uint32_t)tp->config.signal_interval;
     tp->shared_qps =
-        tp->config.transport.verbs.qp_sharing == RV_QP_SHARING_PROCESS;
+        tp->config.qp_sharing == RV_QP_SHARING_PROCESS;
     tp->nworkers = (uint32_t)(tp->size * tp->threads);
     if (tp->signal_interval > VB_SQ_DEPTH / 2) {
         rv_error("verbs: transport.verbs.signal_interval %u exceeds half the "
@@ -359,6 +366,7 @@ __attribute__((visibility("default"))) const rv_transport_ops_t
     rv_transport_ops = {
         .name = "verbs",
         .abi_version = RV_TRANSPORT_ABI_VERSION,
+        .config = &rv_verbs_config_table,
         .init = vb_init,
         .fini = vb_fini,
         .query = vb_query,

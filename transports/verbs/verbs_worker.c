@@ -1325,7 +1325,7 @@ rv_status_t vb_worker_create(rv_transport_t *tp,
     /* bounce memory: chunks registered once, units tagged with flushes */
     if (st == RV_OK) {
         rv_mem_chunk_params_t cp;
-        rv_mem_chunk_params_init(&cp, &tp->config, &rv_transport_ops, tp,
+        rv_mem_chunk_params_init(&cp, tp->job_config, &rv_transport_ops, tp,
                                  tw->numa_node);
         cp.source = RV_MEM_SOURCE_MMAP;
         st = rv_mem_chunk_allocator_create(&cp, &tw->chunks);
