@@ -59,9 +59,8 @@ typedef enum { RV_STATS_OFF, RV_STATS_TEXT, RV_STATS_JSON } rv_stats_mode_t;
 typedef struct rv_config rv_config_t;
 
 /**
- * @brief Core's own keys (the table with the empty prefix).
- * @note Read through rv_core_config(); never allocated by the application,
- * so core may append keys without breaking programs built earlier.
+ * @brief Core's own keys (the table with the empty prefix), read through
+ * rv_core_config(). A key a layer or a plugin adds changes nothing here.
  */
 typedef struct rv_core_config {
     struct {

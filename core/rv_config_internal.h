@@ -69,9 +69,6 @@ rv_status_t rv__config_plugin_table(const char *name,
                                     const rv_config_table_t **table_p,
                                     char *why, size_t whylen);
 
-/* Writes "ucx, verbs" (the plugins found in the plugin path) or "none". */
-void rv__config_plugin_names(char *buf, size_t len);
-
 /* Order of tables for --dump: core's, layers', then plugins'. */
 int rv__config_table_cmp(const rv_config_table_t *a,
                          const rv_config_table_t *b);

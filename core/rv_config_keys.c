@@ -290,7 +290,7 @@ static bool plugin_missing(const char *key, const char *what, const char *name,
                  "librivet-%s.so; did you mean '" TRANSPORT_PREFIX "%s'?",
                  what, key, name, g.best);
     } else if (status == RV_ERR_NOT_FOUND) {
-        rv__config_plugin_names(names, sizeof(names));
+        rv__plugin_names(names, sizeof(names));
         snprintf(buf, len,
                  "unknown %s '%s': no transport plugin "
                  "librivet-%s.so (available transports: %s)",

@@ -197,29 +197,6 @@ static void read_one(const char *name, void *arg)
                  why);
 }
 
-typedef struct {
-    char *buf;
-    size_t len, used;
-} name_list_t;
-
-static void list_one(const char *name, void *arg)
-{
-    name_list_t *l = arg;
-    l->used += (size_t)snprintf(l->buf + l->used,
-                                l->used < l->len ? l->len - l->used : 0, "%s%s",
-                                l->used ? ", " : "", name);
-}
-
-void rv__config_plugin_names(char *buf, size_t len)
-{
-    name_list_t list = {.buf = buf, .len = len, .used = 0};
-
-    buf[0] = '\0';
-    rv__plugin_foreach(list_one, &list);
-    if (buf[0] == '\0')
-        snprintf(buf, len, "none");
-}
-
 /* ---------------------------------------------------------------------- */
 /* Order                                                                   */
 /* ---------------------------------------------------------------------- */

@@ -149,7 +149,11 @@ rv_status_t rv__plugin_find(const char *name, void **handle_p,
                             const rv_transport_ops_t **ops_p, char *why,
                             size_t whylen);
 
-/* Calls @p fn with the name of every plugin in the search folders. */
+/* Writes "ucx, verbs" (the plugins in the search folders) or "none". */
+void rv__plugin_names(char *buf, size_t len);
+
+/* Calls @p fn with the name of every plugin in the search folders, in
+ * alphabetical order. */
 void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg);
 
 /* Registers the core's own handlers (barrier). */

@@ -166,6 +166,15 @@ static void list_available(const dir_list_t *l, char *buf, size_t len)
         snprintf(buf, len, "none");
 }
 
+void rv__plugin_names(char *buf, size_t len)
+{
+    dir_list_t dirs = {.n = 0};
+
+    dirs_collect(&dirs);
+    list_available(&dirs, buf, len);
+    dirs_free(&dirs);
+}
+
 void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg)
 {
     dir_list_t dirs = {.n = 0};
