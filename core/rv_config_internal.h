@@ -75,9 +75,6 @@ int rv__config_table_cmp(const rv_config_table_t *a,
 
 /* ---- components (rv_config_load.c) ------------------------------------ */
 
-/* An empty configuration (no component), or NULL when out of memory. */
-rv_config_t *rv__config_new(void);
-
 /* The component of @p cfg under @p prefix, or NULL. */
 rv_config_comp_t *rv__config_comp(const rv_config_t *cfg, const char *prefix);
 
@@ -171,14 +168,6 @@ bool rv__config_plugin_of(const char *key, char *name, size_t len);
 
 /* "RIVET_TRANSPORT_UCX_TLS" for "transport.ucx.tls". */
 void rv__config_env_name(const char *key, char *buf, size_t len);
-
-/*
- * The valid key (@p sections false) or section (@p sections true) of any
- * table known to the process, plugins in the plugin path included, nearest
- * to @p key; false if none is close.
- */
-bool rv__config_suggest(const char *key, bool sections, char *out,
-                        size_t outlen);
 
 /*
  * Writes the message of an unknown key or section: "unknown key 'K'; did

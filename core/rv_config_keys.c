@@ -212,8 +212,12 @@ static void consider_sections(suggestion_t *s, const char *key,
     }
 }
 
-bool rv__config_suggest(const char *key, bool sections, char *out,
-                        size_t outlen)
+/*
+ * The valid key (@p sections false) or section (@p sections true) of any
+ * table known to the process, plugins in the plugin path included, nearest
+ * to @p key; false if none is close.
+ */
+static bool suggest(const char *key, bool sections, char *out, size_t outlen)
 {
     const rv_config_table_t *tables[RV_CFG_MAX_TABLES];
     size_t n = rv__config_tables(tables, true);
@@ -242,8 +246,8 @@ static void suggestion_text(const char *key, bool section, char *buf,
 {
     char s[RV_CFG_KEY_MAX + 1];
 
-    if (rv__config_suggest(key, section, s, sizeof(s)) ||
-        rv__config_suggest(key, !section, s, sizeof(s)))
+    if (suggest(key, section, s, sizeof(s)) ||
+        suggest(key, !section, s, sizeof(s)))
         snprintf(buf, len, "; did you mean '%s'?", s);
     else
         buf[0] = '\0';

@@ -57,7 +57,8 @@ void rv__config_report(rv_config_loader_t *ld, const char *fmt, ...)
 /* Components                                                              */
 /* ---------------------------------------------------------------------- */
 
-rv_config_t *rv__config_new(void)
+/* An empty configuration (no component), or NULL when out of memory. */
+static rv_config_t *config_new(void)
 {
     return calloc(1, sizeof(rv_config_t));
 }
@@ -160,7 +161,7 @@ static rv_status_t attach_builtin(rv_config_t *cfg, char *why, size_t whylen)
 
 rv_status_t rv__config_dup(const rv_config_t *src, rv_config_t **dst_p)
 {
-    rv_config_t *dst = rv__config_new();
+    rv_config_t *dst = config_new();
     char why[RV_CFG_MSG_MAX];
     rv_status_t status = RV_OK;
 
@@ -325,7 +326,7 @@ rv_status_t rv_config_load(const char *path, rv_config_t **cfg_p, char *errbuf,
 
     if (cfg_p == NULL)
         return RV_ERR_INVALID;
-    ld.cfg = rv__config_new();
+    ld.cfg = config_new();
     if (ld.cfg == NULL) {
         rv__config_report(&ld, "cannot load the configuration: out of memory");
         return RV_ERR_NO_MEMORY;
