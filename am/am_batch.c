@@ -110,7 +110,7 @@ void am_run_set_len(am_buf_t *b, size_t off, size_t len)
 
 bool am_path_write(const am_worker_t *aw)
 {
-    return aw->cfg->am.path == RV_AM_PATH_WRITE;
+    return aw->cfg->path == RV_AM_PATH_WRITE;
 }
 
 /* Transmits the run at @p off of @p b: RV_OK or RV_INPROGRESS when it

@@ -141,7 +141,7 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
     if (d->pending + (reserved ? 0 : size) <= limit)
         return reserved ? RV_OK : RV_INPROGRESS;
     aw->stats.ring_full++;
-    switch (aw->cfg->am.on_full) {
+    switch (aw->cfg->on_full) {
     case RV_ON_FULL_RETRY_ASYNC:
         if (!reserved)
             return RV_INPROGRESS; /* queue it */
@@ -161,13 +161,13 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
     }
     if (reserved)
         am_dest_unreserve(d, size);
-    if (aw->cfg->am.aggregation == RV_AGG_OVFL && !d->warned_limit) {
+    if (aw->cfg->aggregation == RV_AGG_OVFL && !d->warned_limit) {
         d->warned_limit = true;
         rv_error("calls to worker %u: its ring is full and %zu bytes of "
                  "calls already wait (am.ovfl_limit %" PRIu64 "); the call "
                  "is refused with RV_ERR_AGAIN (am.on_full: fail); every "
                  "call accepted before is kept", d->tid, d->pending,
-                 aw->cfg->am.ovfl_limit);
+                 aw->cfg->ovfl_limit);
     }
     return RV_ERR_AGAIN;
 }
@@ -189,7 +189,7 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const call_desc_t *cd)
     am_run_set_len(b, b->open, len);
     b->used += size;
     d->pending += size;
-    if (len >= aw->cfg->am.flush_bytes)
+    if (len >= aw->cfg->flush_bytes)
         am_dest_push(aw, d, false, true);
     else
         aw->idle_flush = true;
@@ -238,7 +238,7 @@ static size_t agg_limit(const am_worker_t *aw, rv_aggregation_t agg)
     case RV_AGG_NONE:
         return 0;
     case RV_AGG_OVFL:
-        return aw->cfg->am.ovfl_limit;
+        return aw->cfg->ovfl_limit;
     default:
         return aw->trad_limit;
     }
@@ -250,10 +250,10 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     am_dest_t *d = aw->dests[cd->dest];
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
-    if (aw->cfg->am.aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
+    if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
         cd->am_flags == 0 && trad_append(aw, d, cd))
         return RV_OK;
-    rv_aggregation_t agg = aw->cfg->am.aggregation;
+    rv_aggregation_t agg = aw->cfg->aggregation;
     am_hdr_t hdr = hdr_of(aw, cd);
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
     bool rma_note = false;
@@ -293,7 +293,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
               cd->n);
 
     if (agg == RV_AGG_TRAD) {
-        if (am_run_len(d->last, d->last->open) >= aw->cfg->am.flush_bytes) {
+        if (am_run_len(d->last, d->last->open) >= aw->cfg->flush_bytes) {
             if (am_dest_push(aw, d, false, true) < 0)
                 return RV_ERR_TRANSPORT;
         } else {
@@ -350,11 +350,11 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     }
     rv_status_t st;
     bool bcast = cd->am_flags & AM_BCAST;
-    if (!bcast && aw->cfg->am.local_bypass &&
+    if (!bcast && aw->cfg->local_bypass &&
         cd->dest / (rv_tid_t)aw->threads == (rv_tid_t)aw->rank)
         st = call_local(aw, cd, s);
-    else if (bcast || (aw->cfg->am.path == RV_AM_PATH_SEND &&
-                       aw->cfg->am.aggregation == RV_AGG_NONE))
+    else if (bcast || (aw->cfg->path == RV_AM_PATH_SEND &&
+                       aw->cfg->aggregation == RV_AGG_NONE))
         st = call_am(aw, cd, s, notify);
     else
         st = call_record(aw, cd, s, notify);

@@ -24,6 +24,7 @@
 
 #include <uthash.h>
 
+#include "am_config.h"
 #include "rv_am.h"
 #include "rv_am_ext.h"
 #include "rv_layer.h"
@@ -294,7 +295,7 @@ typedef struct am_proc {
 typedef struct am_worker {
     rv_worker_t *w;
     rv_context_t *ctx;
-    const rv_config_t *cfg;
+    const rv_am_config_t *cfg;   /* the am.* keys */
     am_proc_t *proc;
     rv_tid_t me;
     uint32_t nworkers;

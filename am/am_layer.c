@@ -59,7 +59,7 @@ static unsigned am_progress(rv_worker_t *w)
     }
     /* Queued runs go when the messenger takes them; trad batches once
      * full, or when the worker has nothing else to do. */
-    bool trad = aw->cfg->am.aggregation == RV_AGG_TRAD;
+    bool trad = aw->cfg->aggregation == RV_AGG_TRAD;
     bool flush_trad = trad && aw->idle_flush && n == 0 && rv_worker_idle_polls(w) > 0;
     if (flush_trad)
         aw->idle_flush = false;
@@ -89,14 +89,14 @@ static rv_status_t worker_memory(am_worker_t *aw, size_t ring_chunk)
     const rv_transport_ops_t *ops = rv_context_transport(aw->ctx, &tp);
     int numa = rv_worker_numa_node(aw->w);
     rv_mem_chunk_params_t p;
-    rv_mem_chunk_params_init(&p, aw->cfg, ops, tp, numa);
+    rv_mem_chunk_params_init(&p, rv_context_config(aw->ctx), ops, tp, numa);
     p.chunk_size = ring_chunk;
     if (ring_chunk % AM_HUGE_PAGE != 0 && p.huge_pages == RV_HUGE_AUTO)
         p.huge_pages = RV_HUGE_OFF;
     rv_status_t st = rv_mem_chunk_allocator_create(&p, &aw->ring_chunks);
     if (st != RV_OK)
         return st;
-    rv_mem_chunk_params_init(&p, aw->cfg, ops, tp, numa);
+    rv_mem_chunk_params_init(&p, rv_context_config(aw->ctx), ops, tp, numa);
     st = rv_mem_chunk_allocator_create(&p, &aw->own_chunks);
     if (st == RV_OK)
         st = rv_mem_general_create(aw->own_chunks, &aw->gen);
@@ -106,18 +106,19 @@ static rv_status_t worker_memory(am_worker_t *aw, size_t ring_chunk)
 /* Sizes derived from the configuration. */
 static void worker_sizes(am_worker_t *aw, size_t ring_chunk)
 {
-    const rv_config_t *cfg = aw->cfg;
-    aw->buf_bytes = AM_BUF_FLUSHES * cfg->am.flush_bytes;
+    const rv_am_config_t *cfg = aw->cfg;
+    uint64_t chunk = rv_core_config(rv_context_config(aw->ctx))->memory.chunk;
+    aw->buf_bytes = AM_BUF_FLUSHES * cfg->flush_bytes;
     if (aw->buf_bytes < AM_BUF_MIN_BYTES)
         aw->buf_bytes = AM_BUF_MIN_BYTES;
-    if (aw->buf_bytes > cfg->memory.chunk)
-        aw->buf_bytes = cfg->memory.chunk;
+    if (aw->buf_bytes > chunk)
+        aw->buf_bytes = chunk;
     aw->max_record = ring_chunk - am_rec_size(8); /* room to rotate */
     aw->run_max = am_run_max(aw);
     /* trad: what may wait for a full ring before am.on_full applies */
-    aw->trad_limit = cfg->am.ovfl_limit > 2 * cfg->am.flush_bytes
-                         ? cfg->am.ovfl_limit
-                         : 2 * cfg->am.flush_bytes;
+    aw->trad_limit = cfg->ovfl_limit > 2 * cfg->flush_bytes
+                         ? cfg->ovfl_limit
+                         : 2 * cfg->flush_bytes;
 }
 
 static void worker_free(am_worker_t *aw)
@@ -143,7 +144,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         return RV_ERR_NO_MEMORY;
     aw->w = w;
     aw->ctx = ctx;
-    aw->cfg = rv_context_config(ctx);
+    aw->cfg = am_config(ctx);
     aw->proc = rv_layer_context(ctx, am_slot);
     aw->me = rv_worker_tid(w);
     aw->nworkers = rv_nworkers(ctx);
@@ -156,7 +157,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL ||
         aw->used == NULL)
         goto err_free;
-    size_t ring_chunk = (aw->cfg->am.chunk_bytes + AM_PAGE - 1) &
+    size_t ring_chunk = (aw->cfg->chunk_bytes + AM_PAGE - 1) &
                         ~(size_t)(AM_PAGE - 1);
     if (worker_memory(aw, ring_chunk) != RV_OK)
         goto err_free;
@@ -216,11 +217,12 @@ static void print_stats(am_worker_t *aw)
     if (aw->stats.calls_lost > 0)
         rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
                  "transport errors above)", aw->me, aw->stats.calls_lost);
-    const char *mode = getenv("RIVET_STATS");
-    if (mode == NULL || *mode == '\0' || strcmp(mode, "0") == 0)
+    rv_stats_mode_t mode =
+        rv_core_config(rv_context_config(aw->ctx))->job.stats;
+    if (mode == RV_STATS_OFF)
         return;
     const rv_am_stats_t *s = &aw->stats;
-    if (strcmp(mode, "json") == 0)
+    if (mode == RV_STATS_JSON)
         fprintf(stderr,
                 "{\"rank\":%d,\"worker\":%u,\"calls_sent\":%" PRIu64
                 ",\"calls_received\":%" PRIu64 ",\"bytes_sent\":%" PRIu64

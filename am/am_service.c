@@ -59,7 +59,8 @@ void am_service_fini(am_proc_t *proc)
 rv_status_t am_service_start(am_worker_t *aw)
 {
     am_service_t *svc = &aw->proc->svc;
-    int want = (int)aw->cfg->job.service_threads;
+    int want = (int)rv_core_config(rv_context_config(aw->ctx))
+                   ->job.service_threads;
     rv_status_t st = RV_OK;
     __cds_wfcq_init(&aw->outbox_head, &aw->outbox_tail);
     atomic_init(&aw->service_pending, 0);

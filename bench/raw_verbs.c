@@ -20,8 +20,13 @@ static bool gid_is_ipv4(const union ibv_gid *g)
 static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
                     const raw_verbs_params_t *p)
 {
-    const char *want = cfg->transport.verbs.device;
+    char want[RV_CONFIG_STR_MAX];
+    int64_t port = 1, gid_index = -1;
     int num = 0;
+
+    rv_config_get(cfg, "transport.verbs.device", want, sizeof(want));
+    rv_config_get_int(cfg, "transport.verbs.port", &port);
+    rv_config_get_int(cfg, "transport.verbs.gid_index", &gid_index);
     struct ibv_device **list = ibv_get_device_list(&num);
     for (int i = 0; list != NULL && i < num && r->ctx == NULL; i++)
         if (want[0] == '\0' || strcmp(want, ibv_get_device_name(list[i])) == 0)
@@ -34,14 +39,14 @@ static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
     }
     snprintf(r->devname, sizeof(r->devname), "%s",
              ibv_get_device_name(r->ctx->device));
-    r->port = (int)cfg->transport.verbs.port;
+    r->port = (int)port;
     struct ibv_port_attr pa;
     if (ibv_query_port(r->ctx, (uint8_t)r->port, &pa) != 0) {
         fprintf(stderr, "%s: no port %d on %s\n", r->prog, r->port,
                 r->devname);
         return -1;
     }
-    r->gid_index = (int)cfg->transport.verbs.gid_index;
+    r->gid_index = (int)gid_index;
     bool roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     if (r->gid_index < 0) { /* as the verbs transport picks it */
         r->gid_index = 0;

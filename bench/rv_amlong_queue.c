@@ -130,8 +130,9 @@ static int worker(rv_worker_t *w, void *arg)
         return 1;
     }
 
-    const char *proto = rv_config_enum_name(
-        "rma.am_long_protocol", rv_context_config(ctx)->rma.am_long_protocol);
+    char proto[RV_CONFIG_STR_MAX];
+    rv_config_get(rv_context_config(ctx), "rma.am_long_protocol", proto,
+                  sizeof(proto));
     if (opt.csv) {
         printf("size,depth,iters,inject_us,complete_us\n");
     } else {

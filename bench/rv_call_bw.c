@@ -155,11 +155,11 @@ static int sender(rv_worker_t *w)
     const rv_config_t *cfg = rv_context_config(ctx);
     rv_tid_t peer = rv_tid_make(ctx, 1, 0);
     if (!opt.csv) {
+        char path[RV_CONFIG_STR_MAX], agg[RV_CONFIG_STR_MAX];
+        rv_config_get(cfg, "am.path", path, sizeof(path));
+        rv_config_get(cfg, "am.aggregation", agg, sizeof(agg));
         printf("rivet call throughput: %d processes, am.path %s, "
-               "am.aggregation %s\n", rv_size(ctx),
-               rv_config_enum_name("am.path", (int)cfg->am.path),
-               rv_config_enum_name("am.aggregation",
-                                   (int)cfg->am.aggregation));
+               "am.aggregation %s\n", rv_size(ctx), path, agg);
         printf("transport: %s\n", rv_context_caps(ctx)->description);
         printf("%10s %10s %14s %14s\n", "size", "calls", "calls/s", "MB/s");
     } else {

@@ -314,7 +314,10 @@ static int options(rv_context_t *ctx, int argc, char **argv)
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     const char *sizes = "8,16,32,64,128,256,512,1024,2048,4096";
-    long dflt = rv_context_config(ctx)->transport.verbs.signal_interval;
+    int64_t interval = 0;
+    rv_config_get_int(rv_context_config(ctx), "transport.verbs.signal_interval",
+                      &interval);
+    long dflt = (long)interval;
     int c, bad = 0;
     opt.interval = opt.progress = dflt;
     parse_modes("all_signaled,manual,automatic");

@@ -1,7 +1,8 @@
 /*
  * rivet-config: validates a job configuration and prints the effective one
  * (defaults, then the file, then RIVET_* environment overrides), or the
- * reference of every key.
+ * reference of every key: core's, every layer's and every transport
+ * plugin's found in the plugin path.
  *
  *     rivet-config -c job.yaml --check
  *     rivet-config -c job.yaml --dump
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
     const char *path = NULL;
     int action = ACTION_NONE;
     char err[1024];
-    rv_config_t cfg;
+    rv_config_t *cfg;
     int opt;
 
     while ((opt = getopt_long(argc, argv, "c:drh", options, NULL)) != -1) {
@@ -106,6 +107,7 @@ int main(int argc, char **argv)
     if (action == ACTION_CHECK)
         printf("%s: ok\n", path != NULL ? path : "defaults and environment");
     else
-        rv_config_dump(&cfg, stdout);
+        rv_config_dump(cfg, stdout);
+    rv_config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rv_config_internal.h"
 #include "rv_core.h"
 
 /* Removes `-c FILE`, `--config FILE` or `--config=FILE` from argv. */
@@ -44,11 +45,13 @@ rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p)
     if (file != NULL && *file == '\0')
         file = NULL;
 
-    rv_config_t cfg;
+    rv_config_t *cfg;
     rv_status_t status = rv_config_load(file, &cfg, NULL, 0);
     if (status != RV_OK)
         return status;
-    return rv_init_config(&cfg, ctx_p);
+    status = rv_init_config(cfg, ctx_p);
+    rv_config_free(cfg);
+    return status;
 }
 
 /* A transport's connection to @p peer broke for good: end the job. */
@@ -61,19 +64,43 @@ static void peer_failed(void *arg, uint32_t peer, const char *why)
         for (;;) /* another thread is ending the process */
             pause();
     snprintf(msg, sizeof(msg), "worker %u (rank %u) failed: %s", peer,
-             peer / (uint32_t)ctx->config.job.threads, why);
+             peer / (uint32_t)ctx->core->job.threads, why);
     rv_abort(ctx, 1, msg);
+}
+
+/* The plugin's own struct: from the file and the environment when the
+ * configuration holds it, else the plugin's defaults. */
+static rv_status_t transport_config(rv_context_t *ctx, void **tconfig_p)
+{
+    char why[RV_CFG_MSG_MAX];
+    rv_status_t status;
+
+    *tconfig_p = NULL;
+    if (ctx->ops->config == NULL)
+        return RV_OK;
+    status = rv__config_attach(ctx->config, ctx->ops->config, tconfig_p, why,
+                               sizeof(why));
+    if (status != RV_OK)
+        rv_error("transport '%s': %s", ctx->core->transport.name, why);
+    return status;
 }
 
 rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
 {
     rv_status_t status;
-    rv_context_t *ctx = calloc(1, sizeof(*ctx));
+    rv_context_t *ctx;
+    void *tconfig;
+    if (cfg == NULL)
+        return RV_ERR_INVALID;
+    ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return RV_ERR_NO_MEMORY;
-    ctx->config = *cfg;
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->cond, NULL);
+    status = rv__config_dup(cfg, &ctx->config);
+    if (status != RV_OK)
+        goto err_free;
+    ctx->core = rv_core_config(ctx->config);
 
     status = rv__bootstrap_create(&ctx->bs);
     if (status != RV_OK)
@@ -84,29 +111,33 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
     if (status != RV_OK)
         goto err_bootstrap;
 
-    status = rv__plugin_load(cfg->transport.name, &ctx->plugin_handle,
+    status = rv__plugin_load(ctx->core->transport.name, &ctx->plugin_handle,
                              &ctx->ops);
     if (status != RV_OK)
         goto err_handlers;
+    status = transport_config(ctx, &tconfig);
+    if (status != RV_OK)
+        goto err_plugin;
 
     rv_transport_params_t params = {
-        .config = &ctx->config,
+        .config = ctx->config,
+        .tconfig = tconfig,
         .rank = ctx->bs->rank,
         .size = ctx->bs->size,
-        .threads = (int)cfg->job.threads,
+        .threads = (int)ctx->core->job.threads,
         .peer_failed = peer_failed,
         .peer_failed_arg = ctx,
         .services = &rv__transport_services,
     };
     status = ctx->ops->init(&params, &ctx->tp);
     if (status != RV_OK) {
-        rv_error("transport '%s' failed to start: %s", cfg->transport.name,
-                 rv_status_str(status));
+        rv_error("transport '%s' failed to start: %s",
+                 ctx->core->transport.name, rv_status_str(status));
         goto err_plugin;
     }
     ctx->ops->query(ctx->tp, &ctx->caps);
     rv_info("job of %d processes x %d threads, bootstrap %s, transport %s",
-            ctx->bs->size, (int)cfg->job.threads, ctx->bs->ops->name,
+            ctx->bs->size, (int)ctx->core->job.threads, ctx->bs->ops->name,
             ctx->caps.description);
     *ctx_p = ctx;
     return RV_OK;
@@ -123,6 +154,9 @@ err_handlers:
 err_bootstrap:
     ctx->bs->ops->fini(ctx->bs);
 err_free:
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->cond);
+    rv_config_free(ctx->config);
     free(ctx);
     return status;
 }
@@ -143,6 +177,7 @@ void rv_finalize(rv_context_t *ctx)
     pthread_mutex_destroy(&ctx->lock);
     pthread_cond_destroy(&ctx->cond);
     /* The plugin is not dlclose'd: UCX keeps atexit handlers in it. */
+    rv_config_free(ctx->config);
     free(ctx);
 }
 
@@ -155,16 +190,16 @@ void rv_abort(rv_context_t *ctx, int code, const char *why)
 
 rv_rank_t rv_rank(const rv_context_t *ctx) { return ctx->bs->rank; }
 rv_rank_t rv_size(const rv_context_t *ctx) { return ctx->bs->size; }
-int rv_threads(const rv_context_t *ctx) { return (int)ctx->config.job.threads; }
+int rv_threads(const rv_context_t *ctx) { return (int)ctx->core->job.threads; }
 
 uint32_t rv_nworkers(const rv_context_t *ctx)
 {
-    return (uint32_t)ctx->bs->size * (uint32_t)ctx->config.job.threads;
+    return (uint32_t)ctx->bs->size * (uint32_t)ctx->core->job.threads;
 }
 
 const rv_config_t *rv_context_config(const rv_context_t *ctx)
 {
-    return &ctx->config;
+    return ctx->config;
 }
 
 const char *rv_bootstrap_name(const rv_context_t *ctx)

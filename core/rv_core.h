@@ -63,7 +63,8 @@ struct rv_worker {
 };
 
 struct rv_context {
-    rv_config_t config;
+    rv_config_t *config;          /* the context's own copy */
+    const rv_core_config_t *core; /* its core keys, read on hot paths */
     rv_bootstrap_t *bs;
     void *plugin_handle;
     const rv_transport_ops_t *ops;
@@ -97,13 +98,28 @@ struct rv_context {
 /* The AM dispatch callback given to the transport. */
 rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc);
 
-/* Loads the transport plugin named in the config. */
+/* Loads the transport plugin named in the config; errors are logged. */
 rv_status_t rv__plugin_load(const char *name, void **handle_p,
                             const rv_transport_ops_t **ops_p);
 
 /* What core does for the transport plugin (rv_services.c), given to its
  * init in rv_transport_params_t. */
 extern const rv_transport_services_t rv__transport_services;
+
+/* As rv__plugin_load, with the error written to @p why instead of the log:
+ * RV_ERR_NOT_FOUND when there is no librivet-NAME.so (or it does not
+ * load), RV_ERR_UNSUPPORTED for another ABI, RV_ERR_CONFIG for a name that
+ * is not a plugin name. The plugin stays loaded. */
+rv_status_t rv__plugin_find(const char *name, void **handle_p,
+                            const rv_transport_ops_t **ops_p, char *why,
+                            size_t whylen);
+
+/* Writes "ucx, verbs" (the plugins in the search folders) or "none". */
+void rv__plugin_names(char *buf, size_t len);
+
+/* Calls @p fn with the name of every plugin in the search folders, in
+ * alphabetical order. */
+void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg);
 
 /* Registers the core's own handlers (barrier). */
 rv_status_t rv__msg_init(rv_context_t *ctx);

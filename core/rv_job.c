@@ -59,7 +59,7 @@ static void *worker_main(void *p)
     rv_status_t status;
 
     rv_log_set_identity(rv_rank(ctx), w->local);
-    rv__placement_bind_thread(ctx->config.job.placement, ctx->bs->local_rank,
+    rv__placement_bind_thread(ctx->core->job.placement, ctx->bs->local_rank,
                               T, w->local, &w->numa_node);
     rv__placement_describe(where, sizeof(where));
     rv_debug("worker %u runs on %s", w->tid, where);

@@ -96,8 +96,10 @@ void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
     params->ops = ops;
     params->tp = tp;
     params->numa_node = numa_node;
-    params->chunk_size = cfg->memory.chunk;
-    params->huge_pages = cfg->memory.huge_pages;
+    const rv_core_config_t *core = rv_core_config(cfg);
+
+    params->chunk_size = core->memory.chunk;
+    params->huge_pages = core->memory.huge_pages;
     params->source = RV_MEM_SOURCE_AUTO;
 }
 

@@ -24,6 +24,11 @@
 #endif
 
 #define MAX_DIRS 32
+#define PLUGIN_PREFIX "librivet-"
+#define PLUGIN_PREFIX_LEN (sizeof(PLUGIN_PREFIX) - 1)
+#define PLUGIN_SUFFIX ".so"
+#define PLUGIN_SUFFIX_LEN (sizeof(PLUGIN_SUFFIX) - 1)
+#define PLUGIN_WHY_MAX 4096   /* a loader message: the folders searched */
 
 typedef struct {
     char *dirs[MAX_DIRS];
@@ -57,11 +62,19 @@ static void dirs_collect(dir_list_t *l)
     if (dladdr((void *)rv__plugin_load, &info) && info.dli_fname != NULL) {
         const char *slash = strrchr(info.dli_fname, '/');
         if (slash != NULL) {
-            char sub[PATH_MAX];
-            size_t len = (size_t)(slash - info.dli_fname);
-            dirs_add(l, info.dli_fname, len);
-            snprintf(sub, sizeof(sub), "%.*s/rivet", (int)len, info.dli_fname);
-            dirs_add(l, sub, strlen(sub));
+            /* Beside librivet (lib/ and lib/rivet/), or, for a program
+             * that carries core itself (rivetrun), in the lib/ next to
+             * its bin/. */
+            static const char *const rel[] = {"", "/rivet", "/../lib",
+                                              "/../lib/rivet"};
+            int len = (int)(slash - info.dli_fname);
+            for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+                char sub[PATH_MAX], real[PATH_MAX];
+                snprintf(sub, sizeof(sub), "%.*s%s", len, info.dli_fname,
+                         rel[i]);
+                if (realpath(sub, real) != NULL)
+                    dirs_add(l, real, strlen(real));
+            }
         }
     }
     dirs_add(l, RIVET_PLUGIN_DIR, strlen(RIVET_PLUGIN_DIR));
@@ -73,11 +86,44 @@ static void dirs_free(dir_list_t *l)
         free(l->dirs[i]);
 }
 
-/* Lists "ucx, verbs" from every search folder into buf. */
-static void list_available(const dir_list_t *l, char *buf, size_t len)
+/* A list of plugin names, each once. */
+typedef struct {
+    char **names;
+    size_t n, cap;
+} name_set_t;
+
+static void names_add(name_set_t *set, const char *name, size_t len)
 {
-    size_t used = 0;
-    buf[0] = '\0';
+    for (size_t i = 0; i < set->n; i++)
+        if (strlen(set->names[i]) == len &&
+            strncmp(set->names[i], name, len) == 0)
+            return;
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 8;
+        char **bigger = realloc(set->names, cap * sizeof(*bigger));
+        if (bigger == NULL)
+            return;
+        set->names = bigger;
+        set->cap = cap;
+    }
+    set->names[set->n] = strndup(name, len);
+    if (set->names[set->n] != NULL)
+        set->n++;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Calls @p fn with the name of every plugin in the search folders, once
+ * each, in alphabetical order (messages list them the same way on every
+ * file system). */
+static void foreach_plugin(const dir_list_t *l,
+                           void (*fn)(const char *name, void *arg), void *arg)
+{
+    name_set_t set = {.names = NULL, .n = 0, .cap = 0};
+
     for (int i = 0; i < l->n; i++) {
         DIR *d = opendir(l->dirs[i]);
         if (d == NULL)
@@ -86,33 +132,112 @@ static void list_available(const dir_list_t *l, char *buf, size_t len)
         while ((e = readdir(d)) != NULL) {
             const char *n = e->d_name;
             size_t nl = strlen(n);
-            if (strncmp(n, "librivet-", 9) != 0 || nl < 12 ||
-                strcmp(n + nl - 3, ".so") != 0)
+            if (strncmp(n, PLUGIN_PREFIX, PLUGIN_PREFIX_LEN) != 0 ||
+                nl < PLUGIN_PREFIX_LEN + PLUGIN_SUFFIX_LEN + 1 ||
+                strcmp(n + nl - PLUGIN_SUFFIX_LEN, PLUGIN_SUFFIX) != 0)
                 continue;
-            char name[NAME_MAX];
-            snprintf(name, sizeof(name), "%.*s", (int)(nl - 12), n + 9);
-            if (strstr(buf, name) != NULL)
-                continue;
-            used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-                                     "%s%s", used ? ", " : "", name);
+            names_add(&set, n + PLUGIN_PREFIX_LEN,
+                      nl - PLUGIN_PREFIX_LEN - PLUGIN_SUFFIX_LEN);
         }
         closedir(d);
     }
+    if (set.n > 0)
+        qsort(set.names, set.n, sizeof(*set.names), name_cmp);
+    for (size_t i = 0; i < set.n; i++) {
+        fn(set.names[i], arg);
+        free(set.names[i]);
+    }
+    free(set.names);
+}
+
+typedef struct {
+    char *buf;
+    size_t len, used;
+} name_list_t;
+
+static void list_one(const char *name, void *arg)
+{
+    name_list_t *l = arg;
+    l->used += (size_t)snprintf(l->buf + l->used,
+                                l->used < l->len ? l->len - l->used : 0,
+                                "%s%s", l->used ? ", " : "", name);
+}
+
+/* Lists "ucx, verbs" from every search folder into buf. */
+static void list_available(const dir_list_t *l, char *buf, size_t len)
+{
+    name_list_t list = {.buf = buf, .len = len, .used = 0};
+
+    buf[0] = '\0';
+    foreach_plugin(l, list_one, &list);
     if (buf[0] == '\0')
         snprintf(buf, len, "none");
 }
 
-rv_status_t rv__plugin_load(const char *name, void **handle_p,
-                            const rv_transport_ops_t **ops_p)
+void rv__plugin_names(char *buf, size_t len)
+{
+    dir_list_t dirs = {.n = 0};
+
+    dirs_collect(&dirs);
+    list_available(&dirs, buf, len);
+    dirs_free(&dirs);
+}
+
+void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg)
+{
+    dir_list_t dirs = {.n = 0};
+
+    dirs_collect(&dirs);
+    foreach_plugin(&dirs, fn, arg);
+    dirs_free(&dirs);
+}
+
+/* Opens @p path and checks it is a transport of this ABI. */
+static rv_status_t plugin_open(const char *name, const char *path,
+                               void **handle_p,
+                               const rv_transport_ops_t **ops_p, char *why,
+                               size_t whylen)
+{
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        snprintf(why, whylen, "cannot load transport '%s' from %s: %s", name,
+                 path, dlerror());
+        return RV_ERR_NOT_FOUND;
+    }
+    const rv_transport_ops_t *ops = dlsym(handle, RV_TRANSPORT_OPS_SYMBOL);
+    if (ops == NULL) {
+        snprintf(why, whylen, "%s is not a rivet transport (no symbol %s)",
+                 path, RV_TRANSPORT_OPS_SYMBOL);
+        dlclose(handle);
+        return RV_ERR_NOT_FOUND;
+    }
+    if (ops->abi_version != RV_TRANSPORT_ABI_VERSION) {
+        snprintf(why, whylen,
+                 "%s implements transport ABI %d, this rivet needs %d; "
+                 "rebuild the plugin",
+                 path, ops->abi_version, RV_TRANSPORT_ABI_VERSION);
+        dlclose(handle);
+        return RV_ERR_UNSUPPORTED;
+    }
+    rv_debug("transport '%s' loaded from %s", name, path);
+    *handle_p = handle;
+    *ops_p = ops;
+    return RV_OK;
+}
+
+rv_status_t rv__plugin_find(const char *name, void **handle_p,
+                            const rv_transport_ops_t **ops_p, char *why,
+                            size_t whylen)
 {
     dir_list_t dirs = {.n = 0};
     char path[PATH_MAX], avail[512], searched[2048];
     size_t slen = 0;
-    rv_status_t status = RV_ERR_NOT_FOUND;
+    rv_status_t status;
 
     for (const char *c = name; *c; c++) {
         if (*c == '/' || *c == '.') {
-            rv_error("transport.name '%s' is not a plugin name", name);
+            snprintf(why, whylen, "transport.name '%s' is not a plugin name",
+                     name);
             return RV_ERR_CONFIG;
         }
     }
@@ -120,48 +245,37 @@ rv_status_t rv__plugin_load(const char *name, void **handle_p,
     dirs_collect(&dirs);
     searched[0] = '\0';
     for (int i = 0; i < dirs.n; i++) {
-        snprintf(path, sizeof(path), "%s/librivet-%s.so", dirs.dirs[i], name);
+        snprintf(path, sizeof(path), "%s/" PLUGIN_PREFIX "%s" PLUGIN_SUFFIX,
+                 dirs.dirs[i], name);
         slen += (size_t)snprintf(searched + slen,
                                  slen < sizeof(searched) ? sizeof(searched) - slen : 0,
                                  "%s%s", slen ? ":" : "", dirs.dirs[i]);
         if (access(path, F_OK) != 0)
             continue;
-
-        void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (handle == NULL) {
-            rv_error("cannot load transport '%s' from %s: %s", name, path,
-                     dlerror());
-            status = RV_ERR_NOT_FOUND;
-            goto out;
-        }
-        const rv_transport_ops_t *ops = dlsym(handle, RV_TRANSPORT_OPS_SYMBOL);
-        if (ops == NULL) {
-            rv_error("%s is not a rivet transport (no symbol %s)", path,
-                     RV_TRANSPORT_OPS_SYMBOL);
-            dlclose(handle);
-            status = RV_ERR_NOT_FOUND;
-            goto out;
-        }
-        if (ops->abi_version != RV_TRANSPORT_ABI_VERSION) {
-            rv_error("%s implements transport ABI %d, this rivet needs %d; "
-                     "rebuild the plugin", path, ops->abi_version,
-                     RV_TRANSPORT_ABI_VERSION);
-            dlclose(handle);
-            status = RV_ERR_UNSUPPORTED;
-            goto out;
-        }
-        rv_debug("transport '%s' loaded from %s", name, path);
-        *handle_p = handle;
-        *ops_p = ops;
-        status = RV_OK;
+        status = plugin_open(name, path, handle_p, ops_p, why, whylen);
         goto out;
     }
 
     list_available(&dirs, avail, sizeof(avail));
-    rv_error("no transport plugin '%s' (librivet-%s.so) in %s; available "
+    snprintf(why, whylen,
+             "no transport plugin '%s' (librivet-%s.so) in %s; available "
              "transports: %s. Set transport.name to one of them, or add the "
-             "plugin's folder to RIVET_PLUGIN_PATH", name, name, searched, avail);
+             "plugin's folder to RIVET_PLUGIN_PATH",
+             name, name, searched, avail);
+    status = RV_ERR_NOT_FOUND;
 out:
     dirs_free(&dirs);
+    return status;
+}
+
+rv_status_t rv__plugin_load(const char *name, void **handle_p,
+                            const rv_transport_ops_t **ops_p)
+{
+    char why[PLUGIN_WHY_MAX];
+    rv_status_t status = rv__plugin_find(name, handle_p, ops_p, why,
+                                         sizeof(why));
+
+    if (status != RV_OK)
+        rv_error("%s", why);
     return status;
 }

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rma_config.h"
 #include "rma_internal.h"
 
 /* AM Long payloads up to this size travel inside the envelope (below the
@@ -297,9 +298,8 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     /* Where memory is mapped into this process (shared memory) a put is a
      * copy done when it returns and a flush costs nothing: both protocols
      * are the same sequence, and the plain one is the cheapest. */
-    if (rv_context_config(rw->ctx)->rma.am_long_protocol ==
-            RV_AMLONG_PUT_SYNC_SEND ||
-        dst.rank == rw->rank || rw->mapped)
+    if (dst.rank == rw->rank || rw->mapped ||
+        rma_config(rw->ctx)->am_long_protocol == RV_AMLONG_PUT_SYNC_SEND)
         return long_sync(rw, dest, h, args, len, dst, src, n, sync, flags);
     /* Small payloads ride in the envelope itself, one message, and are
      * copied into place at the target before the handler runs. */

@@ -65,7 +65,9 @@ typedef uint32_t rv_handler_id_t;       /**< hash of a handler's name */
 RV_EXPORT rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p);
 
 /**
- * @brief As rv_init, with an explicit configuration (@p cfg is copied).
+ * @brief As rv_init, with an explicit configuration (from rv_config_load,
+ * changed with rv_config_set if need be). @p cfg is copied: the caller
+ * still frees it.
  */
 RV_EXPORT rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p);
 
@@ -80,6 +82,9 @@ RV_EXPORT rv_rank_t rv_rank(const rv_context_t *ctx);   /**< this process */
 RV_EXPORT rv_rank_t rv_size(const rv_context_t *ctx);   /**< processes in the job */
 RV_EXPORT int rv_threads(const rv_context_t *ctx);      /**< workers per process */
 RV_EXPORT uint32_t rv_nworkers(const rv_context_t *ctx); /**< workers in the job */
+/** @brief The context's configuration (its own copy; read a layer's keys
+ * with rv_config_component, any key with rv_config_get). Lives until
+ * rv_finalize. */
 RV_EXPORT const rv_config_t *rv_context_config(const rv_context_t *ctx);
 /** @brief Name of the bootstrap in use: "rivetrun", "pmix" or "singleton". */
 RV_EXPORT const char *rv_bootstrap_name(const rv_context_t *ctx);

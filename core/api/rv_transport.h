@@ -268,7 +268,13 @@ typedef struct rv_transport_services {
 
 /** @brief Process-level parameters for init. */
 typedef struct rv_transport_params {
+    /** The job's configuration, for core's keys (rv_core_config); valid
+     * until fini. */
     const rv_config_t *config;
+    /** The plugin's own struct, filled from its table (ops.config): its
+     * defaults, the file and the environment; NULL when the plugin has no
+     * table. Valid until fini. */
+    const void *tconfig;
     int rank;               /**< this process */
     int size;               /**< processes in the job */
     int threads;            /**< worker threads per process */
@@ -300,6 +306,10 @@ typedef struct rv_tworker_params {
 typedef struct rv_transport_ops {
     const char *name;
     int abi_version;        /**< RV_TRANSPORT_ABI_VERSION */
+    /** The plugin's configuration keys, under prefix "transport.<name>",
+     * or NULL for none: the loader reads them from the job file and the
+     * environment, and init receives the filled struct as params->tconfig. */
+    const rv_config_table_t *config;
 
     /* lifecycle ------------------------------------------------------- */
     rv_status_t (*init)(const rv_transport_params_t *params,

@@ -186,16 +186,19 @@ static int parse_options(int argc, char **argv, options_t *o)
 static int job_settings_load(const char *path, job_settings_t *job)
 {
     char errbuf[CONFIG_ERR_MAX] = "";
-    rv_config_t cfg;
+    rv_config_t *cfg;
 
     if (rv_config_load(path, &cfg, errbuf, sizeof(errbuf)) != RV_OK) {
         run_say("%s", errbuf[0] ? errbuf : "cannot load the configuration");
         return -1;
     }
-    job->processes = cfg.job.processes;
-    job->threads = cfg.job.threads;
-    job->placement = cfg.job.placement;
-    job->output_prefix = cfg.job.output_prefix;
+    /* The launcher reads core's keys only. */
+    const rv_core_config_t *core = rv_core_config(cfg);
+    job->processes = core->job.processes;
+    job->threads = core->job.threads;
+    job->placement = core->job.placement;
+    job->output_prefix = core->job.output_prefix;
+    rv_config_free(cfg);
     return 0;
 }
 

@@ -34,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include "am_config.h"
 #include "job_test.h"
 #include "rv_am.h"
 
@@ -41,7 +42,7 @@
 #define SEED 0x5eed2024c0ffee01ull
 
 static rv_context_t *ctx;
-static const rv_config_t *cfg;
+static const rv_am_config_t *cfg; /* the am.* keys of the job */
 
 static struct {
     rv_handler_id_t data, end;
@@ -453,8 +454,8 @@ out:
  * most any mode keeps queued per destination (mean call: 2 KiB). */
 static uint64_t stream_calls(void)
 {
-    uint64_t room = (uint64_t)cfg->am.max_chunks * cfg->am.chunk_bytes +
-                    cfg->am.ovfl_limit + 2 * cfg->am.flush_bytes;
+    uint64_t room = (uint64_t)cfg->max_chunks * cfg->chunk_bytes +
+                    cfg->ovfl_limit + 2 * cfg->flush_bytes;
     return room * 3 / 2 / 2048 + 100;
 }
 
@@ -536,7 +537,7 @@ static int body_slow_receiver(rv_worker_t *w, void *arg)
          * worker met a full ring too (for STREAM_LIMIT_S at most): a fast
          * sender may have made its K calls before the receiver fell
          * asleep. */
-        bool want_full = cfg->am.path == RV_AM_PATH_WRITE &&
+        bool want_full = cfg->path == RV_AM_PATH_WRITE &&
                          remote(me, RECEIVER);
         bool met_full = false;
         rv_am_stats_t st0, st;
@@ -599,14 +600,14 @@ static int body_ovfl_limit(rv_worker_t *w, void *arg)
                 break;
         }
         EXPECT(refused || !remote(me, RECEIVER) ||
-                   cfg->am.path != RV_AM_PATH_WRITE,
+                   cfg->path != RV_AM_PATH_WRITE,
                "worker %u: no RV_ERR_AGAIN in %.1f s, after %llu bytes to "
                "a receiver that sleeps %d ms (ring of %lld x %llu B, "
                "am.ovfl_limit %llu B)", me, STREAM_LIMIT_S,
                (unsigned long long)(s->rep.bytes_sent - start),
-               OVFL_SLEEP_MS, (long long)cfg->am.max_chunks,
-               (unsigned long long)cfg->am.chunk_bytes,
-               (unsigned long long)cfg->am.ovfl_limit);
+               OVFL_SLEEP_MS, (long long)cfg->max_chunks,
+               (unsigned long long)cfg->chunk_bytes,
+               (unsigned long long)cfg->ovfl_limit);
         /* then more, retrying each refused call until the receiver
          * drains, and the marker that says how many were accepted */
         for (int k = 0; k < OVFL_MORE; k++)
@@ -671,7 +672,7 @@ static int teardown(void **state)
 
 static const char *path_name(void)
 {
-    return cfg->am.path == RV_AM_PATH_WRITE ? "write" : "send";
+    return cfg->path == RV_AM_PATH_WRITE ? "write" : "send";
 }
 
 /* A job that stalls (a lost call, a wedged ring) would otherwise hold
@@ -787,7 +788,7 @@ static void run_job(const char *name, rv_worker_fn fn)
             bad++;
         }
         /* only am.on_full: fail refuses calls */
-        if (cfg->am.on_full != RV_ON_FULL_FAIL && all[t].agains > 0) {
+        if (cfg->on_full != RV_ON_FULL_FAIL && all[t].agains > 0) {
             fprintf(stderr, "worker %u saw RV_ERR_AGAIN %llu times with "
                     "am.on_full other than fail\n", t,
                     (unsigned long long)all[t].agains);
@@ -838,11 +839,11 @@ static void test_all_to_all(void **state)
         assert_int_equal(r->am.bytes_sent, r->bytes_sent);
         assert_int_equal(r->am.bytes_received, r->bytes_got);
         assert_int_equal(r->am.calls_local,
-                         cfg->am.local_bypass ? K * (uint64_t)T : 0);
+                         cfg->local_bypass ? K * (uint64_t)T : 0);
     }
     assert_int_equal(bytes_sent, bytes_got);
 
-    if (cfg->am.path != RV_AM_PATH_WRITE) {
+    if (cfg->path != RV_AM_PATH_WRITE) {
         print_message("all_to_all: no messenger rings on path send; ring "
                       "growth not checked\n");
         return;
@@ -851,8 +852,8 @@ static void test_all_to_all(void **state)
      * chunks_per_request chunks and grown chunks_per_request at a time
      * up to max_chunks. */
     uint64_t rings = (uint64_t)(P - 1) * (uint64_t)T;
-    uint64_t cpr = (uint64_t)cfg->am.chunks_per_request;
-    uint64_t max = (uint64_t)cfg->am.max_chunks;
+    uint64_t cpr = (uint64_t)cfg->chunks_per_request;
+    uint64_t max = (uint64_t)cfg->max_chunks;
     uint64_t first = cpr < max ? cpr : max;
     uint64_t growths_here = 0, most_grown = 0;
     for (uint32_t t = 0; t < n; t++) {
@@ -873,7 +874,7 @@ static void test_all_to_all(void **state)
         if (grown > most_grown)
             most_grown = grown;
         /* no call is larger than a chunk here */
-        if (cfg->am.chunk_bytes >= 2 * SLOT_PAYLOAD)
+        if (cfg->chunk_bytes >= 2 * SLOT_PAYLOAD)
             assert_int_equal(a->detours, 0);
     }
     if (rma_waits_for_target()) {
@@ -884,7 +885,7 @@ static void test_all_to_all(void **state)
     } else if (max > first) {
         if (growths_here == 0)
             fail_msg("rank %d: no ring grew (%llu-byte chunks)", rv_rank(ctx),
-                     (unsigned long long)cfg->am.chunk_bytes);
+                     (unsigned long long)cfg->chunk_bytes);
         /* at least one worker got as many chunks as growing one ring
          * to max_chunks takes (necessary for a ring to have reached it;
          * the counters do not say how the chunks went to rings) */
@@ -923,7 +924,7 @@ static void test_slow_receiver(void **state)
      * before its header goes: senders wait for the sleeping receiver
      * inside the call before their rings fill. */
     bool rings_fill =
-        cfg->am.path == RV_AM_PATH_WRITE && !rma_waits_for_target();
+        cfg->path == RV_AM_PATH_WRITE && !rma_waits_for_target();
     for (uint32_t t = 0; t < n; t++) {
         const report_t *r = &all[t];
         if (t == RECEIVER || !remote(t, RECEIVER))
@@ -933,12 +934,12 @@ static void test_slow_receiver(void **state)
                      "slept %d ms and never met a full ring", t,
                      (unsigned long long)r->sent[RECEIVER], SLOW_MS);
         /* whatever the transport, fail refuses instead of waiting */
-        if (cfg->am.path == RV_AM_PATH_WRITE &&
-            cfg->am.on_full == RV_ON_FULL_FAIL && r->agains == 0)
+        if (cfg->path == RV_AM_PATH_WRITE &&
+            cfg->on_full == RV_ON_FULL_FAIL && r->agains == 0)
             fail_msg("worker %u: never refused (RV_ERR_AGAIN) with "
                      "am.on_full: fail", t);
     }
-    if (cfg->am.path != RV_AM_PATH_WRITE)
+    if (cfg->path != RV_AM_PATH_WRITE)
         print_message("slow_receiver: no messenger rings on path send; "
                       "ring-full expectations not checked\n");
     else if (!rings_fill)
@@ -962,14 +963,14 @@ static void test_ovfl_limit(void **state)
         /* accepted calls and the end marker: exactly what was counted */
         assert_int_equal(r->am.calls_sent, r->sent[RECEIVER] + 1);
         assert_true(r->sent[RECEIVER] > OVFL_MORE);
-        if (remote(t, RECEIVER) && cfg->am.path == RV_AM_PATH_WRITE) {
+        if (remote(t, RECEIVER) && cfg->path == RV_AM_PATH_WRITE) {
             if (r->agains == 0 || r->am.ring_full == 0)
                 fail_msg("worker %u: %llu refusals, ring full %llu", t,
                          (unsigned long long)r->agains,
                          (unsigned long long)r->am.ring_full);
         }
     }
-    if (cfg->am.path != RV_AM_PATH_WRITE)
+    if (cfg->path != RV_AM_PATH_WRITE)
         print_message("ovfl_limit: path send; refusals not required\n");
 }
 
@@ -986,19 +987,19 @@ static void test_job_end_flush(void **state)
      * was given, nothing left before the worker function returned: the
      * job's end did all the sending. */
     uint64_t most = END_CALLS * (uint64_t)(END_MAX_SIZE + 256);
-    if (cfg->am.aggregation == RV_AGG_TRAD && cfg->am.flush_bytes > most) {
+    if (cfg->aggregation == RV_AGG_TRAD && cfg->flush_bytes > most) {
         for (uint32_t t = 0; t < n; t++)
             if (all[t].am.flushes != 0)
                 fail_msg("worker %u transmitted %llu batches before "
                          "returning (trad, am.flush_bytes %llu)", t,
                          (unsigned long long)all[t].am.flushes,
-                         (unsigned long long)cfg->am.flush_bytes);
+                         (unsigned long long)cfg->flush_bytes);
     }
 }
 
 static const char *agg_name(void)
 {
-    switch (cfg->am.aggregation) {
+    switch (cfg->aggregation) {
     case RV_AGG_TRAD: return "trad";
     case RV_AGG_OVFL: return "ovfl";
     default: return "none";
@@ -1007,7 +1008,7 @@ static const char *agg_name(void)
 
 static const char *on_full_name(void)
 {
-    switch (cfg->am.on_full) {
+    switch (cfg->on_full) {
     case RV_ON_FULL_RETRY: return "retry";
     case RV_ON_FULL_RETRY_ASYNC: return "retry_async";
     default: return "fail";
@@ -1021,7 +1022,7 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 1)
         group = argv[1];
-    cfg = rv_context_config(ctx);
+    cfg = am_config(ctx);
     if ((rv_am_register(ctx, "stress.data", on_data, NULL, &H.data) |
          rv_am_register(ctx, "stress.end", on_end, NULL, &H.end)) != RV_OK)
         return 1;
@@ -1033,19 +1034,19 @@ int main(int argc, char **argv)
                rv_size(ctx), rv_threads(ctx),
                rv_context_caps(ctx)->description,
                path_name(), agg_name(), on_full_name(),
-               (unsigned long long)cfg->am.chunk_bytes,
-               (long long)cfg->am.max_chunks,
-               (long long)cfg->am.chunks_per_request,
-               (unsigned long long)cfg->am.ovfl_limit,
-               (unsigned long long)cfg->am.flush_bytes,
-               (int)cfg->am.local_bypass, (unsigned long long)SEED);
+               (unsigned long long)cfg->chunk_bytes,
+               (long long)cfg->max_chunks,
+               (long long)cfg->chunks_per_request,
+               (unsigned long long)cfg->ovfl_limit,
+               (unsigned long long)cfg->flush_bytes,
+               (int)cfg->local_bypass, (unsigned long long)SEED);
         fflush(stdout);
     }
 
     /* The ovfl_limit case belongs to the mode it tests (am.aggregation:
      * ovfl, am.on_full: fail): other variants leave it out, not skip it. */
-    bool ovfl_fail = cfg->am.aggregation == RV_AGG_OVFL &&
-                     cfg->am.on_full == RV_ON_FULL_FAIL;
+    bool ovfl_fail = cfg->aggregation == RV_AGG_OVFL &&
+                     cfg->on_full == RV_ON_FULL_FAIL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_all_to_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_receiver, setup, teardown),

@@ -1,7 +1,9 @@
 /*
- * Tests of the configuration loader (core/rv_config.c), its schema and the
- * rivet-config tool: every class of error with its exact message, size
- * units, booleans, environment overrides and the --dump round trip.
+ * Tests of the configuration (core/rv_config_*.c), its tables and the
+ * rivet-config tool: component tables (core's, the layers' registered
+ * ones, one registered here, the plugins'), every class of error with its
+ * exact message, size units, booleans, environment overrides, rv_config_set
+ * and rv_config_get, and the --dump round trip.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,28 +17,70 @@
 
 #include <cmocka.h>
 
+#include "am_config.h"
+#include "rma_config.h"
 #include "rv_config.h"
+#include "rv_config_internal.h"
+#include "stderr_capture.h"
+#include "ucx_config.h"
+#include "verbs_config.h"
 
 #ifndef RIVET_CONFIG_BIN
 #error "RIVET_CONFIG_BIN must name the rivet-config binary"
 #endif
 
+#define OUT_MAX 65536 /* what a test reads of a command's output */
+
 static char tmpdir[256];
 static char file_path[512];
 
-/* Every RIVET_* variable the schema reads, so tests start from defaults. */
+/* A layer's table, registered as librivet's layers register theirs. */
+typedef enum { FLAVOUR_VANILLA, FLAVOUR_CHOCOLATE } flavour_t;
+typedef struct {
+    int64_t fanout;
+    flavour_t flavour;
+    char label[RV_CONFIG_STR_MAX];
+} testlayer_config_t;
+
+static const rv_config_field_t testlayer_fields[] = {
+    {.name = "fanout", .type = RV_CFG_INT,
+     .offset = offsetof(testlayer_config_t, fanout), .def = "4", .min = 1,
+     .max = 64, .help = "How many children every node of the test has."},
+    {.name = "flavour", .type = RV_CFG_ENUM,
+     .offset = offsetof(testlayer_config_t, flavour), .def = "vanilla",
+     .values = "vanilla|chocolate", .help = "Which flavour the test layer has."},
+    {.name = "label", .type = RV_CFG_STRING,
+     .offset = offsetof(testlayer_config_t, label), .def = "\"t\"",
+     .help = "A string the test layer carries around."},
+    {.name = NULL},
+};
+
+static const rv_config_table_t testlayer_table = {
+    .prefix = "testlayer",
+    .help = "A layer the configuration test registers.",
+    .fields = testlayer_fields,
+    .size = sizeof(testlayer_config_t),
+};
+
+RV_CONFIG_REGISTER_TABLE(testlayer_table)
+
+/* Unsets every RIVET_* variable but the plugin path, so tests start from
+ * defaults. */
 static void clear_config_env(void)
 {
-    for (const rv_config_field_t *f = rv_config_schema; f->key != NULL; f++) {
-        char name[300] = "RIVET_";
-        size_t n = strlen(name);
-        for (const char *p = f->key; *p; p++)
-            name[n++] =
-                (*p == '.')
-                    ? '_'
-                    : (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
-        name[n] = '\0';
-        unsetenv(name);
+    extern char **environ;
+    char name[256];
+
+    for (size_t i = 0; environ[i] != NULL;) {
+        size_t len = strcspn(environ[i], "=");
+        if (strncmp(environ[i], "RIVET_", 6) != 0 ||
+            strncmp(environ[i], "RIVET_PLUGIN_PATH=", 18) == 0 ||
+            len >= sizeof(name)) {
+            i++;
+            continue;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)len, environ[i]);
+        unsetenv(name); /* environ shifts: look at index i again */
     }
 }
 
@@ -79,111 +123,181 @@ static const char *write_yaml(const char *text)
 }
 
 /* Loads @p yaml; expects success and returns the configuration. */
-static rv_config_t load_ok(const char *yaml)
+static rv_config_t *load_ok(const char *yaml)
 {
     char err[1024] = "";
-    rv_config_t cfg;
+    rv_config_t *cfg = NULL;
     rv_status_t status =
         rv_config_load(write_yaml(yaml), &cfg, err, sizeof(err));
     if (status != RV_OK)
+        fail_msg("unexpected error: %s", err);
+    assert_non_null(cfg);
+    return cfg;
+}
+
+/* Loads defaults and the environment; expects success. */
+static rv_config_t *load_env(void)
+{
+    char err[1024] = "";
+    rv_config_t *cfg = NULL;
+    if (rv_config_load(NULL, &cfg, err, sizeof(err)) != RV_OK)
         fail_msg("unexpected error: %s", err);
     return cfg;
 }
 
 /*
  * Loads @p yaml; expects RV_ERR_CONFIG with exactly
- * "PATH:LINE:COL: error: WHAT", and @p cfg left untouched.
+ * "PATH:LINE:COL: error: WHAT", and the output argument left untouched.
  */
 static void expect_error(const char *yaml, int line, int col, const char *what)
 {
     char err[1024] = "", expected[1024];
-    rv_config_t cfg, before;
+    rv_config_t *cfg = (rv_config_t *)&expected;
     const char *path = write_yaml(yaml);
 
-    memset(&cfg, 0xab, sizeof(cfg));
-    before = cfg;
     assert_int_equal(rv_config_load(path, &cfg, err, sizeof(err)),
                      RV_ERR_CONFIG);
     snprintf(expected, sizeof(expected), "%s:%d:%d: error: %s", path, line, col,
              what);
     assert_string_equal(err, expected);
-    assert_memory_equal(&cfg, &before, sizeof(cfg));
+    assert_ptr_equal(cfg, (rv_config_t *)&expected);
 }
 
 /* Loads defaults and environment; expects RV_ERR_CONFIG with @p expected. */
 static void expect_env_error(const char *expected)
 {
     char err[1024] = "";
-    rv_config_t cfg;
+    rv_config_t *cfg = NULL;
 
     assert_int_equal(rv_config_load(NULL, &cfg, err, sizeof(err)),
                      RV_ERR_CONFIG);
     assert_string_equal(err, expected);
+    assert_null(cfg);
 }
 
+/* @p cfg as rv_config_dump writes it (free it). */
+static char *dump_text(const rv_config_t *cfg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+
+    assert_non_null(mem);
+    rv_config_dump(cfg, mem);
+    assert_int_equal(fclose(mem), 0);
+    return text;
+}
+
+static const rv_core_config_t *core(const rv_config_t *cfg)
+{
+    const rv_core_config_t *c = rv_core_config(cfg);
+    assert_non_null(c);
+    return c;
+}
+
+static const rv_am_config_t *am(const rv_config_t *cfg)
+{
+    const rv_am_config_t *c = rv_config_component(cfg, AM_CONFIG_PREFIX);
+    assert_non_null(c);
+    return c;
+}
+
+static const rv_ucx_config_t *ucx(const rv_config_t *cfg)
+{
+    const rv_ucx_config_t *c = rv_config_component(cfg, "transport.ucx");
+    assert_non_null(c);
+    return c;
+}
+
+static const rv_verbs_config_t *verbs(const rv_config_t *cfg)
+{
+    const rv_verbs_config_t *c = rv_config_component(cfg, "transport.verbs");
+    assert_non_null(c);
+    return c;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Components and tables                                                   */
 /* ---------------------------------------------------------------------- */
 
 static void test_defaults(void **state)
 {
-    char err[256] = "";
-    rv_config_t cfg;
+    rv_config_t *cfg = load_env(), *other;
+    const rv_rma_config_t *rma;
+    const testlayer_config_t *tl;
+    char *text, *other_text;
+    int64_t v;
     (void)state;
 
-    assert_int_equal(rv_config_load(NULL, &cfg, err, sizeof(err)), RV_OK);
-    assert_int_equal(cfg.job.processes, 2);
-    assert_int_equal(cfg.job.threads, 1);
-    assert_int_equal(cfg.job.placement, RV_PLACEMENT_CORE);
-    assert_false(cfg.job.output_prefix);
-    assert_int_equal(cfg.job.service_threads, 0);
-    assert_string_equal(cfg.transport.name, "ucx");
-    assert_string_equal(cfg.transport.ucx.tls, "");
-    assert_string_equal(cfg.transport.ucx.net_devices, "");
-    assert_int_equal(cfg.transport.ucx.rndv_thresh, 0);
-    assert_string_equal(cfg.transport.verbs.device, "");
-    assert_int_equal(cfg.transport.verbs.port, 1);
-    assert_int_equal(cfg.transport.verbs.gid_index, -1);
-    assert_int_equal(cfg.transport.verbs.qp_sharing, RV_QP_SHARING_THREAD);
-    assert_int_equal(cfg.transport.verbs.signal_interval, 64);
-    assert_int_equal(cfg.memory.chunk, 2 << 20);
-    assert_int_equal(cfg.memory.huge_pages, RV_HUGE_AUTO);
-    assert_int_equal(cfg.am.path, RV_AM_PATH_SEND);
-    assert_int_equal(cfg.am.aggregation, RV_AGG_NONE);
-    assert_int_equal(cfg.am.flush_bytes, 4096);
-    assert_int_equal(cfg.am.ovfl_limit, 1 << 20);
-    assert_int_equal(cfg.am.on_full, RV_ON_FULL_FAIL);
-    assert_int_equal(cfg.am.chunks_per_request, 2);
-    assert_int_equal(cfg.am.max_chunks, 8);
-    assert_int_equal(cfg.am.chunk_bytes, 2 << 20);
-    assert_true(cfg.am.local_bypass);
-    assert_int_equal(cfg.progress.mode, RV_PROGRESS_INLINE);
-    assert_int_equal(cfg.rma.am_long_protocol, RV_AMLONG_REASSEMBLY);
-    assert_int_equal(cfg.store.capacity, UINT64_C(1) << 30);
-    assert_int_equal(cfg.store.rndv_threshold, 32 << 10);
-    assert_string_equal(cfg.mcts.game, "hex");
-    assert_int_equal(cfg.mcts.board_size, 11);
-    assert_int_equal(cfg.mcts.simulations_per_leaf, 16);
-    assert_int_equal(cfg.mcts.rollouts_per_move, 65536);
+    assert_int_equal(core(cfg)->job.processes, 2);
+    assert_int_equal(core(cfg)->job.threads, 1);
+    assert_int_equal(core(cfg)->job.placement, RV_PLACEMENT_CORE);
+    assert_false(core(cfg)->job.output_prefix);
+    assert_int_equal(core(cfg)->job.service_threads, 0);
+    assert_int_equal(core(cfg)->job.stats, RV_STATS_OFF);
+    assert_string_equal(core(cfg)->transport.name, "ucx");
+    assert_int_equal(core(cfg)->memory.chunk, 2 << 20);
+    assert_int_equal(core(cfg)->memory.huge_pages, RV_HUGE_AUTO);
+    assert_int_equal(core(cfg)->progress.mode, RV_PROGRESS_INLINE);
+    assert_int_equal(am(cfg)->path, RV_AM_PATH_SEND);
+    assert_int_equal(am(cfg)->aggregation, RV_AGG_NONE);
+    assert_int_equal(am(cfg)->flush_bytes, 4096);
+    assert_int_equal(am(cfg)->ovfl_limit, 1 << 20);
+    assert_int_equal(am(cfg)->on_full, RV_ON_FULL_FAIL);
+    assert_int_equal(am(cfg)->chunks_per_request, 2);
+    assert_int_equal(am(cfg)->max_chunks, 8);
+    assert_int_equal(am(cfg)->chunk_bytes, 2 << 20);
+    assert_true(am(cfg)->local_bypass);
+    rma = rv_config_component(cfg, RMA_CONFIG_PREFIX);
+    assert_non_null(rma);
+    assert_int_equal(rma->am_long_protocol, RV_AMLONG_REASSEMBLY);
+    tl = rv_config_component(cfg, "testlayer");
+    assert_non_null(tl);
+    assert_int_equal(tl->fanout, 4);
+    assert_string_equal(tl->label, "t");
+
+    /* The selected transport's component, and no other plugin's... */
+    assert_string_equal(ucx(cfg)->tls, "");
+    assert_string_equal(ucx(cfg)->net_devices, "");
+    assert_int_equal(ucx(cfg)->rndv_thresh, 0);
+    assert_int_equal(ucx(cfg)->rma_emulation, RV_RMA_EMU_AUTO);
+    assert_int_equal(ucx(cfg)->gid_index, -1);
+    assert_null(rv_config_component(cfg, "transport.verbs"));
+    assert_null(rv_config_component(cfg, "store"));
+    /* ...whose keys still read as their defaults. */
+    assert_int_equal(rv_config_get_int(cfg, "transport.verbs.port", &v), RV_OK);
+    assert_int_equal(v, 1);
 
     /* An empty file and empty sections leave the defaults. */
-    rv_config_t empty = load_ok("");
-    assert_memory_equal(&empty, &cfg, sizeof(cfg));
-    empty = load_ok("# nothing\njob:\ntransport:\n  ucx:\n");
-    assert_memory_equal(&empty, &cfg, sizeof(cfg));
+    text = dump_text(cfg);
+    other = load_ok("");
+    other_text = dump_text(other);
+    assert_string_equal(other_text, text);
+    free(other_text);
+    rv_config_free(other);
+    other = load_ok("# nothing\njob:\ntransport:\n  ucx:\nam:\n");
+    other_text = dump_text(other);
+    assert_string_equal(other_text, text);
+    free(other_text);
+    rv_config_free(other);
+    free(text);
+    rv_config_free(cfg);
+    rv_config_free(NULL);
 }
 
-static void test_schema(void **state)
+/* Checks one table: rows named once, in the struct, without overlap. */
+static void check_table(const rv_config_table_t *t)
 {
     static const size_t type_size[] = {
         [RV_CFG_INT] = sizeof(int64_t), [RV_CFG_SIZE] = sizeof(uint64_t),
         [RV_CFG_BOOL] = sizeof(bool),   [RV_CFG_STRING] = RV_CONFIG_STR_MAX,
         [RV_CFG_ENUM] = sizeof(int),
     };
-    unsigned char used[sizeof(rv_config_t)] = {0};
-    size_t rows = 0;
-    (void)state;
+    unsigned char *used = calloc(1, t->size);
 
-    for (const rv_config_field_t *f = rv_config_schema; f->key != NULL; f++) {
-        rows++;
+    assert_non_null(used);
+    assert_non_null(t->help);
+    for (const rv_config_field_t *f = t->fields; f->name != NULL; f++) {
         assert_non_null(f->def);
         assert_non_null(f->help);
         assert_true(strlen(f->help) > 20);
@@ -191,24 +305,52 @@ static void test_schema(void **state)
             assert_non_null(f->values);
         if (f->type == RV_CFG_INT || f->type == RV_CFG_SIZE)
             assert_true(f->min <= f->max);
-        /* Rows name distinct fields that do not overlap. */
-        assert_true(f->offset + type_size[f->type] <= sizeof(rv_config_t));
+        assert_true(f->offset + type_size[f->type] <= t->size);
         for (size_t i = 0; i < type_size[f->type]; i++) {
             if (used[f->offset + i])
-                fail_msg("%s overlaps another row", f->key);
+                fail_msg("%s.%s overlaps another row", t->prefix, f->name);
             used[f->offset + i] = 1;
         }
-        for (const rv_config_field_t *g = rv_config_schema; g < f; g++)
-            assert_string_not_equal(f->key, g->key);
     }
-    /* One row per field of rv_config_t. */
-    assert_int_equal(rows, 35);
+    free(used);
+}
 
-    /* Enum names follow the C enums. */
+static void test_tables(void **state)
+{
+    static const char *const expected[] = {
+        "", "am", "rma", "testlayer", "transport.ucx", "transport.verbs",
+    };
+    const rv_config_table_t *tables[RV_CFG_MAX_TABLES];
+    size_t n = rv__config_tables(tables, true), rows = 0;
+    (void)state;
+
+    /* Core's, the layers' by prefix, then the plugins' by prefix. */
+    assert_int_equal(n, sizeof(expected) / sizeof(expected[0]));
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(tables[i]->prefix, expected[i]);
+        check_table(tables[i]);
+        for (const rv_config_field_t *f = tables[i]->fields; f->name; f++)
+            rows++;
+    }
+    /* Full keys are distinct across tables. */
+    for (size_t i = 0; i < n; i++)
+        for (const rv_config_field_t *f = tables[i]->fields; f->name; f++) {
+            char key[RV_CFG_KEY_MAX];
+            const rv_config_table_t *t;
+            rv__config_full_key(tables[i], f, key, sizeof(key));
+            assert_ptr_equal(rv__config_find_any(key, &t), f);
+            assert_ptr_equal(t, tables[i]);
+        }
+    /* core 10, am 9, rma 1, testlayer 3, ucx 5, verbs 5 */
+    assert_int_equal(rows, 33);
+
+    /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
                         "none");
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NUMA),
                         "numa");
+    assert_string_equal(rv_config_enum_name("job.stats", RV_STATS_JSON),
+                        "json");
     assert_string_equal(
         rv_config_enum_name("progress.mode", RV_PROGRESS_DYNAMIC), "dynamic");
     assert_string_equal(rv_config_enum_name("am.path", RV_AM_PATH_WRITE),
@@ -231,40 +373,200 @@ static void test_schema(void **state)
     assert_string_equal(rv_config_enum_name("transport.ucx.rma_emulation",
                                             RV_RMA_EMU_OFF),
                         "off");
+    assert_string_equal(
+        rv_config_enum_name("testlayer.flavour", FLAVOUR_CHOCOLATE),
+        "chocolate");
     assert_null(rv_config_enum_name("job.placement", 3));
     assert_null(rv_config_enum_name("job.placement", -1));
     assert_null(rv_config_enum_name("job.threads", 0));
     assert_null(rv_config_enum_name("no.such.key", 0));
+    assert_null(rv_config_enum_name("transport.ofi.mode", 0));
 }
+
+static void test_registration(void **state)
+{
+    static const rv_config_field_t late_fields[] = {
+        {.name = "depth", .type = RV_CFG_INT, .offset = 0, .def = "1",
+         .min = 0, .max = 9, .help = "A key registered after a load."},
+        {.name = NULL},
+    };
+    static const rv_config_table_t late = {
+        .prefix = "latelayer", .help = "Registered late.",
+        .fields = late_fields, .size = sizeof(int64_t)};
+    static const rv_config_table_t twin = {
+        .prefix = "testlayer", .help = "Another table with a taken prefix.",
+        .fields = late_fields, .size = sizeof(int64_t)};
+    static const rv_config_table_t bad[] = {
+        {.prefix = "", .help = "core's", .fields = late_fields, .size = 8},
+        {.prefix = "job", .help = "core's", .fields = late_fields, .size = 8},
+        {.prefix = "memory.x", .help = "core's", .fields = late_fields,
+         .size = 8},
+        {.prefix = "transport.mine", .help = "a plugin's",
+         .fields = late_fields, .size = 8},
+    };
+    const testlayer_config_t *tl;
+    rv_config_t *cfg, *before;
+    char *text;
+    (void)state;
+
+    /* The table registered by this program's constructor: file, then
+     * environment, both through the layer's own struct. */
+    setenv("RIVET_TESTLAYER_LABEL", "from the environment", 1);
+    cfg = load_ok("testlayer:\n  fanout: 16\n  flavour: chocolate\n");
+    clear_config_env();
+    tl = rv_config_component(cfg, "testlayer");
+    assert_non_null(tl);
+    assert_int_equal(tl->fanout, 16);
+    assert_int_equal(tl->flavour, FLAVOUR_CHOCOLATE);
+    assert_string_equal(tl->label, "from the environment");
+    text = dump_text(cfg);
+    assert_non_null(strstr(text, "\n# A layer the configuration test "
+                                 "registers.\ntestlayer:\n  fanout: 16\n"
+                                 "  flavour: chocolate\n"));
+    free(text);
+    rv_config_free(cfg);
+    expect_error("testlayer:\n  fanout: 65\n", 2, 11,
+                 "testlayer.fanout: 65 is out of range; expected an integer "
+                 "in 1..64");
+
+    /* Registering again is harmless; a taken or reserved prefix is not. */
+    assert_int_equal(rv_config_register(&testlayer_table), RV_OK);
+    capture_begin();
+    assert_int_equal(rv_config_register(&twin), RV_ERR_EXISTS);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(rv_config_register(&bad[i]), RV_ERR_INVALID);
+    assert_int_equal(rv_config_register(NULL), RV_ERR_INVALID);
+    char err[4096];
+    capture_end(err, sizeof(err));
+    assert_non_null(strstr(err, "configuration table 'testlayer' is "
+                                "registered twice"));
+    assert_non_null(strstr(err, "configuration table 'transport.mine': a "
+                                "layer's prefix must be a name of its own"));
+
+    /* A table registered after a load is in later loads only. */
+    before = load_env();
+    assert_int_equal(rv_config_register(&late), RV_OK);
+    assert_null(rv_config_component(before, "latelayer"));
+    cfg = load_ok("latelayer:\n  depth: 7\n");
+    assert_int_equal(*(const int64_t *)rv_config_component(cfg, "latelayer"),
+                     7);
+    rv_config_free(cfg);
+    rv_config_free(before);
+}
+
+static void test_plugin_tables(void **state)
+{
+    rv_config_t *cfg;
+    char buf[64];
+    (void)state;
+
+    /* The selected plugin's keys, in its own struct; another plugin is
+     * not loaded for nothing. */
+    cfg = load_ok("transport:\n  name: verbs\n  verbs:\n    port: 2\n"
+                  "    qp_sharing: process\n");
+    assert_int_equal(verbs(cfg)->port, 2);
+    assert_int_equal(verbs(cfg)->qp_sharing, RV_QP_SHARING_PROCESS);
+    assert_int_equal(verbs(cfg)->signal_interval, 64);
+    assert_null(rv_config_component(cfg, "transport.ucx"));
+    rv_config_free(cfg);
+
+    /* Keys of a plugin that is not selected bring its component in. */
+    cfg = load_ok("transport:\n  ucx:\n    tls: tcp\n  verbs:\n"
+                  "    device: rxe0\n");
+    assert_string_equal(ucx(cfg)->tls, "tcp");
+    assert_string_equal(verbs(cfg)->device, "rxe0");
+    rv_config_free(cfg);
+    setenv("RIVET_TRANSPORT_VERBS_GID_INDEX", "3", 1);
+    cfg = load_env();
+    assert_int_equal(verbs(cfg)->gid_index, 3);
+    assert_string_equal(ucx(cfg)->tls, "");
+    rv_config_free(cfg);
+    clear_config_env();
+    setenv("RIVET_TRANSPORT_NAME", "verbs", 1);
+    cfg = load_ok("transport:\n  name: ucx\n");
+    assert_string_equal(core(cfg)->transport.name, "verbs");
+    assert_int_equal(verbs(cfg)->port, 1);
+    assert_null(rv_config_component(cfg, "transport.ucx"));
+    rv_config_free(cfg);
+    clear_config_env();
+
+    /* A transport without a plugin loads (rv_init reports it); keys under
+     * it do not. */
+    cfg = load_ok("transport:\n  name: ofi\n");
+    assert_string_equal(core(cfg)->transport.name, "ofi");
+    assert_int_equal(rv_config_get(cfg, "transport.ucx.tls", buf, sizeof(buf)),
+                     RV_OK);
+    assert_string_equal(buf, "");
+    rv_config_free(cfg);
+    expect_error("transport:\n  ofi:\n    provider: verbs\n", 2, 3,
+                 "unknown section 'transport.ofi': no transport plugin "
+                 "librivet-ofi.so (available transports: ucx, verbs)");
+    expect_error("transport:\n  ucxx:\n    tls: tcp\n", 2, 3,
+                 "unknown section 'transport.ucxx': no transport plugin "
+                 "librivet-ucxx.so; did you mean 'transport.ucx'?");
+    expect_error("transport:\n  ucx:\n    tsl: tcp\n", 3, 5,
+                 "unknown key 'transport.ucx.tsl'; did you mean "
+                 "'transport.ucx.tls'?");
+    expect_error("transport:\n  verbs:\n    port: 0\n", 3, 11,
+                 "transport.verbs.port: 0 is out of range; expected an "
+                 "integer in 1..255");
+
+    /* A plugin of another ABI is named, with what to do. */
+    char expected[1024];
+    setenv("RIVET_PLUGIN_PATH", FAKE_PLUGIN_DIR, 1);
+    snprintf(expected, sizeof(expected),
+             "transport.wrongabi: %s/librivet-wrongabi.so implements "
+             "transport ABI 103, this rivet needs 3; rebuild the plugin",
+             FAKE_PLUGIN_DIR);
+    expect_error("transport:\n  wrongabi:\n    x: 1\n", 2, 3, expected);
+    unsetenv("RIVET_PLUGIN_PATH");
+}
+
+/* ---------------------------------------------------------------------- */
+/* The file                                                                */
+/* ---------------------------------------------------------------------- */
 
 static void test_valid_file(void **state)
 {
     (void)state;
-    rv_config_t cfg = load_ok("# a job\n"
-                              "job:\n"
-                              "  processes: 4\n"
-                              "  threads: 8\n"
-                              "  placement: NUMA\n"
-                              "  output_prefix: yes\n"
-                              "transport:\n"
-                              "  name: ucx\n"
-                              "  ucx:\n"
-                              "    tls: 'sm,self'\n"
-                              "    net_devices: \"lo\"\n"
-                              "    rndv_thresh: 64KiB\n");
-    assert_int_equal(cfg.job.processes, 4);
-    assert_int_equal(cfg.job.threads, 8);
-    assert_int_equal(cfg.job.placement, RV_PLACEMENT_NUMA);
-    assert_true(cfg.job.output_prefix);
-    assert_string_equal(cfg.transport.name, "ucx");
-    assert_string_equal(cfg.transport.ucx.tls, "sm,self");
-    assert_string_equal(cfg.transport.ucx.net_devices, "lo");
-    assert_int_equal(cfg.transport.ucx.rndv_thresh, 64 << 10);
+    rv_config_t *cfg = load_ok("# a job\n"
+                               "job:\n"
+                               "  processes: 4\n"
+                               "  threads: 8\n"
+                               "  placement: NUMA\n"
+                               "  output_prefix: yes\n"
+                               "  stats: json\n"
+                               "transport:\n"
+                               "  name: ucx\n"
+                               "  ucx:\n"
+                               "    tls: 'sm,self'\n"
+                               "    net_devices: \"lo\"\n"
+                               "    rndv_thresh: 64KiB\n"
+                               "am:\n"
+                               "  aggregation: ovfl\n"
+                               "rma:\n"
+                               "  am_long_protocol: put_sync_send\n");
+    assert_int_equal(core(cfg)->job.processes, 4);
+    assert_int_equal(core(cfg)->job.threads, 8);
+    assert_int_equal(core(cfg)->job.placement, RV_PLACEMENT_NUMA);
+    assert_true(core(cfg)->job.output_prefix);
+    assert_int_equal(core(cfg)->job.stats, RV_STATS_JSON);
+    assert_string_equal(core(cfg)->transport.name, "ucx");
+    assert_string_equal(ucx(cfg)->tls, "sm,self");
+    assert_string_equal(ucx(cfg)->net_devices, "lo");
+    assert_int_equal(ucx(cfg)->rndv_thresh, 64 << 10);
+    assert_int_equal(am(cfg)->aggregation, RV_AGG_OVFL);
+    assert_int_equal(((const rv_rma_config_t *)rv_config_component(
+                          cfg, RMA_CONFIG_PREFIX))
+                         ->am_long_protocol,
+                     RV_AMLONG_PUT_SYNC_SEND);
+    rv_config_free(cfg);
 
     /* Flow style and anchors are YAML too. */
     cfg = load_ok("job: {threads: &n 3, processes: *n}\n");
-    assert_int_equal(cfg.job.threads, 3);
-    assert_int_equal(cfg.job.processes, 3);
+    assert_int_equal(core(cfg)->job.threads, 3);
+    assert_int_equal(core(cfg)->job.processes, 3);
+    rv_config_free(cfg);
 }
 
 static void test_shipped_configs(void **state)
@@ -281,43 +583,69 @@ static void test_shipped_configs(void **state)
 
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[512], err[1024] = "";
-        rv_config_t cfg;
+        rv_config_t *cfg;
         snprintf(path, sizeof(path), "%s/%s", RIVET_CONFIGS_DIR, files[i].name);
         if (rv_config_load(path, &cfg, err, sizeof(err)) != RV_OK)
             fail_msg("%s", err);
-        assert_int_equal(cfg.job.processes, 2);
-        assert_int_equal(cfg.job.threads, 1);
-        assert_int_equal(cfg.job.placement, RV_PLACEMENT_CORE);
-        assert_string_equal(cfg.transport.name, "ucx");
-        assert_string_equal(cfg.transport.ucx.tls, files[i].tls);
-        assert_string_equal(cfg.transport.ucx.net_devices, files[i].devices);
+        assert_int_equal(core(cfg)->job.processes, 2);
+        assert_int_equal(core(cfg)->job.threads, 1);
+        assert_int_equal(core(cfg)->job.placement, RV_PLACEMENT_CORE);
+        assert_string_equal(core(cfg)->transport.name, "ucx");
+        assert_string_equal(ucx(cfg)->tls, files[i].tls);
+        assert_string_equal(ucx(cfg)->net_devices, files[i].devices);
+        rv_config_free(cfg);
+    }
+    /* The others load too (their plugins' keys included). */
+    static const char *const others[] = {"test-ucx-rc.yaml", "test-verbs.yaml"};
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        char path[512], err[1024] = "";
+        rv_config_t *cfg;
+        snprintf(path, sizeof(path), "%s/%s", RIVET_CONFIGS_DIR, others[i]);
+        if (rv_config_load(path, &cfg, err, sizeof(err)) != RV_OK)
+            fail_msg("%s", err);
+        rv_config_free(cfg);
     }
 }
 
 static void test_unknown_keys(void **state)
 {
     (void)state;
-    /* Misspelled key: nearest full path. */
+    /* Misspelled key: nearest full path, in any component's table. */
     expect_error("am:\n  agregation: ovfl\n", 2, 3,
                  "unknown key 'am.agregation'; did you mean "
                  "'am.aggregation'?");
     expect_error("job:\n  processes: 2\n  theads: 4\n", 3, 3,
                  "unknown key 'job.theads'; did you mean 'job.threads'?");
-    /* Right name, wrong section: the last component finds it. */
+    expect_error("rma:\n  am_long_protocl: reassembly\n", 2, 3,
+                 "unknown key 'rma.am_long_protocl'; did you mean "
+                 "'rma.am_long_protocol'?");
+    expect_error("testlayer:\n  fanuot: 3\n", 2, 3,
+                 "unknown key 'testlayer.fanuot'; did you mean "
+                 "'testlayer.fanout'?");
+    /* Right name, wrong section: the last component finds it, across
+     * tables (a plugin's key under core's section). */
     expect_error("transport:\n  tls: tcp,self\n", 2, 3,
                  "unknown key 'transport.tls'; did you mean "
                  "'transport.ucx.tls'?");
+    expect_error("transport:\n  qp_sharing: process\n", 2, 3,
+                 "unknown key 'transport.qp_sharing'; did you mean "
+                 "'transport.verbs.qp_sharing'?");
     expect_error("threads: 4\n", 1, 1,
                  "unknown key 'threads'; did you mean 'job.threads'?");
-    /* Misspelled sections, top level and nested. */
+    expect_error("job:\n  flush_bytes: 4KiB\n", 2, 3,
+                 "unknown key 'job.flush_bytes'; did you mean "
+                 "'am.flush_bytes'?");
+    /* Misspelled sections. */
     expect_error("tranport:\n  name: ucx\n", 1, 1,
                  "unknown section 'tranport'; did you mean 'transport'?");
-    expect_error("transport:\n  ucxx:\n    tls: tcp\n", 2, 3,
-                 "unknown section 'transport.ucxx'; did you mean "
-                 "'transport.ucx'?");
-    /* Nothing close. */
+    expect_error("amm:\n  path: write\n", 1, 1,
+                 "unknown section 'amm'; did you mean 'am'?");
+    /* Nothing close; the layers that do not exist have no keys. */
     expect_error("job:\n  threads: 2\nzzzzzz: 1\n", 3, 1,
                  "unknown key 'zzzzzz' (rivet-config --reference lists "
+                 "every key)");
+    expect_error("store:\n  capacity: 1GiB\n", 1, 1,
+                 "unknown section 'store' (rivet-config --reference lists "
                  "every key)");
     expect_error("job.threads: 3\n", 1, 1,
                  "job.threads: dotted keys are not accepted; write each "
@@ -352,8 +680,14 @@ static void test_bad_values(void **state)
     expect_error("job:\n  output_prefix: maybe\n", 2, 18,
                  "job.output_prefix: expected true or false (or yes/no, "
                  "on/off, 1/0), got 'maybe'");
+    expect_error("job:\n  stats: yes\n", 2, 10,
+                 "job.stats: bad value 'yes'; expected one of off, text, "
+                 "json");
     expect_error("transport:\n  name: \"\"\n", 2, 9,
                  "transport.name: the value must not be empty");
+    expect_error("am:\n  on_full: later\n", 2, 12,
+                 "am.on_full: bad value 'later'; expected one of fail, "
+                 "retry, retry_async");
 
     char yaml[600] = "transport:\n  ucx:\n    tls: ";
     size_t n = strlen(yaml);
@@ -415,11 +749,12 @@ static void test_sizes(void **state)
         char yaml[128];
         snprintf(yaml, sizeof(yaml),
                  "transport:\n  ucx:\n    rndv_thresh: %s\n", sizes[i].text);
-        rv_config_t cfg = load_ok(yaml);
-        if (cfg.transport.ucx.rndv_thresh != sizes[i].bytes)
+        rv_config_t *cfg = load_ok(yaml);
+        if (ucx(cfg)->rndv_thresh != sizes[i].bytes)
             fail_msg("'%s' gave %llu, expected %llu", sizes[i].text,
-                     (unsigned long long)cfg.transport.ucx.rndv_thresh,
+                     (unsigned long long)ucx(cfg)->rndv_thresh,
                      (unsigned long long)sizes[i].bytes);
+        rv_config_free(cfg);
     }
 
     expect_error("transport:\n  ucx:\n    rndv_thresh: 4XB\n", 3, 18,
@@ -453,10 +788,11 @@ static void test_bools(void **state)
         char yaml[128];
         snprintf(yaml, sizeof(yaml), "job:\n  output_prefix: %s\n",
                  bools[i].text);
-        rv_config_t cfg = load_ok(yaml);
-        if (cfg.job.output_prefix != bools[i].value)
+        rv_config_t *cfg = load_ok(yaml);
+        if (core(cfg)->job.output_prefix != bools[i].value)
             fail_msg("'%s' read as %d", bools[i].text,
-                     (int)cfg.job.output_prefix);
+                     (int)core(cfg)->job.output_prefix);
+        rv_config_free(cfg);
     }
 }
 
@@ -486,24 +822,26 @@ static void test_syntax_and_structure(void **state)
 static void test_later_keys(void **state)
 {
     (void)state;
-    expect_error("store:\n  capacity: 1GiB\n", 2, 3,
-                 "store.capacity: not supported yet (the object store "
-                 "(store/))");
     /* Even the default value is refused: the key does nothing yet. */
     expect_error("progress:\n  mode: inline\n", 2, 3,
                  "progress.mode: not supported yet (the progress "
                  "engine (core/))");
+    setenv("RIVET_PROGRESS_MODE", "thread", 1);
+    expect_env_error("environment RIVET_PROGRESS_MODE: error: progress.mode: "
+                     "not supported yet (the progress engine (core/))");
+    clear_config_env();
 }
 
 static void test_missing_file(void **state)
 {
     char err[512] = "", path[512];
-    rv_config_t cfg;
+    rv_config_t *cfg = NULL;
     (void)state;
 
     snprintf(path, sizeof(path), "%s/no-such-file.yaml", tmpdir);
     assert_int_equal(rv_config_load(path, &cfg, err, sizeof(err)),
                      RV_ERR_NOT_FOUND);
+    assert_null(cfg);
     char expected[600];
     snprintf(expected, sizeof(expected),
              "cannot open %s: No such file or directory", path);
@@ -511,7 +849,12 @@ static void test_missing_file(void **state)
 
     /* Without errbuf the error is logged and the status still returned. */
     assert_int_equal(rv_config_load(path, &cfg, NULL, 0), RV_ERR_NOT_FOUND);
+    assert_int_equal(rv_config_load(path, NULL, NULL, 0), RV_ERR_INVALID);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Environment                                                             */
+/* ---------------------------------------------------------------------- */
 
 static void test_env_override(void **state)
 {
@@ -519,25 +862,29 @@ static void test_env_override(void **state)
     const char *path = write_yaml("job:\n  threads: 4\n  processes: 3\n"
                                   "transport:\n  ucx:\n    tls: sm,self\n");
     char err[1024] = "";
-    rv_config_t cfg;
+    rv_config_t *cfg;
 
     setenv("RIVET_JOB_THREADS", "8", 1);
     setenv("RIVET_TRANSPORT_UCX_TLS", "tcp,self", 1);
     setenv("RIVET_TRANSPORT_UCX_RNDV_THRESH", "16k", 1);
     setenv("RIVET_JOB_PLACEMENT", "none", 1);
     setenv("RIVET_JOB_OUTPUT_PREFIX", "on", 1);
+    setenv("RIVET_AM_PATH", "write", 1);
     assert_int_equal(rv_config_load(path, &cfg, err, sizeof(err)), RV_OK);
-    assert_int_equal(cfg.job.threads, 8);
-    assert_int_equal(cfg.job.processes, 3); /* from the file */
-    assert_string_equal(cfg.transport.ucx.tls, "tcp,self");
-    assert_int_equal(cfg.transport.ucx.rndv_thresh, 16384);
-    assert_int_equal(cfg.job.placement, RV_PLACEMENT_NONE);
-    assert_true(cfg.job.output_prefix);
+    assert_int_equal(core(cfg)->job.threads, 8);
+    assert_int_equal(core(cfg)->job.processes, 3); /* from the file */
+    assert_string_equal(ucx(cfg)->tls, "tcp,self");
+    assert_int_equal(ucx(cfg)->rndv_thresh, 16384);
+    assert_int_equal(core(cfg)->job.placement, RV_PLACEMENT_NONE);
+    assert_true(core(cfg)->job.output_prefix);
+    assert_int_equal(am(cfg)->path, RV_AM_PATH_WRITE);
+    rv_config_free(cfg);
 
     /* An empty variable sets an empty string. */
     setenv("RIVET_TRANSPORT_UCX_TLS", "", 1);
     assert_int_equal(rv_config_load(path, &cfg, err, sizeof(err)), RV_OK);
-    assert_string_equal(cfg.transport.ucx.tls, "");
+    assert_string_equal(ucx(cfg)->tls, "");
+    rv_config_free(cfg);
     clear_config_env();
 
     /* A bad value names the variable. */
@@ -563,6 +910,12 @@ static void test_env_override(void **state)
     expect_env_error("environment RIVET_AM_AGGREGATION: error: am.aggregation: "
                      "bad value 'batched'; expected one of none, trad, ovfl");
     clear_config_env();
+    /* A plugin the environment names is checked too. */
+    setenv("RIVET_TRANSPORT_VERBS_QP_SHARING", "node", 1);
+    expect_env_error("environment RIVET_TRANSPORT_VERBS_QP_SHARING: error: "
+                     "transport.verbs.qp_sharing: bad value 'node'; expected "
+                     "one of thread, process");
+    clear_config_env();
 
     /* A file error comes before the environment is looked at. */
     setenv("RIVET_JOB_THREADS", "0", 1);
@@ -572,79 +925,282 @@ static void test_env_override(void **state)
     clear_config_env();
 }
 
-/* Dumps @p cfg, loads the dump back and compares the structs. */
+static void test_env_stats(void **state)
+{
+    static const struct {
+        const char *job_stats, *stats;
+        rv_stats_mode_t want;
+    } cases[] = {
+        {"json", NULL, RV_STATS_JSON}, {"text", NULL, RV_STATS_TEXT},
+        {NULL, "1", RV_STATS_TEXT},    {NULL, "json", RV_STATS_JSON},
+        {NULL, "0", RV_STATS_OFF},     {NULL, "", RV_STATS_OFF},
+        {"off", "1", RV_STATS_OFF},    {NULL, NULL, RV_STATS_OFF},
+    };
+    (void)state;
+
+    /* job.stats, and RIVET_STATS as another spelling of RIVET_JOB_STATS. */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (cases[i].job_stats != NULL)
+            setenv("RIVET_JOB_STATS", cases[i].job_stats, 1);
+        if (cases[i].stats != NULL)
+            setenv("RIVET_STATS", cases[i].stats, 1);
+        rv_config_t *cfg = load_env();
+        if (core(cfg)->job.stats != cases[i].want)
+            fail_msg("RIVET_JOB_STATS %s, RIVET_STATS %s: job.stats %d",
+                     cases[i].job_stats ? cases[i].job_stats : "unset",
+                     cases[i].stats ? cases[i].stats : "unset",
+                     (int)core(cfg)->job.stats);
+        rv_config_free(cfg);
+        clear_config_env();
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* rv_config_set, rv_config_get                                            */
+/* ---------------------------------------------------------------------- */
+
+/* rv_config_set, expecting RV_ERR_CONFIG and @p expected in the log. */
+static void expect_set_error(rv_config_t *cfg, const char *key,
+                             const char *value, const char *expected)
+{
+    char err[4096], *before = dump_text(cfg), *after;
+
+    capture_begin();
+    assert_int_equal(rv_config_set(cfg, key, value), RV_ERR_CONFIG);
+    capture_end(err, sizeof(err));
+    if (strstr(err, expected) == NULL)
+        fail_msg("expected '%s' in '%s'", expected, err);
+    after = dump_text(cfg);
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+}
+
+static void test_set(void **state)
+{
+    rv_config_t *cfg = load_env();
+    (void)state;
+
+    assert_int_equal(rv_config_set(cfg, "am.path", "write"), RV_OK);
+    assert_int_equal(am(cfg)->path, RV_AM_PATH_WRITE);
+    assert_int_equal(rv_config_set(cfg, "job.threads", "4"), RV_OK);
+    assert_int_equal(core(cfg)->job.threads, 4);
+    assert_int_equal(rv_config_set(cfg, "transport.ucx.rndv_thresh", "64K"),
+                     RV_OK);
+    assert_int_equal(ucx(cfg)->rndv_thresh, 64 << 10);
+    assert_int_equal(rv_config_set(cfg, "transport.ucx.tls", ""), RV_OK);
+    /* A plugin's key brings in its component; so does selecting it. */
+    assert_null(rv_config_component(cfg, "transport.verbs"));
+    assert_int_equal(rv_config_set(cfg, "transport.verbs.port", "2"), RV_OK);
+    assert_int_equal(verbs(cfg)->port, 2);
+    rv_config_free(cfg);
+    cfg = load_env();
+    assert_int_equal(rv_config_set(cfg, "transport.name", "verbs"), RV_OK);
+    assert_int_equal(verbs(cfg)->signal_interval, 64);
+
+    expect_set_error(cfg, "am.pth", "write",
+                     "rv_config_set: error: unknown key 'am.pth'; did you "
+                     "mean 'am.path'?");
+    expect_set_error(cfg, "am.path", "read",
+                     "rv_config_set: error: am.path: bad value 'read'; "
+                     "expected one of send, write");
+    expect_set_error(cfg, "job.threads", "0",
+                     "rv_config_set: error: job.threads: 0 is out of range; "
+                     "expected an integer in 1..1024");
+    expect_set_error(cfg, "progress.mode", "thread",
+                     "rv_config_set: error: progress.mode: not supported yet "
+                     "(the progress engine (core/))");
+    expect_set_error(cfg, "transport.ofi.provider", "verbs",
+                     "rv_config_set: error: unknown key "
+                     "'transport.ofi.provider': no transport plugin "
+                     "librivet-ofi.so (available transports: ucx, verbs)");
+    rv_config_free(cfg);
+    /* A key the plugin does not have leaves its component out. */
+    cfg = load_ok("transport:\n  name: verbs\n");
+    expect_set_error(cfg, "transport.ucx.tlss", "tcp",
+                     "rv_config_set: error: unknown key 'transport.ucx.tlss'; "
+                     "did you mean 'transport.ucx.tls'?");
+    assert_null(rv_config_component(cfg, "transport.ucx"));
+    expect_set_error(cfg, "transport.ucxx.tls", "tcp",
+                     "rv_config_set: error: unknown key 'transport.ucxx.tls': "
+                     "no transport plugin librivet-ucxx.so; did you mean "
+                     "'transport.ucx'?");
+    assert_int_equal(rv_config_set(NULL, "am.path", "send"), RV_ERR_INVALID);
+    assert_int_equal(rv_config_set(cfg, NULL, "send"), RV_ERR_INVALID);
+    assert_int_equal(rv_config_set(cfg, "am.path", NULL), RV_ERR_INVALID);
+    rv_config_free(cfg);
+}
+
+static void test_get(void **state)
+{
+    rv_config_t *cfg = load_ok("job:\n  output_prefix: true\n"
+                               "transport:\n  ucx:\n    tls: sm,self\n"
+                               "am:\n  chunk_bytes: 128KiB\n"
+                               "  aggregation: trad\n");
+    char buf[64];
+    int64_t v;
+    (void)state;
+
+    assert_int_equal(rv_config_get(cfg, "job.threads", buf, sizeof(buf)),
+                     RV_OK);
+    assert_string_equal(buf, "1");
+    assert_int_equal(rv_config_get(cfg, "job.output_prefix", buf, sizeof(buf)),
+                     RV_OK);
+    assert_string_equal(buf, "true");
+    assert_int_equal(rv_config_get(cfg, "am.chunk_bytes", buf, sizeof(buf)),
+                     RV_OK);
+    assert_string_equal(buf, "131072");
+    assert_int_equal(rv_config_get(cfg, "am.aggregation", buf, sizeof(buf)),
+                     RV_OK);
+    assert_string_equal(buf, "trad");
+    assert_int_equal(rv_config_get(cfg, "transport.ucx.tls", buf, sizeof(buf)),
+                     RV_OK);
+    assert_string_equal(buf, "sm,self");
+    assert_int_equal(
+        rv_config_get(cfg, "transport.verbs.qp_sharing", buf, sizeof(buf)),
+        RV_OK);
+    assert_string_equal(buf, "thread");
+    assert_int_equal(rv_config_get(cfg, "transport.ucx.tls", buf, 4),
+                     RV_ERR_TRUNCATED);
+    assert_string_equal(buf, "sm,");
+    assert_int_equal(rv_config_get(cfg, "am.nothing", buf, sizeof(buf)),
+                     RV_ERR_NOT_FOUND);
+    assert_string_equal(buf, "");
+
+    assert_int_equal(rv_config_get_int(cfg, "am.aggregation", &v), RV_OK);
+    assert_int_equal(v, RV_AGG_TRAD);
+    assert_int_equal(rv_config_get_int(cfg, "am.chunk_bytes", &v), RV_OK);
+    assert_int_equal(v, 128 << 10);
+    assert_int_equal(rv_config_get_int(cfg, "job.output_prefix", &v), RV_OK);
+    assert_int_equal(v, 1);
+    assert_int_equal(rv_config_get_int(cfg, "transport.ucx.gid_index", &v),
+                     RV_OK);
+    assert_int_equal(v, -1);
+    assert_int_equal(rv_config_get_int(cfg, "transport.ucx.tls", &v),
+                     RV_ERR_INVALID);
+    assert_int_equal(rv_config_get_int(cfg, "job.nothing", &v),
+                     RV_ERR_NOT_FOUND);
+    assert_int_equal(rv_config_get_int(cfg, "transport.ofi.x", &v),
+                     RV_ERR_NOT_FOUND);
+    rv_config_free(cfg);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dump                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/* Every component, of the configuration and of its dump reloaded. */
+static const char *const every_component[] = {
+    "", "am", "rma", "testlayer", "transport.ucx", "transport.verbs",
+};
+
+/* Dumps @p cfg, loads the dump back: the same text, the same structs. */
 static void round_trip(const rv_config_t *cfg)
 {
     char path[512], err[1024] = "";
-    rv_config_t back;
-    FILE *fp;
+    char *text = dump_text(cfg), *again;
+    rv_config_t *back = NULL;
 
     snprintf(path, sizeof(path), "%s/dump.yaml", tmpdir);
-    fp = fopen(path, "w");
-    assert_non_null(fp);
-    rv_config_dump(cfg, fp);
-    assert_int_equal(fclose(fp), 0);
-    memset(&back, 0x5a, sizeof(back));
+    write_named("dump.yaml", text);
     if (rv_config_load(path, &back, err, sizeof(err)) != RV_OK)
         fail_msg("reloading the dump: %s", err);
-    assert_memory_equal(&back, cfg, sizeof(back));
+    again = dump_text(back);
+    assert_string_equal(again, text);
+    for (size_t i = 0; i < sizeof(every_component) / sizeof(every_component[0]);
+         i++) {
+        const rv_config_table_t *tables[RV_CFG_MAX_TABLES];
+        size_t n = rv__config_tables(tables, true), size = 0;
+        const void *mine = rv_config_component(cfg, every_component[i]);
+        const void *theirs = rv_config_component(back, every_component[i]);
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(tables[j]->prefix, every_component[i]) == 0)
+                size = tables[j]->size;
+        assert_non_null(theirs); /* the dump names every component */
+        if (mine != NULL)
+            assert_memory_equal(theirs, mine, size);
+    }
+    free(again);
+    free(text);
+    rv_config_free(back);
 }
 
 static void test_dump_round_trip(void **state)
 {
-    char err[1024] = "";
-    rv_config_t cfg;
+    rv_config_t *cfg;
+    char *text;
     (void)state;
 
-    assert_int_equal(rv_config_load(NULL, &cfg, err, sizeof(err)), RV_OK);
-    round_trip(&cfg);
+    cfg = load_env();
+    round_trip(cfg);
+    rv_config_free(cfg);
 
+    /* Every component away from its defaults. */
     cfg = load_ok("job:\n  processes: 16\n  threads: 3\n  placement: numa\n"
-                  "  output_prefix: true\n"
-                  "transport:\n  name: ucx\n  ucx:\n    tls: rc,sm,self\n"
-                  "    net_devices: mlx5_0:1\n    rndv_thresh: 12288\n");
-    round_trip(&cfg);
+                  "  output_prefix: true\n  service_threads: 2\n"
+                  "  stats: text\n"
+                  "transport:\n  name: verbs\n  ucx:\n    tls: rc,sm,self\n"
+                  "    net_devices: mlx5_0:1\n    rndv_thresh: 12288\n"
+                  "    rma_emulation: on\n    gid_index: 3\n"
+                  "  verbs:\n    device: rxe0\n    port: 2\n"
+                  "    gid_index: 1\n    qp_sharing: process\n"
+                  "    signal_interval: 16\n"
+                  "memory:\n  chunk: 4MiB\n  huge_pages: off\n"
+                  "am:\n  path: write\n  aggregation: ovfl\n"
+                  "  flush_bytes: 8KiB\n  ovfl_limit: 64KiB\n"
+                  "  on_full: retry_async\n  chunks_per_request: 1\n"
+                  "  max_chunks: 4\n  chunk_bytes: 128KiB\n"
+                  "  local_bypass: false\n"
+                  "rma:\n  am_long_protocol: put_sync_send\n"
+                  "testlayer:\n  fanout: 2\n  flavour: chocolate\n"
+                  "  label: \"x: y\"\n");
+    round_trip(cfg);
+    rv_config_free(cfg);
 
     /* Strings that need quoting and escapes, set from the environment. */
     setenv("RIVET_TRANSPORT_UCX_TLS", "a \"quoted\" \\ value: # not a comment",
            1);
     setenv("RIVET_TRANSPORT_UCX_NET_DEVICES", "tab\there\nnewline\x01", 1);
     setenv("RIVET_TRANSPORT_UCX_RNDV_THRESH", "1000000", 1);
-    assert_int_equal(rv_config_load(NULL, &cfg, err, sizeof(err)), RV_OK);
+    cfg = load_env();
     clear_config_env();
-    assert_string_equal(cfg.transport.ucx.tls,
-                        "a \"quoted\" \\ value: # not a comment");
-    round_trip(&cfg);
+    assert_string_equal(ucx(cfg)->tls, "a \"quoted\" \\ value: # not a comment");
+    round_trip(cfg);
 
-    /* Sizes are written in their largest exact binary unit. */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    assert_non_null(mem);
-    cfg.transport.ucx.rndv_thresh = 8192;
-    rv_config_dump(&cfg, mem);
-    assert_int_equal(fclose(mem), 0);
+    /* Sizes are written in their largest exact binary unit; every
+     * component has its section, plugins not held at their defaults. */
+    assert_int_equal(rv_config_set(cfg, "transport.ucx.rndv_thresh", "8192"),
+                     RV_OK);
+    text = dump_text(cfg);
     assert_non_null(strstr(text, "\n    rndv_thresh: 8KiB\n"));
-    assert_non_null(strstr(text, "\nam:\n  path: send\n  aggregation: none\n"));
+    assert_non_null(strstr(text, "\n# Remote invocation: calls, messenger "
+                                 "rings and aggregation.\n"
+                                 "am:\n  path: send\n  aggregation: none\n"));
     assert_non_null(strstr(text, "\nrma:\n  am_long_protocol: reassembly\n"));
     assert_non_null(strstr(text, "\n  verbs:\n    device: \"\"\n    port: 1\n"));
     assert_non_null(
         strstr(text, "\nmemory:\n  chunk: 2MiB\n  huge_pages: auto\n"));
-    assert_non_null(strstr(text, "# store.capacity: 1GiB"));
+    assert_non_null(strstr(text, "\n  stats: off\n"));
+    assert_non_null(strstr(text, "\n# progress.mode: inline  (not supported "
+                                 "yet: the progress engine (core/))\n"));
+    assert_non_null(strstr(text, "\ntestlayer:\n  fanout: 4\n"));
+    assert_null(strstr(text, "store"));
     free(text);
+    rv_config_free(cfg);
 }
 
 /* Runs @p cmd through the shell; returns its output and exit status. */
 static char *run(const char *cmd, int *status)
 {
-    char *out = calloc(1, 65536);
+    char *out = calloc(1, OUT_MAX);
     size_t len = 0, n;
     FILE *pp;
 
     assert_non_null(out);
     pp = popen(cmd, "r");
     assert_non_null(pp);
-    while (len < 65535 && (n = fread(out + len, 1, 65535 - len, pp)) > 0)
+    while (len < OUT_MAX - 1 &&
+           (n = fread(out + len, 1, OUT_MAX - 1 - len, pp)) > 0)
         len += n;
     int rc = pclose(pp);
     *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -668,10 +1224,13 @@ static void test_tool(void **state)
     assert_int_equal(status, 0);
     assert_non_null(strstr(out, "job:\n  processes: 2\n  threads: 4\n"
                                 "  placement: core\n"));
-    assert_non_null(strstr(out, "transport:\n  name: \"ucx\"\n  ucx:\n"
+    assert_non_null(strstr(out, "transport:\n  name: \"ucx\"\n"
+                                "  # The UCX transport (librivet-ucx.so).\n"
+                                "  ucx:\n"
                                 "    tls: \"tcp,self\"\n"
                                 "    net_devices: \"\"\n"
                                 "    rndv_thresh: 2MiB\n"));
+    assert_non_null(strstr(out, "\n  verbs:\n"));
     free(out);
 
     /* The environment applies to the dump too. */
@@ -703,20 +1262,6 @@ static void test_tool(void **state)
     assert_string_equal(out, expected);
     free(out);
 
-    snprintf(cmd, sizeof(cmd), "'%s' --reference 2>&1", RIVET_CONFIG_BIN);
-    out = run(cmd, &status);
-    assert_int_equal(status, 0);
-    assert_non_null(strstr(out, "| key | type | default | range / values | "
-                                "environment variable | description |\n"));
-    assert_non_null(strstr(out, "| `job.placement` | enum | `core` | `none`, "
-                                "`core`, `numa` | `RIVET_JOB_PLACEMENT` |"));
-    assert_non_null(strstr(out, "| `am.aggregation` | enum | `none` | "
-                                "`none`, `trad`, `ovfl` | "
-                                "`RIVET_AM_AGGREGATION` | none: every call"));
-    assert_non_null(strstr(out, "| `store.capacity` | size | "));
-    assert_non_null(strstr(out, "*Not supported yet"));
-    free(out);
-
     snprintf(cmd, sizeof(cmd), "'%s' --help", RIVET_CONFIG_BIN);
     out = run(cmd, &status);
     assert_int_equal(status, 0);
@@ -729,11 +1274,41 @@ static void test_tool(void **state)
     free(out);
 }
 
+static void test_tool_reference(void **state)
+{
+    char cmd[1200];
+    char *out;
+    int status;
+    (void)state;
+
+    /* Every key of every component, the plugins' included. */
+    snprintf(cmd, sizeof(cmd), "'%s' --reference 2>&1", RIVET_CONFIG_BIN);
+    out = run(cmd, &status);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "| key | type | default | range / values | "
+                                "environment variable | description |\n"));
+    assert_non_null(strstr(out, "| `job.placement` | enum | `core` | `none`, "
+                                "`core`, `numa` | `RIVET_JOB_PLACEMENT` |"));
+    assert_non_null(strstr(out, "| `job.stats` | enum | `off` | `off`, "
+                                "`text`, `json` | `RIVET_JOB_STATS` |"));
+    assert_non_null(strstr(out, "| `am.aggregation` | enum | `none` | "
+                                "`none`, `trad`, `ovfl` | "
+                                "`RIVET_AM_AGGREGATION` | none: every call"));
+    assert_non_null(strstr(out, "| `rma.am_long_protocol` | enum | "));
+    assert_non_null(strstr(out, "| `transport.ucx.tls` | string | "));
+    assert_non_null(strstr(out, "| `transport.verbs.qp_sharing` | enum | "));
+    assert_non_null(strstr(out, "*Not supported yet"));
+    assert_null(strstr(out, "store."));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_schema),
+        cmocka_unit_test(test_tables),
+        cmocka_unit_test_teardown(test_registration, capture_teardown),
+        cmocka_unit_test(test_plugin_tables),
         cmocka_unit_test(test_valid_file),
         cmocka_unit_test(test_shipped_configs),
         cmocka_unit_test(test_unknown_keys),
@@ -745,8 +1320,12 @@ int main(void)
         cmocka_unit_test(test_later_keys),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_env_override),
+        cmocka_unit_test(test_env_stats),
+        cmocka_unit_test_teardown(test_set, capture_teardown),
+        cmocka_unit_test(test_get),
         cmocka_unit_test(test_dump_round_trip),
         cmocka_unit_test(test_tool),
+        cmocka_unit_test(test_tool_reference),
     };
     return cmocka_run_group_tests_name("config", tests, group_setup,
                                        group_teardown);

@@ -1071,14 +1071,15 @@ static void test_ucx(void **state)
     const rv_transport_ops_t *ops = NULL;
     void *handle = NULL;
     rv_transport_t *tp = NULL;
-    rv_config_t cfg;
+    rv_config_t *cfg;
     char err[512];
     (void)state;
 
     assert_int_equal(rv_config_load(NULL, &cfg, err, sizeof(err)), RV_OK);
     assert_int_equal(rv__plugin_load("ucx", &handle, &ops), RV_OK);
     rv_transport_params_t params = {
-        .config = &cfg,
+        .config = cfg,
+        .tconfig = rv_config_component(cfg, "transport.ucx"),
         .rank = 0,
         .size = 1,
         .threads = 1,
@@ -1093,13 +1094,13 @@ static void test_ucx(void **state)
         rv_mem_chunk_t *c[2], *region;
         int node = numa_available() >= 0 ? 0 : -1;
 
-        rv_mem_chunk_params_init(&p, &cfg, ops, tp, node);
+        rv_mem_chunk_params_init(&p, cfg, ops, tp, node);
         p.source = sources[s];
         assert_int_equal(rv_mem_chunk_allocator_create(&p, &a), RV_OK);
         assert_int_equal(rv_mem_chunk_source(a), sources[s]);
         for (int i = 0; i < 2; i++) {
             assert_int_equal(rv_mem_chunk_alloc(a, 1, &c[i]), RV_OK);
-            assert_int_equal(c[i]->len, cfg.memory.chunk);
+            assert_int_equal(c[i]->len, rv_core_config(cfg)->memory.chunk);
             assert_non_null(c[i]->tmem);
             assert_non_null(c[i]->rkey);
             assert_true(c[i]->rkey_len > 0);
@@ -1131,6 +1132,7 @@ static void test_ucx(void **state)
         rv_mem_chunk_allocator_destroy(a);
     }
     ops->fini(tp);
+    rv_config_free(cfg);
     /* The plugin stays loaded, as in rv_context: UCX keeps atexit handlers
      * in it. */
 }

@@ -155,14 +155,14 @@ static void test_allocators(void **state)
 {
     (void)state;
     rv_mem_chunk_params_t cp;
-    rv_config_t cfg;
+    rv_config_t *cfg;
     rv_mem_chunk_allocator_t *chunks;
     rv_mem_general_t *gen;
     const rv_mem_chunk_t *chunk;
     void *p;
     mock_reset(false);
     assert_int_equal(rv_config_load(NULL, &cfg, NULL, 0), RV_OK);
-    svc->mem_chunk_params_init(&cp, &cfg, &mock_ops, NULL, -1);
+    svc->mem_chunk_params_init(&cp, cfg, &mock_ops, NULL, -1);
     cp.huge_pages = RV_HUGE_OFF;
     cp.source = RV_MEM_SOURCE_MMAP;
     assert_int_equal(svc->mem_chunk_allocator_create(&cp, &chunks), RV_OK);
@@ -176,6 +176,7 @@ static void test_allocators(void **state)
     assert_int_equal(svc->mem_general_stats(gen).bytes_in_use, 0);
     svc->mem_general_destroy(gen);
     svc->mem_chunk_allocator_destroy(chunks);
+    rv_config_free(cfg);
     assert_int_equal(mock.deregisters, mock.registers);
 }
 

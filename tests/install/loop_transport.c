@@ -40,7 +40,7 @@ typedef struct loop_msg {
 
 struct rv_transport {
     const rv_transport_services_t *svc;
-    rv_config_t config;
+    const rv_config_t *config; /* the job's, valid until fini */
     uint32_t nworkers;
     rv_mem_chunk_allocator_t *chunks;
     rv_mem_general_t *pool;         /* messages: any thread allocates,
@@ -174,14 +174,14 @@ static rv_status_t loop_init(const rv_transport_params_t *params,
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
     tp->svc = svc;
-    tp->config = *params->config;
+    tp->config = params->config;
     tp->nworkers = (uint32_t)params->threads;
     tp->workers = calloc(tp->nworkers, sizeof(*tp->workers));
     rv_status_t st = RV_ERR_NO_MEMORY;
     if (tp->workers == NULL)
         goto err_free;
     rv_mem_chunk_params_t cp;
-    svc->mem_chunk_params_init(&cp, &tp->config, &rv_transport_ops, tp, -1);
+    svc->mem_chunk_params_init(&cp, tp->config, &rv_transport_ops, tp, -1);
     cp.source = RV_MEM_SOURCE_MMAP; /* registered by loop_mem_register */
     if ((st = svc->mem_chunk_allocator_create(&cp, &tp->chunks)) != RV_OK)
         goto err_free;

@@ -12,6 +12,7 @@
 #include <ucp/api/ucp.h>
 
 #include "rv_transport.h"
+#include "ucx_config.h"
 
 #define RV_UCX_AM_ID 0       /* rivet messages */
 #define RV_UCX_AM_RMA 1      /* RMA emulated over AM (ucx_emu.c) */
@@ -34,7 +35,7 @@ struct rv_transport {
     pthread_rwlock_t regions_lock;
     ucx_region_t *regions;         /* by region id */
     uint32_t nregions, regions_cap;
-    rv_config_t config;
+    rv_ucx_config_t config;
     int rank, size, threads;
     char tls[128];                 /* what was asked for */
     char lanes[192];               /* what an endpoint to a peer uses */

@@ -49,12 +49,17 @@ static rv_status_t config_set(ucp_config_t *cfg, const char *name,
 static rv_status_t ucx_init(const rv_transport_params_t *params,
                             rv_transport_t **tp_p)
 {
-    const rv_config_t *c = params->config;
-    rv_transport_t *tp = calloc(1, sizeof(*tp));
+    const rv_ucx_config_t *c = params->tconfig;
+    rv_transport_t *tp;
     ucp_config_t *cfg;
     ucs_status_t s;
     rv_status_t status;
 
+    if (c == NULL) {
+        rv_error("ucx: started without its transport.ucx configuration");
+        return RV_ERR_INVALID;
+    }
+    tp = calloc(1, sizeof(*tp));
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
     tp->config = *c;
@@ -75,23 +80,23 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
         return rv_ucx_status(s);
     }
     status = RV_OK;
-    if (c->transport.ucx.tls[0] != '\0')
+    if (c->tls[0] != '\0')
         status = config_set(cfg, "TLS", "transport.ucx.tls",
-                            c->transport.ucx.tls);
-    if (status == RV_OK && c->transport.ucx.net_devices[0] != '\0')
+                            c->tls);
+    if (status == RV_OK && c->net_devices[0] != '\0')
         status = config_set(cfg, "NET_DEVICES", "transport.ucx.net_devices",
-                            c->transport.ucx.net_devices);
-    if (status == RV_OK && c->transport.ucx.rndv_thresh != 0) {
+                            c->net_devices);
+    if (status == RV_OK && c->rndv_thresh != 0) {
         char v[32];
         snprintf(v, sizeof(v), "%llu",
-                 (unsigned long long)c->transport.ucx.rndv_thresh);
+                 (unsigned long long)c->rndv_thresh);
         status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
     }
-    if (status == RV_OK && c->transport.ucx.gid_index >= 0) {
+    if (status == RV_OK && c->gid_index >= 0) {
         /* UCX 1.13 takes the IB iface's GID index under its short name;
          * "IB_GID_INDEX" is reported invalid and ignored. */
         char v[32];
-        snprintf(v, sizeof(v), "%lld", (long long)c->transport.ucx.gid_index);
+        snprintf(v, sizeof(v), "%lld", (long long)c->gid_index);
         status = config_set(cfg, "GID_INDEX", "transport.ucx.gid_index", v);
     }
     if (status != RV_OK) {
@@ -100,7 +105,7 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
         return status;
     }
     const char *env_tls = getenv("UCX_TLS");
-    const char *tls = c->transport.ucx.tls[0] ? c->transport.ucx.tls
+    const char *tls = c->tls[0] ? c->tls
                       : env_tls                ? env_tls
                                                : "all";
     snprintf(tp->tls, sizeof(tp->tls), "%.*s", (int)sizeof(tp->tls) - 1, tls);
@@ -141,8 +146,8 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     memset(caps, 0, sizeof(*caps));
     caps->max_am_header = RV_UCX_MAX_HDR;
     caps->max_am_size = SIZE_MAX;
-    caps->eager_limit = tp->config.transport.ucx.rndv_thresh
-                            ? tp->config.transport.ucx.rndv_thresh
+    caps->eager_limit = tp->config.rndv_thresh
+                            ? tp->config.rndv_thresh
                             : 8192;
     caps->ordered_am = true;
     caps->ordered_puts = false;
@@ -161,6 +166,7 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
 const rv_transport_ops_t rv_transport_ops = {
     .name = "ucx",
     .abi_version = RV_TRANSPORT_ABI_VERSION,
+    .config = &rv_ucx_config_table,
     .init = ucx_init,
     .fini = ucx_fini,
     .query = ucx_query,

@@ -703,7 +703,7 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
     rv_transport_t *tp = tw->tp;
     int local = (int)(tw->tid % (uint32_t)tp->threads);
     int peer_rank = (int)(peer / (uint32_t)tp->threads);
-    rv_rma_emulation_t emu = tp->config.transport.ucx.rma_emulation;
+    rv_rma_emulation_t emu = tp->config.rma_emulation;
     bool describe = local == 0 && tp->lanes[0] == '\0' &&
                     (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
     if (emu == RV_RMA_EMU_AUTO || describe) {

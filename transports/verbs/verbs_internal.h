@@ -43,6 +43,7 @@
 
 #include "rv_mem.h"
 #include "rv_transport.h"
+#include "verbs_config.h"
 #include "verbs_signal.h"
 
 /* ---------------------------------------------------------------------- */
@@ -124,7 +125,8 @@ struct rv_transport {
     uint32_t signal_interval;
     void (*peer_failed)(void *arg, uint32_t peer, const char *why);
     void *peer_failed_arg;
-    rv_config_t config;
+    rv_verbs_config_t config;
+    const rv_config_t *job_config; /* core's keys (memory.*) */
     char gid_text[64];
     /* qp_sharing: process */
     bool shared_qps;

@@ -69,7 +69,7 @@ static rv_status_t device_try(rv_transport_t *tp, struct ibv_device *dev,
         return RV_OK;
     }
     bool up = port_active(c, tp->port, &pa);
-    if (tp->config.transport.verbs.device[0] != '\0' && !up) {
+    if (tp->config.device[0] != '\0' && !up) {
         rv_error("verbs: port %d of %s is %s", tp->port, name,
                  ibv_query_port(c, (uint8_t)tp->port, &pa) == 0
                      ? ibv_port_state_str(pa.state)
@@ -88,7 +88,7 @@ static rv_status_t device_try(rv_transport_t *tp, struct ibv_device *dev,
 
 static void no_device_error(rv_transport_t *tp, const char *names)
 {
-    const char *want = tp->config.transport.verbs.device;
+    const char *want = tp->config.device;
     if (want[0] != '\0')
         rv_error("verbs: no RDMA device '%s' (transport.verbs.device); "
                  "devices: %s", want, names);
@@ -100,7 +100,7 @@ static void no_device_error(rv_transport_t *tp, const char *names)
 /* Opens the configured device, or the best one with an active port. */
 static rv_status_t open_device(rv_transport_t *tp)
 {
-    const char *want = tp->config.transport.verbs.device;
+    const char *want = tp->config.device;
     int num = 0;
     struct ibv_device **list = ibv_get_device_list(&num);
     if (list == NULL || num == 0) {
@@ -160,7 +160,7 @@ static bool gid_is_ipv4(const union ibv_gid *g)
 
 static rv_status_t choose_gid(rv_transport_t *tp)
 {
-    int want = tp->config.transport.verbs.gid_index;
+    int want = tp->config.gid_index;
     tp->roce = tp->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
     if (want < 0) {
         want = 0;
@@ -220,16 +220,17 @@ static void transport_setup(rv_transport_t *tp,
                             const rv_transport_params_t *params)
 {
     tp->svc = params->services;
-    tp->config = *params->config;
+    tp->config = *(const rv_verbs_config_t *)params->tconfig;
+    tp->job_config = params->config;
     tp->rank = params->rank;
     tp->size = params->size;
     tp->threads = params->threads;
     tp->peer_failed = params->peer_failed;
     tp->peer_failed_arg = params->peer_failed_arg;
-    tp->port = tp->config.transport.verbs.port;
-    tp->signal_interval = (uint32_t)tp->config.transport.verbs.signal_interval;
+    tp->port = tp->config.port;
+    tp->signal_interval = (uint32_t)tp->config.signal_interval;
     tp->shared_qps =
-        tp->config.transport.verbs.qp_sharing == RV_QP_SHARING_PROCESS;
+        tp->config.qp_sharing == RV_QP_SHARING_PROCESS;
     tp->nworkers = (uint32_t)(tp->size * tp->threads);
 }
 
@@ -238,6 +239,10 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
 {
     if (!services_usable(params->services))
         return RV_ERR_UNSUPPORTED;
+    if (params->tconfig == NULL) {
+        rv_error("verbs: started without its transport.verbs configuration");
+        return RV_ERR_INVALID;
+    }
     rv_transport_t *tp = calloc(1, sizeof(*tp));
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
@@ -403,6 +408,7 @@ __attribute__((visibility("default"))) const rv_transport_ops_t
     rv_transport_ops = {
         .name = "verbs",
         .abi_version = RV_TRANSPORT_ABI_VERSION,
+        .config = &rv_verbs_config_table,
         .init = vb_init,
         .fini = vb_fini,
         .query = vb_query,

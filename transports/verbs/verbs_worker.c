@@ -125,7 +125,7 @@ static rv_status_t mem_create(rv_tworker_t *tw)
 {
     rv_transport_t *tp = tw->tp;
     rv_mem_chunk_params_t cp;
-    tp->svc->mem_chunk_params_init(&cp, &tp->config, &rv_transport_ops, tp,
+    tp->svc->mem_chunk_params_init(&cp, tp->job_config, &rv_transport_ops, tp,
                                    tw->numa_node);
     cp.source = RV_MEM_SOURCE_MMAP;
     rv_status_t st = tp->svc->mem_chunk_allocator_create(&cp, &tw->chunks);

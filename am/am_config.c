@@ -1,0 +1,123 @@
+/*
+ * The invocation layer's configuration table (am.*), registered with core
+ * when librivet is loaded; see rv_config.h for the conventions of a table.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "am_config.h"
+
+/* ENUM fields are read and written as int. */
+_Static_assert(sizeof(rv_am_path_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(rv_aggregation_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(rv_on_full_t) == sizeof(int), "enum size");
+
+#define KIB (INT64_C(1) << 10)
+#define MIB (INT64_C(1) << 20)
+#define GIB (INT64_C(1) << 30)
+
+#define OFF(_member) offsetof(rv_am_config_t, _member)
+
+static const rv_config_field_t am_fields[] = {
+    {
+        .name = "path",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(path),
+        .def = "send",
+        .values = "send|write",
+        .help = "send: calls travel as transport active messages (no "
+                "setup); write: calls are RDMA-written into one-sided "
+                "messenger rings in the receiver's NUMA zone.",
+    },
+    {
+        .name = "aggregation",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(aggregation),
+        .def = "none",
+        .values = "none|trad|ovfl",
+        .help = "none: every call is sent at once; trad: calls are batched "
+                "and flushed at am.flush_bytes, on explicit flush and when "
+                "idle; ovfl: calls are batched only while the ring cannot "
+                "take them, up to am.ovfl_limit.",
+    },
+    {
+        .name = "flush_bytes",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(flush_bytes),
+        .def = "4KiB",
+        .min = 64,
+        .max = 64 * MIB,
+        .help = "With trad aggregation, a batch is sent once it holds this "
+                "many bytes.",
+    },
+    {
+        .name = "ovfl_limit",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(ovfl_limit),
+        .def = "1MiB",
+        .min = 0,
+        .max = GIB,
+        .help = "With ovfl aggregation, the most bytes batched per "
+                "destination while its ring is full; beyond it am.on_full "
+                "applies.",
+    },
+    {
+        .name = "on_full",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(on_full),
+        .def = "fail",
+        .values = "fail|retry|retry_async",
+        .help = "When a messenger ring is full: fail (the call returns "
+                "RV_ERR_AGAIN), retry (the call blocks, progressing), "
+                "retry_async (the call is queued in registered memory and "
+                "sent later in FIFO order).",
+    },
+    {
+        .name = "chunks_per_request",
+        .type = RV_CFG_INT,
+        .offset = OFF(chunks_per_request),
+        .def = "2",
+        .min = 1,
+        .max = 64,
+        .help = "Chunks a sender asks for each time it grows a messenger "
+                "ring.",
+    },
+    {
+        .name = "max_chunks",
+        .type = RV_CFG_INT,
+        .offset = OFF(max_chunks),
+        .def = "8",
+        .min = 1,
+        .max = 4096,
+        .help = "Most chunks one messenger ring grows to.",
+    },
+    {
+        .name = "chunk_bytes",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(chunk_bytes),
+        .def = "2MiB",
+        .min = 4 * KIB,
+        .max = GIB,
+        .help = "Size of one messenger ring chunk.",
+    },
+    {
+        .name = "local_bypass",
+        .type = RV_CFG_BOOL,
+        .offset = OFF(local_bypass),
+        .def = "true",
+        .help = "Calls between threads of one process go through a "
+                "lockless in-memory queue instead of the transport; false "
+                "forces them through the transport, to measure the "
+                "difference.",
+    },
+    {.name = NULL},
+};
+
+static const rv_config_table_t am_config_table = {
+    .prefix = AM_CONFIG_PREFIX,
+    .help = "Remote invocation: calls, messenger rings and aggregation.",
+    .fields = am_fields,
+    .size = sizeof(rv_am_config_t),
+};
+
+RV_CONFIG_REGISTER_TABLE(am_config_table)

@@ -1,0 +1,73 @@
+/*
+ * The verbs transport's configuration table (transport.verbs.*), exported
+ * in the plugin's ops table; see rv_config.h for the conventions of a
+ * table.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "verbs_config.h"
+
+/* ENUM fields are read and written as int. */
+_Static_assert(sizeof(rv_qp_sharing_t) == sizeof(int), "enum size");
+
+#define OFF(_member) offsetof(rv_verbs_config_t, _member)
+
+static const rv_config_field_t verbs_fields[] = {
+    {
+        .name = "device",
+        .type = RV_CFG_STRING,
+        .offset = OFF(device),
+        .def = "\"\"",
+        .help = "RDMA device to open (mlx5_0, rxe0). Empty takes the first "
+                "device with an active port.",
+    },
+    {
+        .name = "port",
+        .type = RV_CFG_INT,
+        .offset = OFF(port),
+        .def = "1",
+        .min = 1,
+        .max = 255,
+        .help = "Port number on the device (ports count from 1).",
+    },
+    {
+        .name = "gid_index",
+        .type = RV_CFG_INT,
+        .offset = OFF(gid_index),
+        .def = "-1",
+        .min = -1,
+        .max = 255,
+        .help = "GID table index used for addressing; -1 picks a RoCE v2 "
+                "IPv4 GID when there is one. Soft-RoCE usually needs 0.",
+    },
+    {
+        .name = "qp_sharing",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(qp_sharing),
+        .def = "thread",
+        .values = "thread|process",
+        .help = "thread: every worker thread has its own queue pair to each "
+                "peer (no locks, more QPs); process: the threads of a "
+                "process share one queue pair per peer.",
+    },
+    {
+        .name = "signal_interval",
+        .type = RV_CFG_INT,
+        .offset = OFF(signal_interval),
+        .def = "64",
+        .min = 1,
+        .max = 16384,
+        .help = "Selective signaling: one send in this many asks for a "
+                "completion; the others are reclaimed by the flush-number "
+                "protocol (Seriema section 4.1).",
+    },
+    {.name = NULL},
+};
+
+const rv_config_table_t rv_verbs_config_table = {
+    .prefix = "transport.verbs",
+    .help = "rivet's own libibverbs transport (librivet-verbs.so).",
+    .fields = verbs_fields,
+    .size = sizeof(rv_verbs_config_t),
+};
