@@ -88,7 +88,7 @@ static const rv_config_field_t am_fields[] = {
         .offset = OFF(max_chunks),
         .def = "8",
         .min = 1,
-        .max = 4096,
+        .max = AM_MAX_CHUNKS_LIMIT,
         .help = "Most chunks one messenger ring grows to.",
     },
     {

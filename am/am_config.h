@@ -11,6 +11,8 @@
 #include "rivet.h"
 
 #define AM_CONFIG_PREFIX "am"
+/* The most chunks a ring may have (am.max_chunks' range). */
+#define AM_MAX_CHUNKS_LIMIT 4096
 
 typedef enum { RV_AM_PATH_SEND, RV_AM_PATH_WRITE } rv_am_path_t;
 typedef enum { RV_AGG_NONE, RV_AGG_TRAD, RV_AGG_OVFL } rv_aggregation_t;

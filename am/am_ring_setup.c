@@ -149,7 +149,7 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
     }
     memcpy(&req, msg->data, sizeof(req));
     if (msg->len != sizeof(req) + req.rkey_len || req.nchunks == 0 ||
-        req.nchunks > 4096) {
+        req.nchunks > AM_MAX_CHUNKS_LIMIT) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped a malformed ring request from worker %u", msg->src);
         return RV_OK;

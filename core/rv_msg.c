@@ -104,6 +104,17 @@ static void sync_completion(void *arg, rv_status_t status)
     rv_sync_complete(arg, status);
 }
 
+/* Core's header and the largest extension fit every transport's header. */
+_Static_assert(sizeof(rv_msg_hdr_t) + RV_MSG_XHDR_MAX <=
+                   RV_TRANSPORT_AM_HEADER_MIN,
+               "the message header outgrows what transports carry");
+
+/* An idle worker spins this many empty polls (latency), then yields its
+ * core once every IDLE_YIELD_EVERY polls, so that two busy pollers
+ * sharing cores do not starve each other. */
+#define IDLE_SPIN_POLLS 1024
+#define IDLE_YIELD_EVERY 16
+
 void rv__worker_idle(rv_worker_t *w, unsigned events)
 {
     if (events != 0) {
@@ -111,7 +122,8 @@ void rv__worker_idle(rv_worker_t *w, unsigned events)
         return;
     }
     /* Spin briefly (latency), then give the core away now and then. */
-    if (++w->idle_polls > 1024 && (w->idle_polls & 15) == 0)
+    if (++w->idle_polls > IDLE_SPIN_POLLS &&
+        w->idle_polls % IDLE_YIELD_EVERY == 0)
         sched_yield();
 }
 

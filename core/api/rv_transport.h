@@ -49,6 +49,11 @@ extern "C" {
  */
 #define RV_TRANSPORT_ABI_VERSION 3
 
+/** The AM header bytes every transport carries at least
+ * (rv_transport_caps_t.max_am_header): core's message header and the
+ * largest header extension of rv_sendx. */
+#define RV_TRANSPORT_AM_HEADER_MIN 64
+
 typedef struct rv_transport rv_transport_t; /**< a plugin's process state */
 typedef struct rv_tworker rv_tworker_t;     /**< a plugin's per-thread state */
 typedef struct rv_tmem rv_tmem_t;           /**< registered memory */

@@ -16,7 +16,9 @@
 
 #define RV_UCX_AM_ID 0       /* rivet messages */
 #define RV_UCX_AM_RMA 1      /* RMA emulated over AM (ucx_emu.c) */
-#define RV_UCX_MAX_HDR 64     /* core header bytes carried per message */
+#define RV_UCX_MAX_HDR RV_TRANSPORT_AM_HEADER_MIN /* core header bytes */
+#define RV_UCX_PAGE 4096u                 /* receive buffers: page-aligned, */
+#define RV_UCX_HUGE_PAGE ((size_t)2 << 20) /* and huge-page-aligned when large */
 #define RV_UCX_MAX_IOV 16
 #define RV_UCX_RXBUF_MIN_CLASS 12    /* 4 KiB */
 #define RV_UCX_RXBUF_CLASSES 15      /* up to 64 MiB */

@@ -84,10 +84,10 @@ static void *rxbuf_get(struct rv_tworker *tw, size_t len)
         return buf;
     }
     size_t size = (size_t)1 << (c + RV_UCX_RXBUF_MIN_CLASS);
-    size_t align = size >= (2u << 20) ? (2u << 20) : 4096;
+    size_t align = size >= RV_UCX_HUGE_PAGE ? RV_UCX_HUGE_PAGE : RV_UCX_PAGE;
     if (posix_memalign(&buf, align, size) != 0)
         return NULL;
-    if (size >= (2u << 20))
+    if (size >= RV_UCX_HUGE_PAGE)
         madvise(buf, size, MADV_HUGEPAGE); /* fewer faults and TLB misses */
     return buf;
 }

@@ -49,7 +49,7 @@
 /* ---------------------------------------------------------------------- */
 /* Sizes and limits                                                        */
 
-#define VB_MAX_HDR 64              /* core header bytes per message */
+#define VB_MAX_HDR RV_TRANSPORT_AM_HEADER_MIN /* core header bytes */
 #define VB_RXBUF 16384             /* eager receive buffer */
 #define VB_NRX 512                 /* receive buffers per worker (its SRQ),
                                       fewer if the device allows fewer */
