@@ -135,6 +135,38 @@ static bool huge_divides(size_t chunk, size_t size)
     return chunk % size == 0;
 }
 
+/* Where the chunks of @p a come from (memory the transport allocates
+ * where peers map it, or rivet's own mmap), and whether its huge page
+ * policy can hold there. */
+static rv_status_t choose_source(rv_mem_chunk_allocator_t *a)
+{
+    if (a->p.source == RV_MEM_SOURCE_AUTO) {
+        rv_transport_caps_t caps;
+        memset(&caps, 0, sizeof(caps));
+        a->p.ops->query(a->p.tp, &caps);
+        /* Huge pages can only be required of memory rivet maps itself. */
+        a->p.source =
+            caps.mem_alloc_mapped && a->p.huge_pages != RV_HUGE_REQUIRE
+                ? RV_MEM_SOURCE_TRANSPORT
+                : RV_MEM_SOURCE_MMAP;
+    }
+    if (a->p.huge_pages == RV_HUGE_REQUIRE) {
+        if (a->p.source == RV_MEM_SOURCE_TRANSPORT) {
+            rv_error("memory.huge_pages is require, but chunks come from the "
+                     "transport, which chooses its own pages; use auto");
+            return RV_ERR_CONFIG;
+        }
+        if (!huge_divides(a->p.chunk_size, 2 * MIB)) {
+            rv_error("memory.huge_pages is require, but memory.chunk %zu is "
+                     "not a multiple of a huge page (2MiB or 1GiB); set "
+                     "memory.chunk to 2MiB or 1GiB",
+                     a->p.chunk_size);
+            return RV_ERR_CONFIG;
+        }
+    }
+    return RV_OK;
+}
+
 rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
                                           rv_mem_chunk_allocator_t **alloc_p)
 {
@@ -158,32 +190,9 @@ rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
     a->p = *params;
     a->page = page;
 
-    if (a->p.source == RV_MEM_SOURCE_AUTO) {
-        rv_transport_caps_t caps;
-        memset(&caps, 0, sizeof(caps));
-        a->p.ops->query(a->p.tp, &caps);
-        /* Huge pages can only be required of memory rivet maps itself. */
-        a->p.source =
-            caps.mem_alloc_mapped && a->p.huge_pages != RV_HUGE_REQUIRE
-                ? RV_MEM_SOURCE_TRANSPORT
-                : RV_MEM_SOURCE_MMAP;
-    }
-    if (a->p.huge_pages == RV_HUGE_REQUIRE) {
-        if (a->p.source == RV_MEM_SOURCE_TRANSPORT) {
-            rv_error("memory.huge_pages is require, but chunks come from the "
-                     "transport, which chooses its own pages; use auto");
-            status = RV_ERR_CONFIG;
-            goto err_free;
-        }
-        if (!huge_divides(chunk, 2 * MIB)) {
-            rv_error("memory.huge_pages is require, but memory.chunk %zu is "
-                     "not a multiple of a huge page (2MiB or 1GiB); set "
-                     "memory.chunk to 2MiB or 1GiB",
-                     chunk);
-            status = RV_ERR_CONFIG;
-            goto err_free;
-        }
-    }
+    status = choose_source(a);
+    if (status != RV_OK)
+        goto err_free;
     if (a->p.source == RV_MEM_SOURCE_MMAP) {
         /* The largest power of two dividing the chunk size, so that a
          * chunk of a power-of-two size is aligned to its size; at least
@@ -449,6 +458,60 @@ static void *map_chunk(rv_mem_chunk_allocator_t *a, size_t len,
 /* ---------------------------------------------------------------------- */
 /* Chunks                                                                  */
 
+/* A chunk of memory the transport allocates where its peers map it, moved
+ * to the allocator's zone and faulted in. Nothing is held on error. */
+static rv_status_t chunk_from_transport(rv_mem_chunk_allocator_t *a,
+                                        rv_mem_chunk_t *c)
+{
+    rv_status_t status = a->p.ops->mem_alloc(a->p.tp, c->len, &c->tmem,
+                                             &c->addr);
+    if (status != RV_OK) {
+        rv_error("the transport cannot allocate a %zu-byte registered "
+                 "chunk: %s",
+                 c->len, rv_status_str(status));
+        return status;
+    }
+    c->from_transport = true;
+    c->kind = RV_MEM_PAGE_TRANSPORT;
+    if ((uintptr_t)c->addr % a->page != 0) {
+        rv_error("the transport allocated a chunk at %p, not page aligned",
+                 c->addr);
+        status = RV_ERR_TRANSPORT;
+    } else if (bind_range(a, c->addr, c->len, MPOL_MF_MOVE) != 0) {
+        /* The transport may already have touched the pages: move them. */
+        rv_error("cannot move a transport-allocated chunk to numa node %d "
+                 "(mbind: %m)",
+                 a->p.numa_node);
+        status = RV_ERR_IO;
+    } else if (populate(c->addr, c->len, a->page) != 0) {
+        rv_error("cannot fault in a transport-allocated chunk of %zu bytes "
+                 "(%m)",
+                 c->len);
+        status = RV_ERR_NO_MEMORY;
+    }
+    if (status != RV_OK)
+        a->p.ops->mem_deregister(a->p.tp, c->tmem);
+    return status;
+}
+
+/* A chunk rivet maps itself (huge pages per policy) and registers. Nothing
+ * is held on error. */
+static rv_status_t chunk_from_mmap(rv_mem_chunk_allocator_t *a,
+                                   rv_mem_chunk_t *c)
+{
+    c->addr = map_chunk(a, c->len, &c->kind);
+    if (c->addr == NULL)
+        return RV_ERR_NO_MEMORY;
+    rv_status_t status = a->p.ops->mem_register(a->p.tp, c->addr, c->len,
+                                                &c->tmem);
+    if (status != RV_OK) {
+        rv_error("the transport cannot register a %zu-byte chunk: %s",
+                 c->len, rv_status_str(status));
+        munmap(c->addr, c->len);
+    }
+    return status;
+}
+
 static rv_status_t chunk_create(rv_mem_chunk_allocator_t *a, size_t nchunks,
                                 rv_mem_chunk_t **chunk_p)
 {
@@ -466,52 +529,11 @@ static rv_status_t chunk_create(rv_mem_chunk_allocator_t *a, size_t nchunks,
     c->owner = a;
     c->len = len;
     c->numa_node = a->p.numa_node;
-
-    if (a->p.source == RV_MEM_SOURCE_TRANSPORT) {
-        status = ops->mem_alloc(a->p.tp, len, &c->tmem, &c->addr);
-        if (status != RV_OK) {
-            rv_error("the transport cannot allocate a %zu-byte registered "
-                     "chunk: %s",
-                     len, rv_status_str(status));
-            goto err_free;
-        }
-        c->from_transport = true;
-        c->kind = RV_MEM_PAGE_TRANSPORT;
-        if ((uintptr_t)c->addr % a->page != 0) {
-            rv_error("the transport allocated a chunk at %p, not page "
-                     "aligned",
-                     c->addr);
-            status = RV_ERR_TRANSPORT;
-            goto err_dereg;
-        }
-        /* The transport may already have touched the pages: move them. */
-        if (bind_range(a, c->addr, len, MPOL_MF_MOVE) != 0) {
-            rv_error("cannot move a transport-allocated chunk to numa node "
-                     "%d (mbind: %m)",
-                     a->p.numa_node);
-            status = RV_ERR_IO;
-            goto err_dereg;
-        }
-        if (populate(c->addr, len, a->page) != 0) {
-            rv_error("cannot fault in a transport-allocated chunk of %zu "
-                     "bytes (%m)",
-                     len);
-            status = RV_ERR_NO_MEMORY;
-            goto err_dereg;
-        }
-    } else {
-        c->addr = map_chunk(a, len, &c->kind);
-        if (c->addr == NULL) {
-            status = RV_ERR_NO_MEMORY;
-            goto err_free;
-        }
-        status = ops->mem_register(a->p.tp, c->addr, len, &c->tmem);
-        if (status != RV_OK) {
-            rv_error("the transport cannot register a %zu-byte chunk: %s", len,
-                     rv_status_str(status));
-            goto err_unmap;
-        }
-    }
+    status = a->p.source == RV_MEM_SOURCE_TRANSPORT
+                 ? chunk_from_transport(a, c)
+                 : chunk_from_mmap(a, c);
+    if (status != RV_OK)
+        goto err_free;
     a->stats.registrations++;
 
     status = ops->rkey_pack(a->p.tp, c->tmem, &rkey, &c->rkey_len);
@@ -537,7 +559,6 @@ static rv_status_t chunk_create(rv_mem_chunk_allocator_t *a, size_t nchunks,
 err_dereg:
     ops->mem_deregister(a->p.tp, c->tmem);
     a->stats.deregistrations++;
-err_unmap:
     if (!c->from_transport)
         munmap(c->addr, len);
 err_free:

@@ -46,20 +46,51 @@ static rv_status_t config_set(ucp_config_t *cfg, const char *name,
     return RV_OK;
 }
 
+/* Reads UCX's configuration and applies the transport.ucx.* keys on top
+ * of it (each one only when set, so UCX_* variables keep working). */
+static rv_status_t ucx_config(const rv_ucx_config_t *c, ucp_config_t **cfg_p)
+{
+    ucp_config_t *cfg;
+    ucs_status_t s = ucp_config_read(NULL, NULL, &cfg);
+    if (s != UCS_OK) {
+        rv_error("cannot read the UCX configuration: %s", ucs_status_string(s));
+        return rv_ucx_status(s);
+    }
+    char v[32];
+    rv_status_t status = RV_OK;
+    if (c->tls[0] != '\0')
+        status = config_set(cfg, "TLS", "transport.ucx.tls", c->tls);
+    if (status == RV_OK && c->net_devices[0] != '\0')
+        status = config_set(cfg, "NET_DEVICES", "transport.ucx.net_devices",
+                            c->net_devices);
+    if (status == RV_OK && c->rndv_thresh != 0) {
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)c->rndv_thresh);
+        status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
+    }
+    if (status == RV_OK && c->gid_index >= 0) {
+        /* UCX 1.13 takes the IB iface's GID index under its short name;
+         * "IB_GID_INDEX" is reported invalid and ignored. */
+        snprintf(v, sizeof(v), "%lld", (long long)c->gid_index);
+        status = config_set(cfg, "GID_INDEX", "transport.ucx.gid_index", v);
+    }
+    if (status != RV_OK) {
+        ucp_config_release(cfg);
+        return status;
+    }
+    *cfg_p = cfg;
+    return RV_OK;
+}
+
 static rv_status_t ucx_init(const rv_transport_params_t *params,
                             rv_transport_t **tp_p)
 {
     const rv_ucx_config_t *c = params->tconfig;
-    rv_transport_t *tp;
-    ucp_config_t *cfg;
-    ucs_status_t s;
-    rv_status_t status;
-
+    ucp_config_t *cfg = NULL;
     if (c == NULL) {
         rv_error("ucx: started without its transport.ucx configuration");
         return RV_ERR_INVALID;
     }
-    tp = calloc(1, sizeof(*tp));
+    rv_transport_t *tp = calloc(1, sizeof(*tp));
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
     tp->config = *c;
@@ -67,47 +98,15 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     tp->rank = params->rank;
     tp->size = params->size;
     tp->threads = params->threads;
-
     unsigned major, minor, release;
     ucp_get_version(&major, &minor, &release);
     snprintf(tp->version, sizeof(tp->version), "%u.%u.%u", major, minor,
              release);
-
-    s = ucp_config_read(NULL, NULL, &cfg);
-    if (s != UCS_OK) {
-        rv_error("cannot read the UCX configuration: %s", ucs_status_string(s));
-        free(tp);
-        return rv_ucx_status(s);
-    }
-    status = RV_OK;
-    if (c->tls[0] != '\0')
-        status = config_set(cfg, "TLS", "transport.ucx.tls",
-                            c->tls);
-    if (status == RV_OK && c->net_devices[0] != '\0')
-        status = config_set(cfg, "NET_DEVICES", "transport.ucx.net_devices",
-                            c->net_devices);
-    if (status == RV_OK && c->rndv_thresh != 0) {
-        char v[32];
-        snprintf(v, sizeof(v), "%llu",
-                 (unsigned long long)c->rndv_thresh);
-        status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
-    }
-    if (status == RV_OK && c->gid_index >= 0) {
-        /* UCX 1.13 takes the IB iface's GID index under its short name;
-         * "IB_GID_INDEX" is reported invalid and ignored. */
-        char v[32];
-        snprintf(v, sizeof(v), "%lld", (long long)c->gid_index);
-        status = config_set(cfg, "GID_INDEX", "transport.ucx.gid_index", v);
-    }
-    if (status != RV_OK) {
-        ucp_config_release(cfg);
-        free(tp);
-        return status;
-    }
+    rv_status_t status = ucx_config(c, &cfg);
+    if (status != RV_OK)
+        goto err_free;
     const char *env_tls = getenv("UCX_TLS");
-    const char *tls = c->tls[0] ? c->tls
-                      : env_tls                ? env_tls
-                                               : "all";
+    const char *tls = c->tls[0] ? c->tls : env_tls ? env_tls : "all";
     snprintf(tp->tls, sizeof(tp->tls), "%.*s", (int)sizeof(tp->tls) - 1, tls);
 
     ucp_params_t up = {
@@ -120,17 +119,22 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
         .estimated_num_eps = (size_t)params->size * (size_t)params->threads,
         .name = "rivet",
     };
-    s = ucp_init(&up, cfg, &tp->context);
+    ucs_status_t s = ucp_init(&up, cfg, &tp->context);
     ucp_config_release(cfg);
     if (s != UCS_OK) {
         rv_error("UCX failed to start with transports '%s': %s. Check "
                  "transport.ucx.tls (ucx_info -d lists what this machine has)",
                  tp->tls, ucs_status_string(s));
-        free(tp);
-        return rv_ucx_status(s);
+        status = rv_ucx_status(s);
+        goto err_free;
     }
     *tp_p = tp;
     return RV_OK;
+
+err_free:
+    pthread_rwlock_destroy(&tp->regions_lock);
+    free(tp);
+    return status;
 }
 
 static void ucx_fini(rv_transport_t *tp)
