@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo check check-asan check-verbs bench install readme clean
+.PHONY: all deps build demo check check-asan check-verbs docs bench install readme clean
 
 all: build
 
@@ -36,6 +36,11 @@ check-asan: deps
 # Soft-RoCE device in a qemu guest (scripts/rdma-vm.sh, scripts/check-verbs.sh).
 check-verbs: build
 	scripts/check-verbs.sh $(BUILD)
+
+# The API reference from the public headers (Doxygen), in $(BUILD)/docs/html;
+# an undocumented public symbol, parameter or return value fails it.
+docs: build
+	cmake --build $(BUILD) --target docs
 
 bench: build
 	bench/compare-ucx.sh

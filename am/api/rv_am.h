@@ -37,22 +37,35 @@
 extern "C" {
 #endif
 
-/** @brief A call as its handler sees it. */
+/** @brief A call as its handler sees it. Owned by rivet: the struct and
+ * the memory it points to are valid until the handler returns.
+ * @note Single-threaded: the target worker's thread. */
 typedef struct rv_call {
-    rv_tid_t src;           /**< calling worker */
+    rv_tid_t src;           /**< calling worker (a broadcast's root) */
     const void *args;       /**< argument bytes (no alignment promised) */
-    size_t args_len;
+    size_t args_len;        /**< bytes of @c args */
     const void *buf;        /**< rv_call_buffer's buffer, or NULL */
-    size_t buf_len;
-    void *ret;              /**< rv_call_return: where the result goes */
-    size_t ret_len;         /**< its size; the handler may lower it */
+    size_t buf_len;         /**< bytes of @c buf */
+    void *ret;              /**< rv_call_return: where the result goes
+                                 (zeroed before the handler runs); NULL
+                                 for other calls */
+    size_t ret_len;         /**< its size; the handler may lower it to the
+                                 bytes it wrote */
     bool broadcast;         /**< delivered by rv_broadcast* */
 } rv_call_t;
 
 /**
- * @brief A call handler. Runs on the target worker's thread, inside
- * rv_progress. call->args and call->buf are valid until it returns.
- * @return RV_OK, or an error that is logged (the call is consumed anyway).
+ * @brief A call handler, registered with rv_am_register. Runs on the
+ * target worker's thread, inside rv_progress; it may make calls, progress
+ * and wait.
+ * @param [in]     w    the target worker
+ * @param [in,out] call the call; call->args and call->buf are valid until
+ *                      the handler returns (copy what it keeps), the
+ *                      result goes to call->ret
+ * @param [in]     arg  the @p arg given to rv_am_register
+ * @return RV_OK, or an error that is logged at the target (the call is
+ *         consumed anyway, and the caller's synchronizer still completes
+ *         with RV_OK).
  */
 typedef rv_status_t (*rv_call_fn)(rv_worker_t *w, rv_call_t *call, void *arg);
 
@@ -65,14 +78,32 @@ enum {
 
 /**
  * @brief Initialises the invocation layer in @p ctx: installs it in a
- * layer slot and registers its own handlers. Idempotent. Call in every
- * process before rv_job_run (rv_am_register does it too).
+ * layer slot and registers its own handlers. Idempotent.
+ * @param [in] ctx the context, before rv_job_run
+ * @return RV_OK (also when the layer is initialised already);
+ *         RV_ERR_INVALID for a NULL @p ctx or while a job runs (logged);
+ *         RV_ERR_EXISTS when a handler name of the layer is taken
+ *         (logged); RV_ERR_NO_MEMORY
+ * @note Main thread, in every process, before rv_job_run (rv_am_register
+ *       does it too).
  */
 RV_EXPORT rv_status_t rv_am_init(rv_context_t *ctx);
 
 /**
  * @brief Registers call handler @p fn under @p name (same id rules as
- * rv_handler_register). Call before rv_job_run, in every process.
+ * rv_handler_register), initialising the layer first if need be.
+ * @param [in]  ctx  the context, before rv_job_run
+ * @param [in]  name the handler's name; copied
+ * @param [in]  fn   the handler
+ * @param [in]  arg  passed to every run of @p fn; stays the caller's
+ *                   (rivet never frees it)
+ * @param [out] id_p the handler's id, for rv_call and the others; may be
+ *                   NULL; set only on success
+ * @return RV_OK; RV_ERR_INVALID for a NULL @p ctx or @p fn, an empty name,
+ *         or while a job runs; RV_ERR_EXISTS when the name or its id is
+ *         taken (logged); RV_ERR_NO_MEMORY; rv_am_init's errors
+ * @note Main thread, before rv_job_run, in every process (with the same
+ *       names).
  */
 RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
                            rv_call_fn fn, void *arg, rv_handler_id_t *id_p);
@@ -80,26 +111,78 @@ RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
 /**
  * @brief Worker @p dest runs handler @p h on @p args.
  *
- * @param sync  NULL: returns once @p args may be reused (and, with
- *              RV_NOTIFY_CONSUMED, once the target ran the call),
+ * The arguments are copied (into a batch, a ring record or a local queue
+ * node) or sent from @p args directly (path send without aggregation), per
+ * am.path, am.aggregation and am.local_bypass; either way the rule below
+ * says when @p args may be reused. Calls from one worker to another start
+ * in the order they were made.
+ * @param [in]     w     the calling worker
+ * @param [in]     dest  the target worker, 0 .. rv_nworkers() - 1 (itself
+ *                       included)
+ * @param [in]     h     the call handler's id (rv_am_register)
+ * @param [in]     args  the argument bytes
+ * @param [in]     len   their length, below 2 GiB
+ * @param [in,out] sync  NULL: returns once @p args may be reused (and,
+ *              with RV_NOTIFY_CONSUMED, once the target ran the call),
  *              progressing meanwhile. Otherwise one operation is added to
  *              @p sync and completed at that point.
- * @return RV_OK, or an error (then @p sync is unchanged).
+ * @param [in]     flags 0 or RV_NOTIFY_CONSUMED
+ * @return RV_OK; RV_ERR_INVALID (logged) on a job without the layer, or
+ *         for a @p dest outside the job, or (not logged) for arguments of
+ *         2 GiB or more; RV_ERR_AGAIN when the destination's queue is full
+ *         and am.on_full is fail (or retry, inside an RV_HANDLER_INLINE
+ *         handler); RV_ERR_NO_MEMORY; the transport's error.
+ *         With sync NULL, also the error the call completed with. After
+ *         RV_ERR_INVALID, RV_ERR_AGAIN or RV_ERR_NO_MEMORY @p sync is
+ *         unchanged; after the transport's error too, but for a call too
+ *         large for a batch made with RV_NOTIFY_CONSUMED, whose operation
+ *         stays counted in @p sync.
+ * @note From @p w's own thread. A call the transport refuses after it was
+ *       accepted is lost: logged, and counted in rv_am_stats_t.calls_lost;
+ *       a synchronizer waiting for it to run (RV_NOTIFY_CONSUMED) then
+ *       never completes.
  */
 RV_EXPORT rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
                     unsigned flags);
 
-/** @brief As rv_call; @p buf travels with the arguments in one transfer
- * and reaches the handler as call->buf. */
+/**
+ * @brief As rv_call; @p buf travels with the arguments in one transfer
+ * and reaches the handler as call->buf.
+ * @param [in]     w     the calling worker
+ * @param [in]     dest  the target worker
+ * @param [in]     h     the call handler's id
+ * @param [in]     args  the argument bytes
+ * @param [in]     len   their length, below 2 GiB
+ * @param [in]     buf   the buffer; reusable as @p args is (see @p sync)
+ * @param [in]     n     its length, below 2 GiB
+ * @param [in,out] sync  as rv_call's, for @p args and @p buf
+ * @param [in]     flags 0 or RV_NOTIFY_CONSUMED
+ * @return as rv_call
+ * @note From @p w's own thread.
+ */
 RV_EXPORT rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, const void *buf,
                            size_t n, rv_sync_t *sync, unsigned flags);
 
 /**
  * @brief As rv_call; the handler's result (call->ret, up to @p ret_len
- * bytes) is written into @p ret before @p sync completes.
- * @note @p ret must stay valid until then.
+ * bytes) is written into @p ret before @p sync completes. The call always
+ * reports back, so @p sync completes (and, with sync NULL, the call
+ * returns) only once the target has run it.
+ * @param [in]     w       the calling worker
+ * @param [in]     dest    the target worker
+ * @param [in]     h       the call handler's id
+ * @param [in]     args    the argument bytes; reusable as rv_call's
+ * @param [in]     len     their length, below 2 GiB
+ * @param [out]    ret     where the result goes; the caller's, and must
+ *                         stay valid until @p sync completes. The bytes
+ *                         past what the handler wrote are unspecified.
+ * @param [in]     ret_len its size
+ * @param [in,out] sync    as rv_call's
+ * @param [in]     flags   0 or RV_NOTIFY_CONSUMED (implied)
+ * @return as rv_call; RV_ERR_INVALID (not logged) for a NULL @p ret
+ * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, void *ret,
@@ -108,13 +191,39 @@ RV_EXPORT rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_i
 /**
  * @brief Every worker of the job, the caller included, runs @p h on
  * @p args. The calls travel down a binomial tree rooted at the caller
- * (log2 of the job's workers deep), not as a loop of sends from the root.
- * With RV_NOTIFY_CONSUMED, @p sync completes once every worker ran it.
+ * (log2 of the job's workers deep), not as a loop of sends from the root;
+ * each worker forwards to its children before it runs the handler, which
+ * sees call->src as the root and call->broadcast set.
+ * @param [in]     w     the calling worker, the root
+ * @param [in]     h     the call handler's id
+ * @param [in]     args  the argument bytes
+ * @param [in]     len   their length, below 2 GiB
+ * @param [in,out] sync  as rv_call's: without RV_NOTIFY_CONSUMED it
+ *                       completes once @p args may be reused; with it,
+ *                       once every worker ran the call
+ * @param [in]     flags 0 or RV_NOTIFY_CONSUMED
+ * @return as rv_call. A forward that fails inside the tree is logged
+ *         where it fails; the workers below it do not run the call, and a
+ *         RV_NOTIFY_CONSUMED synchronizer does not complete.
+ * @note From @p w's own thread. Broadcasts always travel as transport
+ *       messages (no aggregation, no local bypass).
  */
 RV_EXPORT rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h, const void *args,
                          size_t len, rv_sync_t *sync, unsigned flags);
 
-/** @brief rv_broadcast with a buffer, as rv_call_buffer. */
+/**
+ * @brief rv_broadcast with a buffer, as rv_call_buffer.
+ * @param [in]     w     the calling worker, the root
+ * @param [in]     h     the call handler's id
+ * @param [in]     args  the argument bytes
+ * @param [in]     len   their length
+ * @param [in]     buf   the buffer; reusable as @p args is
+ * @param [in]     n     its length
+ * @param [in,out] sync  as rv_broadcast's
+ * @param [in]     flags 0 or RV_NOTIFY_CONSUMED
+ * @return as rv_broadcast
+ * @note From @p w's own thread.
+ */
 RV_EXPORT rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
                                 const void *args, size_t len,
                                 const void *buf, size_t n, rv_sync_t *sync,
@@ -125,16 +234,32 @@ RV_EXPORT rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
  * destination) by aggregation (am.aggregation) or queued by
  * am.on_full: retry_async, progressing until they have all left this
  * worker; then completes what the layers above registered flush hooks
- * for (with rma, every one-sided operation towards @p dest issued so far
- * completes at its target). Calls and operations made afterwards are not
- * covered. It says nothing of whether the calls have run.
+ * for. Calls and operations made afterwards are not covered. It says
+ * nothing of whether the calls have run.
+ *
+ * With rma, the flush hook completes one-sided operations at their
+ * targets: all of them with RV_TID_ALL; with one @p dest, those the
+ * transport carried through worker @p dest (an operation on memory of
+ * process r goes through worker rv_tid_make(ctx, r, rv_worker_local(w))).
+ * @param [in] w    the calling worker
+ * @param [in] dest a worker, or RV_TID_ALL
+ * @return RV_OK; RV_ERR_INVALID on a job without the layer (logged) or
+ *         for a @p dest outside the job; RV_ERR_AGAIN from an
+ *         RV_HANDLER_INLINE handler while calls are still held; a flush
+ *         hook's error (the transport's)
+ * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
 
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {
-    uint64_t calls_sent, calls_received;
+    /** @{ */
+    uint64_t calls_sent, calls_received; /**< calls made by this worker,
+                                              and calls it ran */
+    /** @} */
+    /** @{ */
     uint64_t bytes_sent, bytes_received;   /**< arguments + buffers */
+    /** @} */
     uint64_t calls_local;          /**< sent through the local bypass */
     uint64_t flushes;              /**< transmissions of call records */
     uint64_t max_aggregated_bytes; /**< largest transmission */
@@ -145,9 +270,16 @@ typedef struct rv_am_stats {
                                         chunk, sent over send in order */
     uint64_t calls_lost;           /**< accepted, then refused by the
                                         transport (logged) */
-    uint64_t broadcasts_forwarded;
+    uint64_t broadcasts_forwarded; /**< broadcast calls this worker passed
+                                        on to its children in the tree */
 } rv_am_stats_t;
 
+/**
+ * @brief Copies the invocation layer's counters of a worker.
+ * @param [in]  w     the worker
+ * @param [out] stats the counters; all zero on a job without the layer
+ * @note From @p w's own thread (the counters are not atomic).
+ */
 RV_EXPORT void rv_am_stats(const rv_worker_t *w, rv_am_stats_t *stats);
 
 #ifdef __cplusplus

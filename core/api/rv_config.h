@@ -23,6 +23,10 @@
  * A key's environment variable is RIVET_ followed by the key in upper case
  * with dots turned into underscores (transport.ucx.tls ->
  * RIVET_TRANSPORT_UCX_TLS).
+ *
+ * @note Thread mode: the registry of tables is thread-safe. A
+ * configuration (rv_config_t) is single-threaded while it is changed
+ * (rv_config_set); once loaded, any number of threads may read it.
  */
 #ifndef RIVET_RV_CONFIG_H
 #define RIVET_RV_CONFIG_H
@@ -41,18 +45,43 @@ extern "C" {
 /** Size of a string value in a component's struct, NUL included. */
 #define RV_CONFIG_STR_MAX 256
 
-/** @brief job.placement */
-typedef enum { RV_PLACEMENT_NONE, RV_PLACEMENT_CORE, RV_PLACEMENT_NUMA } rv_placement_t;
-/** @brief progress.mode */
-typedef enum { RV_PROGRESS_INLINE, RV_PROGRESS_THREAD, RV_PROGRESS_DYNAMIC } rv_progress_mode_t;
-/** @brief memory.huge_pages */
-typedef enum { RV_HUGE_AUTO, RV_HUGE_OFF, RV_HUGE_REQUIRE } rv_huge_pages_t;
-/** @brief job.stats */
-typedef enum { RV_STATS_OFF, RV_STATS_TEXT, RV_STATS_JSON } rv_stats_mode_t;
+/** @brief job.placement: how processes and worker threads are bound. */
+typedef enum {
+    RV_PLACEMENT_NONE, /**< `none`: the OS decides */
+    RV_PLACEMENT_CORE, /**< `core`: every worker thread of the node gets a
+                            core of its own, round robin */
+    RV_PLACEMENT_NUMA  /**< `numa`: each process is bound to one NUMA zone,
+                            round robin; its threads float inside it */
+} rv_placement_t;
+/** @brief progress.mode: who progresses the transport. The key is not
+ * supported yet (its row says so): workers always progress inline. */
+typedef enum {
+    RV_PROGRESS_INLINE,  /**< `inline`: worker threads, in rv_progress */
+    RV_PROGRESS_THREAD,  /**< `thread`: a dedicated progress thread (not
+                              supported yet) */
+    RV_PROGRESS_DYNAMIC  /**< `dynamic`: an executor posting the requesters'
+                              commands (not supported yet) */
+} rv_progress_mode_t;
+/** @brief memory.huge_pages: what backs registered chunks (see
+ * rv_mem_chunk_allocator_create). */
+typedef enum {
+    RV_HUGE_AUTO,   /**< `auto`: huge pages when there are, else
+                         transparent huge pages, else normal pages */
+    RV_HUGE_OFF,    /**< `off`: normal pages only */
+    RV_HUGE_REQUIRE /**< `require`: huge pages or an error */
+} rv_huge_pages_t;
+/** @brief job.stats: the counters each worker prints at the end of a
+ * job. */
+typedef enum {
+    RV_STATS_OFF,  /**< `off`: none */
+    RV_STATS_TEXT, /**< `text`: a line of text per worker */
+    RV_STATS_JSON  /**< `json`: a JSON object per worker */
+} rv_stats_mode_t;
 
 /**
  * @brief A loaded configuration: one struct per component. Opaque; made by
- * rv_config_load, freed by rv_config_free.
+ * rv_config_load, freed by rv_config_free (the context keeps its own copy,
+ * rv_context_config).
  * @note Single-threaded while it is changed (rv_config_set); once loaded,
  * any number of threads may read it.
  */
@@ -70,17 +99,18 @@ typedef struct rv_core_config {
         int64_t service_threads;    /**< service threads per process */
         bool output_prefix;         /**< rivetrun prefixes output with rank */
         rv_stats_mode_t stats;      /**< off | text | json */
-    } job;
+    } job; /**< `job.*`: the shape of the job */
     struct {
         char name[RV_CONFIG_STR_MAX]; /**< plugin name: ucx | verbs */
-    } transport;
+    } transport; /**< `transport.name`: which plugin (its own keys are
+                      its component's, `transport.NAME.*`) */
     struct {
         uint64_t chunk;             /**< registered chunk size */
         rv_huge_pages_t huge_pages; /**< auto | off | require */
-    } memory;
+    } memory; /**< `memory.*`: registered memory */
     struct {
         rv_progress_mode_t mode;    /**< inline | thread | dynamic */
-    } progress;
+    } progress; /**< `progress.*`: how workers progress */
 } rv_core_config_t;
 
 /** @brief Kinds of values a table row holds. */
@@ -103,13 +133,18 @@ typedef enum rv_config_type {
  */
 typedef struct rv_config_field {
     const char *name;       /**< key under the table's prefix, e.g. "tls" */
-    rv_config_type_t type;
+    rv_config_type_t type;  /**< the value's kind, which fixes its C type
+                                 in the struct */
     size_t offset;          /**< offset of the value in the component's struct */
     const char *def;        /**< default, as it would be written in YAML */
-    int64_t min, max;       /**< inclusive range for INT and SIZE */
+    /** @{ */
+    int64_t min, max;       /**< inclusive range for INT and SIZE; length
+                                 bounds for STRING */
+    /** @} */
     const char *values;     /**< ENUM names separated by '|' */
     const char *later;      /**< non-NULL: not supported yet; says what brings it */
-    const char *help;
+    const char *help;       /**< one sentence for the reference and
+                                 --dump */
 } rv_config_field_t;
 
 /** @brief A component's table of keys and the size of its struct. */
@@ -137,7 +172,8 @@ typedef struct rv_config_table {
 RV_EXPORT rv_status_t rv_config_register(const rv_config_table_t *table);
 
 /** @brief Registers @p _table (a static rv_config_table_t) when the library
- * or program holding it is loaded, as UCS_CONFIG_REGISTER_TABLE does. */
+ * or program holding it is loaded, as UCS_CONFIG_REGISTER_TABLE does (a
+ * constructor calling rv_config_register; its errors are logged). */
 #define RV_CONFIG_REGISTER_TABLE(_table)                                       \
     static void rv_config_register_##_table(void)                              \
         __attribute__((constructor));                                          \
@@ -163,12 +199,19 @@ RV_EXPORT rv_status_t rv_config_register(const rv_config_table_t *table);
  *                     logged
  * @param [in]  errlen size of @p errbuf
  * @return RV_OK, or RV_ERR_CONFIG / RV_ERR_NOT_FOUND / RV_ERR_IO /
- *         RV_ERR_NO_MEMORY
+ *         RV_ERR_NO_MEMORY; RV_ERR_INVALID (not logged) for a NULL
+ *         @p cfg_p
+ * @note Thread-safe: it reads the environment and the table registry.
  */
 RV_EXPORT rv_status_t rv_config_load(const char *path, rv_config_t **cfg_p,
                            char *errbuf, size_t errlen);
 
-/** @brief Frees @p cfg (NULL is accepted). */
+/**
+ * @brief Frees a configuration of rv_config_load (never the context's own,
+ * which rv_finalize frees).
+ * @param [in] cfg the configuration; NULL is accepted
+ * @note No other thread may use @p cfg meanwhile or afterwards.
+ */
 RV_EXPORT void rv_config_free(rv_config_t *cfg);
 
 /**
@@ -179,9 +222,14 @@ RV_EXPORT void rv_config_free(rv_config_t *cfg);
  * that plugin's component; setting transport.name adds the selected
  * plugin's.
  *
+ * @param [in,out] cfg   the configuration
+ * @param [in]     key   the full key, "am.path"
+ * @param [in]     value its value as text, as in the environment; copied
  * @return RV_OK, RV_ERR_CONFIG (unknown key, with a suggestion; bad value;
  *         key not supported yet; logged) or RV_ERR_INVALID (NULL argument).
  *         On error @p cfg is unchanged.
+ * @note Single-threaded: no other thread may read @p cfg meanwhile. The
+ *       context's copy (rv_context_config) is read-only.
  */
 RV_EXPORT rv_status_t rv_config_set(rv_config_t *cfg, const char *key, const char *value);
 
@@ -192,8 +240,14 @@ RV_EXPORT rv_status_t rv_config_set(rv_config_t *cfg, const char *key, const cha
  * A key of a plugin that @p cfg does not hold has its default (nothing in
  * the file or environment set it).
  *
- * @return RV_OK, RV_ERR_NOT_FOUND (no such key; @p buf is set to ""), or
- *         RV_ERR_TRUNCATED (@p buf holds what fits)
+ * @param [in]  cfg the configuration
+ * @param [in]  key the full key, "transport.ucx.tls"
+ * @param [out] buf the value, NUL-terminated (when @p len > 0)
+ * @param [in]  len size of @p buf
+ * @return RV_OK, RV_ERR_NOT_FOUND (no such key, or a NULL @p cfg or
+ *         @p key; @p buf is set to ""), or RV_ERR_TRUNCATED (@p buf holds
+ *         what fits)
+ * @note Any thread, while no thread changes @p cfg.
  */
 RV_EXPORT rv_status_t rv_config_get(const rv_config_t *cfg, const char *key, char *buf,
                           size_t len);
@@ -201,36 +255,67 @@ RV_EXPORT rv_status_t rv_config_get(const rv_config_t *cfg, const char *key, cha
 /**
  * @brief The value of an INT, SIZE, BOOL (0 or 1) or ENUM (the index of its
  * name) key, as rv_config_get finds it.
- * @return RV_OK, RV_ERR_NOT_FOUND or RV_ERR_INVALID (a STRING key)
+ * @param [in]  cfg     the configuration
+ * @param [in]  key     the full key
+ * @param [out] value_p the value; set only on success
+ * @return RV_OK, RV_ERR_NOT_FOUND (no such key, or a NULL argument) or
+ *         RV_ERR_INVALID (a STRING key)
+ * @note Any thread, while no thread changes @p cfg.
  */
 RV_EXPORT rv_status_t rv_config_get_int(const rv_config_t *cfg, const char *key,
                               int64_t *value_p);
 
 /**
- * @brief The struct of the component registered under @p prefix ("am",
- * "transport.ucx"), or NULL when @p cfg holds none.
- * @note The struct lives as long as @p cfg.
+ * @brief The struct of the component registered under @p prefix.
+ * @param [in] cfg    the configuration; may be NULL
+ * @param [in] prefix the component's prefix: "am", "transport.ucx"; ""
+ *                    for core's (rv_core_config)
+ * @return the struct (cast it to the component's type), or NULL when
+ *         @p cfg holds none or an argument is NULL; owned by @p cfg and
+ *         valid as long as it is
+ * @note Any thread, while no thread changes @p cfg.
  */
 RV_EXPORT const void *rv_config_component(const rv_config_t *cfg, const char *prefix);
 
-/** @brief Core's own keys in @p cfg. */
+/**
+ * @brief Core's own keys in @p cfg.
+ * @param [in] cfg a configuration of rv_config_load or rv_context_config
+ * @return the struct, owned by @p cfg and valid as long as it is; NULL
+ *         for a NULL @p cfg
+ * @note Any thread, while no thread changes @p cfg.
+ */
 RV_EXPORT const rv_core_config_t *rv_core_config(const rv_config_t *cfg);
 
 /**
  * @brief Writes @p cfg as YAML that rv_config_load reads back unchanged:
  * every key of every component, plugins found in the plugin path included
- * (at their defaults when @p cfg does not hold them).
+ * (at their defaults when @p cfg does not hold them), with each
+ * component's one-line help, and the keys not supported yet, as comments.
+ * @param [in] cfg the configuration; NULL writes nothing
+ * @param [in] out where to write; NULL writes nothing
+ * @note Any thread, while no thread changes @p cfg. Out of memory is
+ *       logged and the dump cut short.
  */
 RV_EXPORT void rv_config_dump(const rv_config_t *cfg, FILE *out);
 
-/** @brief Writes every key of every component (registered layers and the
- * plugins found in the plugin path) as a Markdown reference table. */
+/**
+ * @brief Writes every key of every component (core, the registered layers
+ * and the plugins found in the plugin path) as a Markdown reference table:
+ * type, default, range or values, environment variable and help.
+ * @param [in] out where to write
+ * @note Thread-safe. Out of memory is logged and the table cut short.
+ */
 RV_EXPORT void rv_config_print_reference(FILE *out);
 
 /**
- * @brief Returns the name of enum value @p value of @p key (of any
- * component, plugins included), or NULL. The string lives as long as the
- * process.
+ * @brief The name of an enum value of a key.
+ * @param [in] key   a full key of any component, plugins included
+ *                   ("memory.huge_pages")
+ * @param [in] value the C enum's value
+ * @return the name ("auto"), or NULL when @p key is no ENUM key, @p value
+ *         is out of range or memory runs out; the string lives as long as
+ *         the process and is never freed by the caller
+ * @note Thread-safe.
  */
 RV_EXPORT const char *rv_config_enum_name(const char *key, int value);
 

@@ -25,6 +25,12 @@
  *
  * The transport is passed as an (ops, tp) pair, so that tests can pass a
  * mock ops table.
+ *
+ * @note Thread mode: a chunk allocator and a general allocator are
+ * thread-safe (each has a mutex); a circular allocator and the linear
+ * allocators over it are single-threaded, owned by one thread. Creating
+ * and destroying an allocator is the owner's, with no other call on it
+ * in flight.
  */
 #ifndef RIVET_RV_MEM_H
 #define RIVET_RV_MEM_H
@@ -50,7 +56,7 @@ typedef enum rv_mem_page_kind {
     RV_MEM_PAGE_NORMAL,    /**< base pages (4 KiB) */
     RV_MEM_PAGE_TRANSPORT, /**< allocated by the transport (mem_alloc); its
                                 page size is the transport's choice */
-    RV_MEM_PAGE_KINDS
+    RV_MEM_PAGE_KINDS      /**< the number of kinds (an array bound) */
 } rv_mem_page_kind_t;
 
 /** @brief Where a chunk allocator takes its memory from. */
@@ -70,22 +76,30 @@ typedef enum rv_mem_source {
  * @brief One registered chunk, or a region of several contiguous chunks
  * registered as one. The public fields are read-only for users and valid
  * until the chunk is freed.
+ * @note Any thread may read the public fields; the private ones belong to
+ *       the chunk allocator, under its lock.
  */
 typedef struct rv_mem_chunk {
     void *addr;       /**< base of the registered memory */
     size_t len;       /**< bytes: a multiple of the chunk size */
     rv_tmem_t *tmem;  /**< the transport's registration */
     const void *rkey; /**< remote key, packed once (ops->rkey_pack) */
-    size_t rkey_len;
+    size_t rkey_len;  /**< bytes of @c rkey */
     rv_mem_page_kind_t kind; /**< what backs the pages */
     int numa_node;           /**< the zone it is bound to, or -1 */
 
     /* private to rv_mem_chunk.c */
-    struct rv_mem_chunk_allocator *owner;
-    struct rv_mem_chunk *next, *prev; /* every chunk of the allocator */
-    struct rv_mem_chunk *next_free;   /* cached single chunks */
-    bool from_transport;
-    bool is_free;
+    struct rv_mem_chunk_allocator *owner; /**< private: the allocator
+                                               that made it */
+    /** @{ */
+    struct rv_mem_chunk *next, *prev; /**< private: the list of every chunk
+                                           of the allocator */
+    /** @} */
+    struct rv_mem_chunk *next_free;   /**< private: the list of cached
+                                           single chunks */
+    bool from_transport; /**< private: allocated by the transport
+                              (mem_alloc), not mapped by rivet */
+    bool is_free;        /**< private: in the cache, not handed out */
 } rv_mem_chunk_t;
 
 /**
@@ -105,26 +119,45 @@ typedef struct rv_mem_stats {
     uint64_t free_blocks;               /**< general allocator: free blocks */
 } rv_mem_stats_t;
 
-/** @brief A short name of @p kind ("2MiB-huge", "thp", ...). */
+/**
+ * @brief A short name of a page kind, for messages.
+ * @param [in] kind the kind
+ * @return "1GiB-huge", "2MiB-huge", "thp", "normal", "transport", or "?"
+ *         for a value out of range; a constant string, never freed
+ * @note Any thread.
+ */
 RV_EXPORT const char *rv_mem_page_kind_str(rv_mem_page_kind_t kind);
 
 /* ---------------------------------------------------------------------- */
 /* Chunk allocator (one per NUMA zone)                                     */
 
+/** @brief A chunk allocator of one NUMA zone (opaque): made by
+ * rv_mem_chunk_allocator_create, freed by rv_mem_chunk_allocator_destroy.
+ * @note Thread-safe. */
 typedef struct rv_mem_chunk_allocator rv_mem_chunk_allocator_t;
 
 /** @brief Parameters of rv_mem_chunk_allocator_create. */
 typedef struct rv_mem_chunk_params {
-    const rv_transport_ops_t *ops;
-    rv_transport_t *tp;
+    const rv_transport_ops_t *ops; /**< the transport that registers the
+                                        chunks; must outlive the allocator */
+    rv_transport_t *tp;            /**< its process state */
     int numa_node;              /**< the zone, or -1 for no binding */
     size_t chunk_size;          /**< memory.chunk: a multiple of 4 KiB */
     rv_huge_pages_t huge_pages; /**< memory.huge_pages */
     rv_mem_source_t source;     /**< where chunks come from */
 } rv_mem_chunk_params_t;
 
-/** @brief Fills @p params from @p cfg (memory.chunk, memory.huge_pages),
- * with source RV_MEM_SOURCE_AUTO. */
+/**
+ * @brief Fills @p params from @p cfg (memory.chunk, memory.huge_pages),
+ * with source RV_MEM_SOURCE_AUTO; every other member is zeroed.
+ * @param [out] params    the parameters
+ * @param [in]  cfg       the configuration (rv_context_config, or the
+ *                        one a plugin got in its init parameters)
+ * @param [in]  ops       the transport that will register the chunks
+ * @param [in]  tp        its process state
+ * @param [in]  numa_node the zone, or -1 for no binding
+ * @note Any thread.
+ */
 RV_EXPORT void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
                               const rv_config_t *cfg,
                               const rv_transport_ops_t *ops, rv_transport_t *tp,
@@ -143,11 +176,15 @@ RV_EXPORT void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
  * zone with mbind before it is first touched, faulted in, then registered.
  *
  * @param [in]  params  see rv_mem_chunk_params_t; copied
- * @param [out] alloc_p the allocator; set only on success
+ * @param [out] alloc_p the allocator; set only on success. Free it with
+ *                      rv_mem_chunk_allocator_destroy.
  * @return RV_OK; RV_ERR_INVALID for a NUMA node that does not exist or a
  *         bad chunk size; RV_ERR_CONFIG for require with a chunk size no
- *         huge page divides, or with source TRANSPORT; RV_ERR_NO_MEMORY
- * @note Thread-safe object: every function may be called from any thread.
+ *         huge page divides, or with source TRANSPORT; RV_ERR_NO_MEMORY.
+ *         Errors are logged, but for RV_ERR_NO_MEMORY.
+ * @note Thread-safe object: every function may be called from any thread,
+ *       but for rv_mem_chunk_allocator_destroy. With source AUTO it queries
+ *       the transport (ops->query).
  */
 RV_EXPORT rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
                                           rv_mem_chunk_allocator_t **alloc_p);
@@ -155,6 +192,9 @@ RV_EXPORT rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t 
 /**
  * @brief Deregisters and returns every chunk to the OS (or transport),
  * including chunks still handed out: destroy sub-allocators first.
+ * @param [in] alloc the allocator; NULL is accepted
+ * @note No other call on @p alloc may be in flight; every chunk and
+ *       pointer it handed out is invalid afterwards.
  */
 RV_EXPORT void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
 
@@ -162,32 +202,69 @@ RV_EXPORT void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
  * @brief Hands out a region of @p nchunks contiguous chunks, registered as
  * one. Single chunks are reused from earlier rv_mem_chunk_free calls
  * (already registered); regions of several chunks are made on demand.
- * Thread-safe.
- * @param [out] chunk_p set only on success
- * @return RV_OK, RV_ERR_NO_MEMORY (logged with what to do), or the
- *         transport's error
+ * @param [in]  alloc   the allocator
+ * @param [in]  nchunks chunks in the region, at least 1
+ * @param [out] chunk_p the region; set only on success. The allocator's:
+ *                      give it back with rv_mem_chunk_free.
+ * @return RV_OK; RV_ERR_NO_MEMORY (logged with what to do); RV_ERR_INVALID
+ *         for 0 chunks or a size that overflows; RV_ERR_IO when the
+ *         memory cannot be bound to its zone; the transport's error when
+ *         it cannot allocate, register or pack the key of it (logged)
+ * @note Thread-safe.
  */
 RV_EXPORT rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc, size_t nchunks,
                                rv_mem_chunk_t **chunk_p);
 
-/** @brief Gives a chunk back: a single chunk is kept, registered, for
- * reuse; a region is deregistered and unmapped at once. Thread-safe. */
+/**
+ * @brief Gives a chunk back: a single chunk is kept, registered, for
+ * reuse; a region is deregistered and unmapped at once.
+ * @param [in] alloc the allocator that handed it out
+ * @param [in] chunk the chunk or region; NULL is accepted. A chunk freed
+ *                   twice or to another allocator is reported and ignored.
+ * @note Thread-safe. No transport operation may still use the memory.
+ */
 RV_EXPORT void rv_mem_chunk_free(rv_mem_chunk_allocator_t *alloc, rv_mem_chunk_t *chunk);
 
-/** @brief Returns the cached free chunks to the OS. Thread-safe. */
+/**
+ * @brief Returns the cached free chunks to the OS (deregistered).
+ * @param [in] alloc the allocator
+ * @note Thread-safe.
+ */
 RV_EXPORT void rv_mem_chunk_allocator_trim(rv_mem_chunk_allocator_t *alloc);
 
-/** @brief The chunk size (memory.chunk). */
+/**
+ * @brief The chunk size.
+ * @param [in] alloc the allocator
+ * @return its params' chunk_size (memory.chunk by default)
+ * @note Thread-safe.
+ */
 RV_EXPORT size_t rv_mem_chunk_size(const rv_mem_chunk_allocator_t *alloc);
 
-/** @brief What every chunk and region base is aligned to: the largest power
- * of two dividing the chunk size for MMAP, the page size for TRANSPORT. */
+/**
+ * @brief What every chunk and region base is aligned to.
+ * @param [in] alloc the allocator
+ * @return the largest power of two dividing the chunk size for MMAP, the
+ *         page size for TRANSPORT
+ * @note Thread-safe.
+ */
 RV_EXPORT size_t rv_mem_chunk_alignment(const rv_mem_chunk_allocator_t *alloc);
 
-/** @brief The source in use (AUTO resolved). */
+/**
+ * @brief The source in use.
+ * @param [in] alloc the allocator
+ * @return RV_MEM_SOURCE_MMAP or RV_MEM_SOURCE_TRANSPORT (AUTO resolved)
+ * @note Thread-safe.
+ */
 RV_EXPORT rv_mem_source_t rv_mem_chunk_source(const rv_mem_chunk_allocator_t *alloc);
 
-/** @brief Statistics; bytes_in_use counts chunks handed out. Thread-safe. */
+/**
+ * @brief Statistics of the chunk allocator.
+ * @param [in] alloc the allocator
+ * @return a copy: what it took from the system (reserved, registered),
+ *         the chunks handed out (in use), registrations so far, chunks by
+ *         page kind
+ * @note Thread-safe.
+ */
 RV_EXPORT rv_mem_stats_t rv_mem_chunk_stats(rv_mem_chunk_allocator_t *alloc);
 
 /* ---------------------------------------------------------------------- */
@@ -196,7 +273,13 @@ RV_EXPORT rv_mem_stats_t rv_mem_chunk_stats(rv_mem_chunk_allocator_t *alloc);
 /**
  * @brief Tells whether the transport has completed every operation of
  * @p channel up to and including sequence number @p seq. Called by the
- * allocator's owner thread, from rv_mem_circular_alloc.
+ * allocator's owner thread, from rv_mem_circular_alloc and
+ * rv_mem_circular_stats.
+ * @param [in] arg     rv_mem_circular_params_t.completed_arg
+ * @param [in] channel the channel a unit was tagged with
+ * @param [in] seq     the sequence number it was tagged with
+ * @return true once that operation and every earlier one of the channel
+ *         completed
  */
 typedef bool (*rv_mem_completed_fn)(void *arg, uint32_t channel, uint64_t seq);
 
@@ -210,37 +293,58 @@ typedef struct rv_mem_circular_params {
      * completed_seq[channel] >= seq (the array is read with acquire loads,
      * so another thread may advance it). */
     rv_mem_completed_fn completed;
-    void *completed_arg;
-    const _Atomic uint64_t *completed_seq;
+    void *completed_arg;   /**< @c completed's first argument */
+    const _Atomic uint64_t *completed_seq; /**< with no callback: per
+                                 channel, the last sequence number
+                                 completed; the caller's, valid as long as
+                                 the allocator */
     uint32_t nchannels; /**< entries of completed_seq (checked) */
 } rv_mem_circular_params_t;
 
-/** @brief A unit. addr, len and chunk are read-only for users. */
+/** @brief A unit. addr, len and chunk are read-only for users.
+ * @note Single-threaded: its circular allocator's owner thread. */
 typedef struct rv_mem_unit {
-    void *addr;
-    size_t len;
+    void *addr;                  /**< the unit's memory, unit_size bytes */
+    size_t len;                  /**< its size: the allocator's unit size */
     const rv_mem_chunk_t *chunk; /**< its registration */
 
     /* private to rv_mem_circular.c */
-    struct rv_mem_unit *next; /* ring order */
-    uint32_t channel;
-    uint64_t seq;
-    uint8_t state;
-    bool tagged;
+    struct rv_mem_unit *next; /**< private: the next unit in ring order */
+    uint32_t channel;         /**< private: the tag's channel
+                                   (rv_mem_circular_tag) */
+    uint64_t seq;             /**< private: the tag's sequence number */
+    uint8_t state;            /**< private: free, held, or freed and
+                                   waiting for its tag */
+    bool tagged;              /**< private: a tag was set while held */
 } rv_mem_unit_t;
 
+/** @brief A circular allocator (opaque): made by rv_mem_circular_create,
+ * freed by rv_mem_circular_destroy. @note Single-threaded. */
 typedef struct rv_mem_circular rv_mem_circular_t;
 
 /**
  * @brief Creates a circular allocator with one chunk's worth of units.
+ * @param [in]  params see rv_mem_circular_params_t; copied
+ * @param [out] circ_p the allocator; set only on success. Free it with
+ *                     rv_mem_circular_destroy.
+ * @return RV_OK; RV_ERR_INVALID (logged) for no chunk allocator, a unit
+ *         size that is not a multiple of 64 dividing the chunk size, or
+ *         neither a callback nor a sequence array; RV_ERR_NO_MEMORY or the
+ *         chunk allocator's error for its first chunk
  * @note Single-threaded: owned by one worker thread, which calls every
  *       function of this object (the chunk allocator below is shared).
  */
 RV_EXPORT rv_status_t rv_mem_circular_create(const rv_mem_circular_params_t *params,
                                    rv_mem_circular_t **circ_p);
 
-/** @brief Gives every chunk back. Every operation that used a unit must
- * have completed (the allocator cannot wait for them). */
+/**
+ * @brief Gives every chunk back to the chunk allocator, and frees the
+ * allocator. Every operation that used a unit must have completed (the
+ * allocator cannot wait for them).
+ * @param [in] circ the allocator; NULL is accepted. Its units, and the
+ *                  linear allocators over it, are invalid afterwards.
+ * @note The owner thread.
+ */
 RV_EXPORT void rv_mem_circular_destroy(rv_mem_circular_t *circ);
 
 /**
@@ -255,18 +359,30 @@ RV_EXPORT void rv_mem_circular_destroy(rv_mem_circular_t *circ);
  * there is rarely anything to gain); it grows by a chunk of units,
  * inserted at the cursor, up to max_units.
  *
- * @param [out] unit_p set only on success
+ * @param [in]  circ   the allocator
+ * @param [out] unit_p the unit; set only on success. Held by the caller
+ *                     until rv_mem_circular_free.
  * @return RV_OK; RV_ERR_AGAIN when every unit is in use at max_units (try
- *         again after progress); RV_ERR_NO_MEMORY
+ *         again after progress); RV_ERR_NO_MEMORY or the chunk
+ *         allocator's error when it cannot grow
+ * @note The owner thread.
  */
 RV_EXPORT rv_status_t rv_mem_circular_alloc(rv_mem_circular_t *circ,
                                   rv_mem_unit_t **unit_p);
 
-/** @brief Records that an operation of @p channel with sequence number
+/**
+ * @brief Records that an operation of @p channel with sequence number
  * @p seq uses @p unit. Call it when posting; the last call wins, so tag
  * with the last operation (sequence numbers grow on a channel). A unit used
  * on several channels must be tagged with one whose completion implies the
- * others'. */
+ * others'.
+ * @param [in,out] unit    a unit the caller holds
+ * @param [in]     channel the operation's channel, below the params'
+ *                         nchannels when completion is read from
+ *                         completed_seq
+ * @param [in]     seq     the operation's sequence number on it
+ * @note The owner thread.
+ */
 static inline void rv_mem_circular_tag(rv_mem_unit_t *unit, uint32_t channel,
                                        uint64_t seq)
 {
@@ -275,35 +391,68 @@ static inline void rv_mem_circular_tag(rv_mem_unit_t *unit, uint32_t channel,
     unit->tagged = true;
 }
 
-/** @brief Gives @p unit back: reusable at once when untagged, else once its
- * tag is reported complete. */
+/**
+ * @brief Gives @p unit back: reusable at once when untagged, else once its
+ * tag is reported complete.
+ * @param [in] circ the allocator it came from
+ * @param [in] unit the unit; the caller may no longer touch it. A unit
+ *                  freed twice is reported and ignored.
+ * @note The owner thread.
+ */
 RV_EXPORT void rv_mem_circular_free(rv_mem_circular_t *circ, rv_mem_unit_t *unit);
 
-/** @brief The unit size. */
+/**
+ * @brief The unit size.
+ * @param [in] circ the allocator
+ * @return its params' unit_size
+ * @note The owner thread.
+ */
 RV_EXPORT size_t rv_mem_circular_unit_size(const rv_mem_circular_t *circ);
 
-/** @brief What every unit's address is a multiple of: the largest power of
- * two dividing the unit size, at most the chunk alignment. */
+/**
+ * @brief What every unit's address is a multiple of.
+ * @param [in] circ the allocator
+ * @return the largest power of two dividing the unit size, at most the
+ *         chunk alignment
+ * @note The owner thread.
+ */
 RV_EXPORT size_t rv_mem_circular_unit_alignment(const rv_mem_circular_t *circ);
 
-/** @brief Statistics: chunks held (reserved) and units handed out or
- * waiting for completion (in use). */
+/**
+ * @brief Statistics of the circular allocator.
+ * @param [in] circ the allocator
+ * @return a copy: chunks held (reserved, registered, by page kind) and
+ *         units handed out or waiting for completion (in use)
+ * @note The owner thread (it may call the completion callback).
+ */
 RV_EXPORT rv_mem_stats_t rv_mem_circular_stats(const rv_mem_circular_t *circ);
 
 /* ---------------------------------------------------------------------- */
 /* Linear-circular allocator                                               */
 
+/** @brief A bump allocator over a circular allocator's units (opaque):
+ * made by rv_mem_linear_create, freed by rv_mem_linear_destroy.
+ * @note Single-threaded, like its circular allocator. */
 typedef struct rv_mem_linear rv_mem_linear_t;
 
 /**
  * @brief Creates a bump allocator over the units of @p circ (which it uses
  * but does not own; destroy it after this one).
+ * @param [in]  circ  the circular allocator it takes units from
+ * @param [out] lin_p the allocator; set only on success. Free it with
+ *                    rv_mem_linear_destroy.
+ * @return RV_OK or RV_ERR_NO_MEMORY
  * @note Single-threaded, like the circular allocator it draws from.
  */
 RV_EXPORT rv_status_t rv_mem_linear_create(rv_mem_circular_t *circ,
                                  rv_mem_linear_t **lin_p);
 
-/** @brief Frees the current unit (with its tag) and the allocator. */
+/**
+ * @brief Frees the current unit (with its tag) to the circular allocator,
+ * and the allocator.
+ * @param [in] lin the allocator; NULL is accepted
+ * @note The owner thread.
+ */
 RV_EXPORT void rv_mem_linear_destroy(rv_mem_linear_t *lin);
 
 /**
@@ -316,23 +465,35 @@ RV_EXPORT void rv_mem_linear_destroy(rv_mem_linear_t *lin);
  * a segment, tag its unit (rv_mem_circular_tag(*unit_p, channel, seq)); the
  * whole unit is recycled once its last tag completes.
  *
+ * @param [in]  lin    the allocator
+ * @param [in]  len    bytes, 1 .. the unit size
+ * @param [in]  align  a power of two, at most the unit alignment; 0
+ *                     means 8
  * @param [out] addr_p the segment; set only on success
  * @param [out] unit_p its unit (registration: (*unit_p)->chunk); may be
  *                     NULL; set only on success
- * @return RV_OK; RV_ERR_INVALID when @p len exceeds the unit size or
- *         @p align is not allowed; the circular allocator's RV_ERR_AGAIN
- *         or RV_ERR_NO_MEMORY
+ * @return RV_OK; RV_ERR_INVALID (logged) when @p len is 0 or exceeds the
+ *         unit size or @p align is not allowed; the circular allocator's
+ *         RV_ERR_AGAIN or RV_ERR_NO_MEMORY
+ * @note The owner thread.
  */
 RV_EXPORT rv_status_t rv_mem_linear_alloc(rv_mem_linear_t *lin, size_t len, size_t align,
                                 void **addr_p, rv_mem_unit_t **unit_p);
 
-/** @brief Frees the current unit now (e.g. when going idle), so it can be
- * recycled once its tag completes; the next allocation starts a unit. */
+/**
+ * @brief Frees the current unit now (e.g. when going idle), so it can be
+ * recycled once its tag completes; the next allocation starts a unit.
+ * @param [in] lin the allocator
+ * @note The owner thread.
+ */
 RV_EXPORT void rv_mem_linear_retire(rv_mem_linear_t *lin);
 
 /* ---------------------------------------------------------------------- */
 /* General allocator                                                       */
 
+/** @brief A best-fit allocator of registered memory (opaque): made by
+ * rv_mem_general_create, freed by rv_mem_general_destroy.
+ * @note Thread-safe. */
 typedef struct rv_mem_general rv_mem_general_t;
 
 /** @brief The smallest alignment and size granule of the general
@@ -340,13 +501,24 @@ typedef struct rv_mem_general rv_mem_general_t;
 #define RV_MEM_GENERAL_GRANULE 64
 
 /**
- * @brief Creates a best-fit allocator over chunks of @p chunks.
- * @note Thread-safe (one mutex).
+ * @brief Creates a best-fit allocator over chunks of @p chunks. It takes
+ * no chunk until its first allocation.
+ * @param [in]  chunks the chunk allocator (used, not owned: destroy it
+ *                     after this one)
+ * @param [out] gen_p  the allocator; set only on success. Free it with
+ *                     rv_mem_general_destroy.
+ * @return RV_OK or RV_ERR_NO_MEMORY
+ * @note Thread-safe (one mutex), but for rv_mem_general_destroy.
  */
 RV_EXPORT rv_status_t rv_mem_general_create(rv_mem_chunk_allocator_t *chunks,
                                   rv_mem_general_t **gen_p);
 
-/** @brief Gives every chunk back; outstanding allocations become invalid. */
+/**
+ * @brief Gives every chunk back to the chunk allocator and frees the
+ * allocator; outstanding allocations become invalid.
+ * @param [in] gen the allocator; NULL is accepted
+ * @note No other call on @p gen may be in flight.
+ */
 RV_EXPORT void rv_mem_general_destroy(rv_mem_general_t *gen);
 
 /**
@@ -357,30 +529,60 @@ RV_EXPORT void rv_mem_general_destroy(rv_mem_general_t *gen);
  * system when freed. Bookkeeping is kept outside the registered memory, so
  * peers writing into it cannot corrupt the allocator.
  *
+ * @param [in]  gen     the allocator
  * @param [in]  len     bytes, > 0 (rounded up to RV_MEM_GENERAL_GRANULE)
  * @param [in]  align   a power of two; 0 means RV_MEM_GENERAL_GRANULE
  * @param [out] addr_p  set only on success
  * @param [out] chunk_p its registration; may be NULL; set only on success
- * @return RV_OK, RV_ERR_INVALID, RV_ERR_NO_MEMORY
+ * @return RV_OK; RV_ERR_INVALID (logged) for a length of 0 or an
+ *         alignment that is not a power of two or exceeds the chunk size;
+ *         RV_ERR_NO_MEMORY or the chunk allocator's error
+ * @note Thread-safe. The memory is the caller's until
+ *       rv_mem_general_free.
  */
 RV_EXPORT rv_status_t rv_mem_general_alloc(rv_mem_general_t *gen, size_t len,
                                  size_t align, void **addr_p,
                                  const rv_mem_chunk_t **chunk_p);
 
-/** @brief Frees @p addr (from rv_mem_general_alloc); coalesces it with free
- * neighbours. A pointer not allocated here is reported and ignored. */
+/**
+ * @brief Frees @p addr (from rv_mem_general_alloc); coalesces it with free
+ * neighbours. A pointer not allocated here is reported and ignored.
+ * @param [in] gen  the allocator that allocated it
+ * @param [in] addr the address rv_mem_general_alloc returned; NULL is
+ *                  accepted. A dedicated region goes back to the chunk
+ *                  allocator at once.
+ * @note Thread-safe: any thread may free what another allocated. No
+ *       transport operation may still use the memory.
+ */
 RV_EXPORT void rv_mem_general_free(rv_mem_general_t *gen, void *addr);
 
-/** @brief The registration of allocation @p addr, or NULL. */
+/**
+ * @brief The registration of an allocation.
+ * @param [in] gen  the allocator
+ * @param [in] addr an address rv_mem_general_alloc returned (its start,
+ *                  not an address inside it)
+ * @return the chunk or region it lies in (owned by the chunk allocator),
+ *         or NULL when @p addr is not a live allocation of @p gen
+ * @note Thread-safe.
+ */
 RV_EXPORT const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *gen,
                                             const void *addr);
 
-/** @brief Gives chunks with nothing allocated back to the chunk
- * allocator. */
+/**
+ * @brief Gives chunks with nothing allocated back to the chunk
+ * allocator.
+ * @param [in] gen the allocator
+ * @note Thread-safe.
+ */
 RV_EXPORT void rv_mem_general_trim(rv_mem_general_t *gen);
 
-/** @brief Statistics: chunks held (reserved), bytes allocated including
- * rounding (in use), free blocks. */
+/**
+ * @brief Statistics of the general allocator.
+ * @param [in] gen the allocator
+ * @return a copy: chunks held (reserved, registered, by page kind), bytes
+ *         allocated including rounding (in use), free blocks
+ * @note Thread-safe.
+ */
 RV_EXPORT rv_mem_stats_t rv_mem_general_stats(rv_mem_general_t *gen);
 
 #endif

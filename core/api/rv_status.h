@@ -2,8 +2,10 @@
  * @file rv_status.h
  * @brief rivet's single status type and leveled logging.
  *
- * Included by core/rivet.h and core/rv_transport.h; plugin authors and
- * applications never include it directly.
+ * Included by rivet.h and rv_transport.h; plugin authors and applications
+ * never include it directly.
+ *
+ * @note Thread mode: everything here may be called from any thread.
  */
 #ifndef RIVET_RV_STATUS_H
 #define RIVET_RV_STATUS_H
@@ -42,43 +44,86 @@ typedef enum rv_status {
     RV_ERR_CANCELED = -15,   /**< operation canceled */
 } rv_status_t;
 
-/** @brief A short, constant, lowercase description of @p status. */
+/**
+ * @brief A short, constant, lowercase description of a status.
+ * @param [in] status any value, including one that is not an rv_status_t
+ * @return a static string ("unknown status" for a value that is not one of
+ *         rv_status_t); never freed, never NULL
+ * @note Thread-safe.
+ */
 RV_EXPORT const char *rv_status_str(rv_status_t status);
 
 /** @brief Log levels, from quietest to loudest (RIVET_LOG_LEVEL). */
 typedef enum rv_log_level {
-    RV_LOG_FATAL = 0,
-    RV_LOG_ERROR,
-    RV_LOG_WARN,
-    RV_LOG_INFO,
-    RV_LOG_DEBUG,
-    RV_LOG_TRACE,
+    RV_LOG_FATAL = 0, /**< the process cannot go on */
+    RV_LOG_ERROR,     /**< an operation failed; what the user can do */
+    RV_LOG_WARN,      /**< something is wrong but rivet carries on (the
+                           default level) */
+    RV_LOG_INFO,      /**< one-time facts about the job (transport in use,
+                           page sizes chosen) */
+    RV_LOG_DEBUG,     /**< set-up details; every line also names its
+                           source file and line */
+    RV_LOG_TRACE,     /**< per-operation detail */
 } rv_log_level_t;
 
-/** @brief The active level; RIVET_LOG_LEVEL (name or number) sets it. */
+/**
+ * @brief The active level: messages above it are not written.
+ *
+ * Set when librivet is loaded from RIVET_LOG_LEVEL (a name: fatal, error,
+ * warn, info, debug, trace; or its number), RV_LOG_WARN by default.
+ * @note A plain variable: a program may change it from its main thread
+ *       before it starts worker threads; it is not meant to change while
+ *       they run.
+ */
 extern RV_EXPORT rv_log_level_t rv_log_level;
 
 /**
- * @brief Sets the calling thread's log prefix (rank and worker thread).
- * @param rank   process rank, or -1 when not known yet
- * @param thread local worker thread index, or -1 for a non-worker thread
+ * @brief Sets the calling thread's log prefix: "[rivet rR.tT]".
+ *
+ * rv_init sets it for the main thread and rv_job_run for each worker
+ * thread; a thread of the program's own may set its own.
+ * @param [in] rank   process rank, or -1 when not known yet (no prefix)
+ * @param [in] thread local worker thread index, or -1 for a non-worker
+ *                    thread
+ * @note Thread-local: it changes the calling thread's prefix only.
  */
 RV_EXPORT void rv_log_set_identity(int rank, int thread);
 
-/** @brief Writes one log line if @p level is enabled. Thread-safe. */
+/**
+ * @brief Writes one log line to standard error, with the calling thread's
+ * prefix and the level's name, in a single write(2) so that the lines of
+ * threads and processes do not interleave. Lines longer than about 1 KiB
+ * are cut. Callers use the macros below, which test the level first.
+ * @param [in] level the line's level (it is written whatever the active
+ *                   level; the macros check it)
+ * @param [in] file  the source file, shown at RV_LOG_DEBUG and above
+ * @param [in] line  the source line, shown with @p file
+ * @param [in] fmt   printf format of the message, without a newline
+ * @param [in] ...   the format's arguments
+ * @note Thread-safe.
+ */
 RV_EXPORT void rv_log(rv_log_level_t level, const char *file, int line, const char *fmt,
             ...) __attribute__((format(printf, 4, 5)));
 
+/** Whether messages of level @p _level are written now. */
 #define rv_log_enabled(_level) ((_level) <= rv_log_level)
+/** Writes a message of level @p _level, printf-style, if that level is
+ * enabled (the arguments are not evaluated otherwise). */
 #define RV_LOG_(_level, ...)                                                   \
     do {                                                                       \
         if (rv_log_enabled(_level))                                            \
             rv_log(_level, __FILE__, __LINE__, __VA_ARGS__);                   \
     } while (0)
+/** Logs an error, printf-style: once, where it is detected, with what the
+ * user can do about it. */
 #define rv_error(...) RV_LOG_(RV_LOG_ERROR, __VA_ARGS__)
+/** Logs a warning, printf-style. */
 #define rv_warn(...)  RV_LOG_(RV_LOG_WARN, __VA_ARGS__)
+/** Logs an informational message, printf-style. */
 #define rv_info(...)  RV_LOG_(RV_LOG_INFO, __VA_ARGS__)
+/** Logs a debugging message, printf-style. */
 #define rv_debug(...) RV_LOG_(RV_LOG_DEBUG, __VA_ARGS__)
+/** Logs a trace message, printf-style. */
 #define rv_trace(...) RV_LOG_(RV_LOG_TRACE, __VA_ARGS__)
 
 #ifdef __cplusplus

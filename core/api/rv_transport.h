@@ -1,6 +1,6 @@
 /**
  * @file rv_transport.h
- * @brief The transport interface: what a plugin (librivet-<name>.so)
+ * @brief The transport interface: what a plugin (librivet-NAME.so)
  * implements and what the layers above core/ call for network operations.
  *
  * A plugin exports one symbol, `rv_transport_ops` (a const rv_transport_ops_t),
@@ -22,10 +22,14 @@
  * installed headers alone and RV_TRANSPORT_ABI_VERSION covers what it
  * uses.
  *
- * Threading: a transport (rv_transport_t) is shared by the threads of a
- * process and its operations are thread-safe. A transport worker
- * (rv_tworker_t) belongs to one thread at a time (single-threaded), like a
- * ucp_worker in UCS_THREAD_MODE_SINGLE.
+ * @note Thread mode: a transport (rv_transport_t) is shared by the
+ * threads of a process and its operations (those taking an
+ * rv_transport_t: query, memory registration, remote key packing) are
+ * thread-safe: worker threads call them at once while they start. A
+ * transport worker (rv_tworker_t) belongs to one thread at a time
+ * (single-threaded), like a ucp_worker in UCS_THREAD_MODE_SINGLE: core
+ * creates, uses and destroys it on its worker's thread, with one
+ * exception, address_release. init and fini run on the main thread.
  */
 #ifndef RIVET_RV_TRANSPORT_H
 #define RIVET_RV_TRANSPORT_H
@@ -54,12 +58,24 @@ extern "C" {
  * largest header extension of rv_sendx. */
 #define RV_TRANSPORT_AM_HEADER_MIN 64
 
-typedef struct rv_transport rv_transport_t; /**< a plugin's process state */
-typedef struct rv_tworker rv_tworker_t;     /**< a plugin's per-thread state */
-typedef struct rv_tmem rv_tmem_t;           /**< registered memory */
-typedef struct rv_trkey rv_trkey_t;         /**< unpacked remote key */
+/** @brief A plugin's process state, made by init, freed by fini; defined
+ * by the plugin. @note Thread-safe. */
+typedef struct rv_transport rv_transport_t;
+/** @brief A plugin's per-thread state: a transport worker, made by
+ * worker_create, freed by worker_destroy; defined by the plugin.
+ * @note Single-threaded. */
+typedef struct rv_tworker rv_tworker_t;
+/** @brief Registered memory, made by mem_alloc or mem_register, freed by
+ * mem_deregister; defined by the plugin. @note Used through the
+ * transport's thread-safe operations. */
+typedef struct rv_tmem rv_tmem_t;
+/** @brief An unpacked remote key, made by rkey_unpack for one transport
+ * worker, freed by rkey_destroy on it; defined by the plugin.
+ * @note Single-threaded: used on its transport worker's thread. */
+typedef struct rv_trkey rv_trkey_t;
 
-/** @brief What a transport can do. */
+/** @brief What a transport can do (query fills it).
+ * @note Filled by the transport, then read-only for its users. */
 typedef struct rv_transport_caps {
     size_t max_am_header;   /**< largest AM header in bytes */
     size_t max_am_size;     /**< largest AM payload in bytes */
@@ -80,13 +96,14 @@ typedef struct rv_transport_caps {
     char description[512];  /**< what is actually in use, for the user */
 } rv_transport_caps_t;
 
-/** @brief An active message as the transport delivers it to the core. */
+/** @brief An active message as the transport delivers it to the core.
+ * The plugin's, valid during the am_recv callback. */
 typedef struct rv_am_rx {
     uint32_t src;           /**< the sending worker */
     const void *hdr;        /**< the header; valid during the callback */
-    size_t hdr_len;
+    size_t hdr_len;         /**< bytes of @c hdr, as sent */
     void *data;             /**< the payload */
-    size_t len;
+    size_t len;             /**< bytes of @c data, as received */
     bool persistent;        /**< data stays valid after the callback */
     /** The transport calls from inside its own receive callback and can
      * hold the message: am_recv may return RV_ERR_AGAIN to have it
@@ -96,15 +113,25 @@ typedef struct rv_am_rx {
 
 /**
  * @brief Called by the transport, from worker progress, for every AM.
+ * @param [in] arg  rv_tworker_params_t.am_arg
+ * @param [in] rx   the message; valid during the call
+ * @param [in] desc the plugin's handle on the payload, for am_release
  * @return RV_OK when done with rx->data; RV_INPROGRESS (only when
  *         rx->persistent) to keep it until am_release(@p desc);
  *         RV_ERR_AGAIN (only when rx->deferrable) to have it delivered
  *         again later. Messages of one sender are delivered in order.
+ * @note On the transport worker's thread, inside its progress.
  */
 typedef rv_status_t (*rv_am_recv_fn)(void *arg, const rv_am_rx_t *rx,
                                      void *desc);
 
-/** @brief Completion of a non-blocking operation. */
+/**
+ * @brief Completion of a non-blocking operation: called exactly once, from
+ * the progress of the transport worker that started it, never before the
+ * call that started it has returned.
+ * @param [in] arg    the argument given with the callback
+ * @param [in] status RV_OK, or the error the operation ended with
+ */
 typedef void (*rv_completion_fn)(void *arg, rv_status_t status);
 
 /* ---------------------------------------------------------------------- */
@@ -292,24 +319,37 @@ typedef struct rv_transport_params {
      * will never complete cannot hang it. It does not return.
      */
     void (*peer_failed)(void *arg, uint32_t peer, const char *why);
-    void *peer_failed_arg;
+    void *peer_failed_arg;  /**< @c peer_failed's first argument */
     /** What core does for the transport; never NULL. Core's, constant:
      * the plugin may keep the pointer until fini returns. */
     const rv_transport_services_t *services;
 } rv_transport_params_t;
 
-/** @brief Parameters of one transport worker. */
+/** @brief Parameters of one transport worker (worker_create copies what
+ * it keeps). */
 typedef struct rv_tworker_params {
     uint32_t tid;           /**< global id of the owning worker thread */
     uint32_t nworkers;      /**< workers in the job (peer ids 0..n-1) */
     int numa_node;          /**< the thread's NUMA node, or -1 */
     rv_am_recv_fn am_recv;  /**< AM dispatch into the core */
-    void *am_arg;
+    void *am_arg;           /**< @c am_recv's first argument */
 } rv_tworker_params_t;
 
-/** @brief The operations of a transport plugin. */
+/**
+ * @brief The operations of a transport plugin: the table it exports as
+ * `rv_transport_ops` (RV_TRANSPORT_OPS_SYMBOL). Every member is set.
+ *
+ * Operations taking a completion follow the convention at the top of this
+ * file (RV_OK: done, the callback will not run; RV_INPROGRESS: it will
+ * run once, from the worker's progress; an error: it never runs). Peers
+ * are worker ids, 0 .. nworkers - 1; UINT32_MAX (core's RV_TID_ALL) means
+ * every peer where an operation says so.
+ * @note Thread mode: members taking an rv_transport_t are thread-safe;
+ *       those taking an rv_tworker_t are called on that worker's thread,
+ *       except address_release.
+ */
 typedef struct rv_transport_ops {
-    const char *name;
+    const char *name;       /**< the plugin's name: librivet-NAME.so */
     int abi_version;        /**< RV_TRANSPORT_ABI_VERSION */
     /** The plugin's configuration keys, under prefix "transport.<name>",
      * or NULL for none: the loader reads them from the job file and the
@@ -317,12 +357,29 @@ typedef struct rv_transport_ops {
     const rv_config_table_t *config;
 
     /* lifecycle ------------------------------------------------------- */
+    /**
+     * Starts the transport in this process (rv_init, main thread).
+     * @param [in]  params the job's parameters and core's services; the
+     *                     struct is valid during the call only, what it
+     *                     points to until fini returns
+     * @param [out] tp_p   the plugin's state; set only on success
+     * @return RV_OK, or an error (RV_ERR_NO_DEVICE, RV_ERR_TRANSPORT, ...),
+     *         logged by the plugin with its cause; rv_init fails with it
+     */
     rv_status_t (*init)(const rv_transport_params_t *params,
                         rv_transport_t **tp_p);
+    /** Frees @p tp (rv_finalize, main thread), after every transport
+     * worker was destroyed. */
     void (*fini)(rv_transport_t *tp);
+    /** Fills @p caps with what the transport can do and, once workers are
+     * connected, what it really uses (description). Thread-safe: core
+     * calls it from the main thread and from worker threads. */
     void (*query)(rv_transport_t *tp, rv_transport_caps_t *caps);
 
     /* workers and connections ----------------------------------------- */
+    /** Creates the transport worker of one worker thread, on that thread
+     * (rv_job_run). @p params is valid during the call only; the worker is
+     * set in @p *tw_p only on success; an error ends the job. */
     rv_status_t (*worker_create)(rv_transport_t *tp,
                                  const rv_tworker_params_t *params,
                                  rv_tworker_t **tw_p);
@@ -331,6 +388,9 @@ typedef struct rv_transport_ops {
     /** Packs the worker's address; release it with address_release. */
     rv_status_t (*worker_address)(rv_tworker_t *tw, void **addr_p,
                                   size_t *len_p);
+    /** Frees an address of worker_address. Core calls it from the main
+     * thread of rv_job_run while the worker's own thread progresses
+     * @p tw, so it must not touch what progress uses. */
     void (*address_release)(rv_tworker_t *tw, void *addr);
     /** Connects to worker @p peer given its packed address. */
     rv_status_t (*connect)(rv_tworker_t *tw, uint32_t peer, const void *addr,
@@ -370,11 +430,14 @@ typedef struct rv_transport_ops {
     /** Packs the remote key of @p mem; release with rkey_buffer_release. */
     rv_status_t (*rkey_pack)(rv_transport_t *tp, rv_tmem_t *mem,
                              void **buf_p, size_t *len_p);
+    /** Frees a packed key of rkey_pack (core keeps a chunk's packed key
+     * while the chunk lives and frees it before mem_deregister). */
     void (*rkey_buffer_release)(rv_transport_t *tp, void *buf);
     /** Unpacks a remote key of worker @p peer's process for use by @p tw. */
     rv_status_t (*rkey_unpack)(rv_tworker_t *tw, uint32_t peer,
                                const void *buf, size_t len,
                                rv_trkey_t **rkey_p);
+    /** Frees a key of rkey_unpack, on the worker that unpacked it. */
     void (*rkey_destroy)(rv_tworker_t *tw, rv_trkey_t *rkey);
 
     /* one-sided operations ---------------------------------------------- */
@@ -383,7 +446,8 @@ typedef struct rv_transport_ops {
     rv_status_t (*put)(rv_tworker_t *tw, uint32_t peer, const void *src,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,
                        rv_completion_fn cb, void *arg);
-    /** Reads @p len bytes at @p raddr of @p peer into @p dst. */
+    /** Reads @p len bytes at @p raddr of @p peer into @p dst: they are
+     * there on RV_OK or when @p cb runs. */
     rv_status_t (*get)(rv_tworker_t *tw, uint32_t peer, void *dst, size_t len,
                        uint64_t raddr, rv_trkey_t *rkey, rv_completion_fn cb,
                        void *arg);

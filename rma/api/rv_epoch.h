@@ -39,6 +39,13 @@
  * exchange; blocks come back to their token the same way). A reclamation
  * needs the workers it calls to progress: workers spinning in
  * pin/unpin/try_reclaim progress once per failed try_reclaim.
+ *
+ * @note Thread mode: the manager is shared by the threads of a process
+ * (one instance per process, thread-safe). A token is single-threaded:
+ * pin, unpin and defer_delete are called by the thread that registered
+ * it. rv_epoch_register and rv_epoch_stats may be called from any thread;
+ * the functions taking an rv_worker_t (rv_epoch_try_reclaim from any
+ * worker) from that worker's own thread.
  */
 #ifndef RIVET_RV_EPOCH_H
 #define RIVET_RV_EPOCH_H
@@ -49,51 +56,118 @@
 extern "C" {
 #endif
 
+/** @brief An epoch manager: this process's instance of a job-wide
+ * manager (opaque). Made by rv_epoch_manager_create, freed by
+ * rv_epoch_manager_destroy. @note Thread-safe. */
 typedef struct rv_epoch_manager rv_epoch_manager_t;
+/** @brief A reader's token (opaque): made by rv_epoch_register, given
+ * back by rv_epoch_unregister, freed with its manager.
+ * @note Single-threaded: used by one thread (or task) at a time. */
 typedef struct rv_epoch_token rv_epoch_token_t;
 
-/** @brief Frees object @p obj, an address of the calling process; run by
- * a worker of the owning process. */
+/**
+ * @brief Frees a deferred object at its owner.
+ * @param [in] w   the worker of the owning process whose local index is
+ *                 the reclaimer's (in the reclaimer's own process, the
+ *                 reclaimer), inside rv_epoch_try_reclaim or
+ *                 rv_epoch_clear or from a handler inside rv_progress
+ * @param [in] obj the object's address, in the calling process
+ *                 (rv_gptr_addr of what was deferred)
+ * @param [in] arg the @p arg given to rv_epoch_manager_create
+ */
 typedef void (*rv_epoch_free_fn)(rv_worker_t *w, void *obj, void *arg);
 
 /**
  * @brief Creates a manager shared by the whole job. Collective: every
  * worker of the job calls it, in the same order as its other collective
  * calls (it contains a barrier). Every worker gets its process's instance.
- * @param free_fn  frees a deferred object at its owner (with @p arg)
+ * @param [in]  w       the calling worker
+ * @param [in]  free_fn frees a deferred object at its owner (with @p arg)
+ * @param [in]  arg     passed to @p free_fn; stays the caller's
+ * @param [out] em_p    this process's instance, the same for every worker
+ *                      of the process; NULL when it could not be created.
+ *                      Free it with rv_epoch_manager_destroy.
+ * @return RV_OK; RV_ERR_INVALID (logged) when rv_rma_init was not called;
+ *         RV_ERR_UNSUPPORTED (logged) for a job of more than 65536
+ *         processes; RV_ERR_NO_MEMORY (logged at the process that failed,
+ *         also when 64 managers are alive in the process); rv_barrier's
+ *         errors
+ * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
  */
 RV_EXPORT rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn free_fn,
                                     void *arg, rv_epoch_manager_t **em_p);
 
-/** @brief Collective: frees everything still deferred (rv_epoch_clear),
- * then the manager. Tokens must be unregistered. */
+/**
+ * @brief Collective: frees everything still deferred (rv_epoch_clear, run
+ * by worker 0), then the manager and every token of it.
+ * @param [in] w  the calling worker
+ * @param [in] em the manager; invalid afterwards, with its tokens
+ * @return RV_OK, or rv_barrier's or rv_epoch_clear's error
+ * @note Every worker of the job, each from its own thread. Tokens must be
+ *       unregistered and no thread may use the manager any more.
+ */
 RV_EXPORT rv_status_t rv_epoch_manager_destroy(rv_worker_t *w, rv_epoch_manager_t *em);
 
-/** @brief A token for one thread (or task); not thread-safe itself. */
+/**
+ * @brief A token for one thread (or task); not thread-safe itself.
+ * @param [in] em the manager
+ * @return the token (a free one reused, or a new one), or NULL when out of
+ *         memory. The manager's: give it back with rv_epoch_unregister;
+ *         it is freed with the manager.
+ * @note Thread-safe.
+ */
 RV_EXPORT rv_epoch_token_t *rv_epoch_register(rv_epoch_manager_t *em);
 
-/** @brief Gives the token back; publishes objects it still holds. */
+/**
+ * @brief Gives the token back (unpinned); publishes objects it still
+ * holds to their limbo lists.
+ * @param [in] tok the token; NULL is accepted. The caller may not use it
+ *                 again.
+ * @note The token's thread.
+ */
 RV_EXPORT void rv_epoch_unregister(rv_epoch_token_t *tok);
 
-/** @brief Enters the current epoch: objects reachable now stay valid
- * until rv_epoch_unpin. */
+/**
+ * @brief Enters the current epoch: objects reachable now stay valid
+ * until rv_epoch_unpin. Wait-free; touches process-local memory only.
+ * @param [in] tok the token
+ * @note The token's thread.
+ */
 RV_EXPORT void rv_epoch_pin(rv_epoch_token_t *tok);
 
-/** @brief Leaves the epoch. */
+/**
+ * @brief Leaves the epoch. Wait-free.
+ * @param [in] tok the token
+ * @note The token's thread.
+ */
 RV_EXPORT void rv_epoch_unpin(rv_epoch_token_t *tok);
 
-/** @brief Defers the deletion of @p obj (already unlinked, so no new
+/**
+ * @brief Defers the deletion of @p obj (already unlinked, so no new
  * reference can be made to it) until no pinned worker can hold it. The
- * token must be pinned. */
+ * token must be pinned. Wait-free.
+ * @param [in] tok the token, pinned (else the call is logged as an error
+ *                 and the object kept in the current epoch's list)
+ * @param [in] obj the object, of any process; RV_GPTR_NULL is ignored.
+ *                 Its owner frees it later with the manager's free
+ *                 function; the caller may no longer free it. On out of
+ *                 memory it is leaked (logged).
+ * @note The token's thread.
+ */
 RV_EXPORT void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj);
 
 /**
  * @brief Tries to advance the job's epoch and reclaim what became safe.
- * @param epoch_p  on RV_OK, the new epoch (if not NULL)
+ * @param [in]  w        the calling worker
+ * @param [in]  em       the manager
+ * @param [out] epoch_p  on RV_OK, the new epoch (if not NULL)
  * @return RV_OK: this caller was elected, advanced the epoch and had the
  *         safe objects freed; RV_ERR_AGAIN: another thread or process is
  *         reclaiming, or some token is still pinned in the previous
  *         epoch (nothing to do now); or a transport error.
+ * @note From @p w's own thread, any worker; not from an
+ *       RV_HANDLER_INLINE handler (the elected caller waits for every
+ *       process). It progresses once when not elected.
  */
 RV_EXPORT rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *em,
                                  uint64_t *epoch_p);
@@ -102,13 +176,22 @@ RV_EXPORT rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *e
  * @brief Frees every deferred object of every process at once, whatever
  * the epochs. Only when no thread of the job uses the manager: one worker
  * calls it while the others progress (e.g. wait in rv_barrier).
+ * @param [in] w  the calling worker
+ * @param [in] em the manager
+ * @return RV_OK, or a transport or call error (objects that could not be
+ *         sent to their owners are leaked, logged)
+ * @note From @p w's own thread; it waits, progressing, until it is
+ *       elected and every process has freed its objects.
  */
 RV_EXPORT rv_status_t rv_epoch_clear(rv_worker_t *w, rv_epoch_manager_t *em);
 
 /** @brief Counters of the calling process's instance. */
 typedef struct rv_epoch_stats {
     uint64_t epoch;          /**< current epoch as this process knows it */
-    uint64_t pins, deferred; /**< summed over tokens (at unregister/read) */
+    /** @{ */
+    uint64_t pins, deferred; /**< pins and deferred objects, summed over
+                                  the process's tokens */
+    /** @} */
     uint64_t attempts;       /**< try_reclaim calls */
     uint64_t elected;        /**< ... that won the job-wide election */
     uint64_t advanced;       /**< ... that advanced the epoch */
@@ -116,6 +199,13 @@ typedef struct rv_epoch_stats {
     uint64_t bulk_sent;      /**< bulk delete calls sent to other ranks */
 } rv_epoch_stats_t;
 
+/**
+ * @brief Reads the counters of the calling process's instance.
+ * @param [in]  em    the manager
+ * @param [out] stats the counters, read one by one (not a consistent
+ *                    snapshot while other threads work)
+ * @note Any thread.
+ */
 RV_EXPORT void rv_epoch_stats(rv_epoch_manager_t *em, rv_epoch_stats_t *stats);
 
 #ifdef __cplusplus
