@@ -129,8 +129,7 @@ static rv_status_t put(am_worker_t *aw, am_dest_t *d, const void *src,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,
                        rv_completion_fn cb, void *arg)
 {
-    return rv_tw_put(aw->w, d->tid, src, len, raddr, rkey, cb,
-                             arg);
+    return rv_tw_put(aw->w, d->tid, raddr, rkey, src, len, cb, arg);
 }
 
 /* Moves the sender to the next chunk, writing ROTATE at the end of the
@@ -339,9 +338,9 @@ static void ring_push(am_worker_t *aw, am_iring_t *r)
     r->push_val[0] = r->pushed;
     r->push_val[1] = r->notified;
     r->push_due = !idle; /* push again once the running calls return */
-    rv_status_t st = rv_tw_put(aw->w, r->src, r->push_val,
-                                       sizeof(r->push_val), r->ctrl_addr,
-                                       r->ctrl_rkey, push_done, r);
+    rv_status_t st = rv_tw_put(aw->w, r->src, r->ctrl_addr, r->ctrl_rkey,
+                               r->push_val, sizeof(r->push_val), push_done,
+                               r);
     if (st == RV_INPROGRESS)
         r->push_busy = true;
     else if (st != RV_OK)

@@ -176,7 +176,7 @@ int raw_verbs_setup(rv_context_t *ctx, raw_verbs_t *r,
     if (all == NULL ||
         (rank <= 1 && raw_open(r, rv_context_config(ctx), p) != 0))
         rc = -1;
-    if (rv_bootstrap_allgather(ctx, &r->me, all, sizeof(r->me)) != RV_OK)
+    if (rv_bootstrap_allgather(ctx, all, &r->me, sizeof(r->me)) != RV_OK)
         rc = -1;
     if (rc == 0 && (!all[0].valid || !all[1].valid))
         rc = -1; /* the other rank said why */
@@ -187,7 +187,7 @@ int raw_verbs_setup(rv_context_t *ctx, raw_verbs_t *r,
     /* both QPs in RTS before the first WR, or every rank gives up */
     int ok = rc == 0, *oks = calloc((size_t)rv_size(ctx), sizeof(ok));
     if (oks == NULL ||
-        rv_bootstrap_allgather(ctx, &ok, oks, sizeof(ok)) != RV_OK)
+        rv_bootstrap_allgather(ctx, oks, &ok, sizeof(ok)) != RV_OK)
         rc = -1;
     for (int i = 0; rc == 0 && i < rv_size(ctx); i++)
         rc = oks[i] ? 0 : -1;

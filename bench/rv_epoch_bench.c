@@ -95,7 +95,7 @@ static int body(rv_worker_t *w, void *arg)
         if (opt.every > 0 && (i + 1) % opt.every == 0)
             rv_epoch_try_reclaim(w, em, NULL);
     }
-    rv_epoch_unregister(tok);
+    rv_epoch_deregister(tok);
     rv_barrier(w);
     if (rv_worker_tid(w) == 0 && rv_epoch_clear(w, em) != RV_OK)
         return 1;
@@ -223,7 +223,7 @@ int main(int argc, char **argv)
     bases = calloc((size_t)np, sizeof(uint64_t));
     uint64_t mine = (uint64_t)(uintptr_t)arena;
     if (arena == NULL || bases == NULL ||
-        rv_bootstrap_allgather(ctx, &mine, bases, sizeof(mine)) != RV_OK) {
+        rv_bootstrap_allgather(ctx, bases, &mine, sizeof(mine)) != RV_OK) {
         fprintf(stderr, "rv-epoch-bench: no arena\n");
         return 1;
     }
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     if (rc == 0 && opt.del) {
         /* every deferred object freed exactly once, job-wide */
         uint64_t *all = calloc((size_t)np, sizeof(uint64_t));
-        rv_bootstrap_allgather(ctx, &freed_job, all, sizeof(freed_job));
+        rv_bootstrap_allgather(ctx, all, &freed_job, sizeof(freed_job));
         uint64_t sum = 0;
         for (int r = 0; r < np; r++)
             sum += all[r];

@@ -63,8 +63,8 @@ static double run(rv_worker_t *w, int get, uint8_t *buf, size_t size, long n,
         atomic_fetch_add(&sync.pending, 1);
         rv_status_t st = get ? ops->get(tw, peer, buf, size, target.addr + off,
                                         rkey, done_cb, &sync)
-                             : ops->put(tw, peer, buf, size, target.addr + off,
-                                        rkey, done_cb, &sync);
+                             : ops->put(tw, peer, target.addr + off, rkey, buf,
+                                        size, done_cb, &sync);
         if (st != RV_INPROGRESS)
             atomic_fetch_sub(&sync.pending, 1);
         if (st < 0)

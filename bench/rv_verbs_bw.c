@@ -168,9 +168,9 @@ static double auto_run(rv_worker_t *w, const void *src, size_t size, long n,
     double t0 = bench_now_s();
     for (long i = 0; i < n; i++) {
         atomic_fetch_add(&sync.pending, 1);
-        rv_status_t st = ops->put(tw, peer, src, size,
+        rv_status_t st = ops->put(tw, peer,
                                   target.addr + (uint64_t)i % slots * size, rkey,
-                                  done_cb, &sync);
+                                  src, size, done_cb, &sync);
         if (st != RV_INPROGRESS)
             atomic_fetch_sub(&sync.pending, 1);
         if (st < 0)

@@ -231,8 +231,8 @@ rv_status_t rv_bootstrap_barrier(rv_context_t *ctx)
     return ctx->bs->ops->barrier(ctx->bs);
 }
 
-rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
-                                   void *out, size_t len)
+rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, void *out,
+                                   const void *in, size_t len)
 {
     return ctx->bs->ops->allgather(ctx->bs, in, out, len);
 }

@@ -98,7 +98,7 @@ static void *worker_main(void *p)
 
     rv_sync_t sync;
     rv_sync_init(&sync, 1);
-    status = ctx->ops->flush(w->view.tw, UINT32_MAX, flush_done, &sync);
+    status = ctx->ops->flush(w->view.tw, RV_TID_ALL, flush_done, &sync);
     if (status == RV_INPROGRESS)
         rv_sync_wait(w, &sync);
     step(w, &ctx->ndone, STAGE_DISCONNECT);
@@ -160,7 +160,7 @@ static rv_status_t exchange_addresses(rv_context_t *ctx)
     for (int t = 0; t < T; t++)
         if (ctx->addr_lens[t] > mine)
             mine = ctx->addr_lens[t];
-    status = rv_bootstrap_allgather(ctx, &mine, lens, sizeof(mine));
+    status = rv_bootstrap_allgather(ctx, lens, &mine, sizeof(mine));
     if (status != RV_OK)
         goto out;
     uint64_t max = 0;
@@ -182,7 +182,7 @@ static rv_status_t exchange_addresses(rv_context_t *ctx)
         memcpy(local + (size_t)t * ctx->addr_slot + sizeof(len), ctx->addrs[t],
                len);
     }
-    status = rv_bootstrap_allgather(ctx, local, ctx->all_addrs, local_bytes);
+    status = rv_bootstrap_allgather(ctx, ctx->all_addrs, local, local_bytes);
     free(local);
 out:
     free(lens);

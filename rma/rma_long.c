@@ -167,7 +167,7 @@ static rv_status_t long_sync(rma_worker_t *rw, rv_tid_t dest,
         rv_sync_t s;
         if (st == RV_OK) {
             rv_sync_init(&s, 1);
-            st = op_wait(w, rv_tw_put(w, dest, src, n, dst.addr, rkey,
+            st = op_wait(w, rv_tw_put(w, dest, dst.addr, rkey, src, n,
                                       rma_sync_done, &s), &s);
         }
         if (st == RV_OK) {
@@ -224,9 +224,9 @@ static rv_status_t long_mark(rma_worker_t *rw, rv_tid_t dest, uint32_t *seq_p)
     *word = *seq_p;
     st = rv_tw_fence(rw->w, peer);
     if (st == RV_OK) {
-        st = rv_tw_put(rw->w, peer, word, sizeof(*word),
+        st = rv_tw_put(rw->w, peer,
                        d->landing.addr + (uint64_t)rw->me * sizeof(uint64_t),
-                       lkey, free_word, word);
+                       lkey, word, sizeof(*word), free_word, word);
         if (st == RV_OK)
             free(word);
         else if (st > 0)
@@ -260,7 +260,7 @@ static rv_status_t long_reassembly(rma_worker_t *rw, rv_tid_t dest,
         rv_sync_init(s = &local, 1);
     else
         atomic_fetch_add(&sync->pending, 1);
-    st = rv_tw_put(w, peer, src, n, dst.addr, pkey, rma_sync_done, s);
+    st = rv_tw_put(w, peer, dst.addr, pkey, src, n, rma_sync_done, s);
     if (st < 0) {
         if (sync != NULL)
             atomic_fetch_sub(&sync->pending, 1);

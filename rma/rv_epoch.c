@@ -180,7 +180,7 @@ rv_epoch_token_t *rv_epoch_register(rv_epoch_manager_t *em)
     return tok;
 }
 
-void rv_epoch_unregister(rv_epoch_token_t *tok)
+void rv_epoch_deregister(rv_epoch_token_t *tok)
 {
     if (tok == NULL)
         return;
@@ -218,7 +218,7 @@ void rv_epoch_unpin(rv_epoch_token_t *tok)
     atomic_store_explicit(&tok->epoch, 0, memory_order_release);
     /* an epoch went by: the block's list may be reclaimed next, so it
      * should be in it (a token that idles otherwise keeps at most one
-     * block until it pins again, unregisters or rv_epoch_clear) */
+     * block until it pins again, deregisters or rv_epoch_clear) */
     if (tok->block != NULL &&
         tok->block_epoch != atomic_load_explicit(&tok->em->epoch,
                                                  memory_order_relaxed))

@@ -313,7 +313,7 @@ static rv_status_t xfer(rv_worker_t *w, rv_rptr_t p, void *local, size_t n,
     }
     rv_sync_t mine, *s = op_sync(sync, &mine);
     st = get ? rv_tw_get(w, peer, local, n, p.addr, rkey, rma_sync_done, s)
-             : rv_tw_put(w, peer, local, n, p.addr, rkey, rma_sync_done, s);
+             : rv_tw_put(w, peer, p.addr, rkey, local, n, rma_sync_done, s);
     if (st < 0 && sync != NULL)
         atomic_fetch_sub(&sync->pending, 1);
     return finish(rw, st, sync, &mine);

@@ -45,6 +45,7 @@
 #include "rv_config.h"
 #include "rv_status.h"
 #include "rv_transport.h"
+#include "rv_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,20 +60,9 @@ typedef struct rv_context rv_context_t;
  * Single-threaded: used by its own thread only (but for its id
  * getters). */
 typedef struct rv_worker rv_worker_t;
-/** @brief Global worker thread id: rank * job.threads + local index,
- * 0 .. rv_nworkers() - 1. */
-typedef uint32_t rv_tid_t;
-/** @brief A process of the job, 0 .. rv_size() - 1. */
-typedef int32_t rv_rank_t;
 /** @brief A handler's id: the FNV-1a hash of its name (rv_handler_id);
  * never 0. */
 typedef uint32_t rv_handler_id_t;
-
-/** Every worker of the job, where a call takes one or all (rv_flush). */
-#define RV_TID_ALL UINT32_MAX
-/** No worker: a value for the program's own variables; no call of rivet
- * takes it. */
-#define RV_TID_NONE (UINT32_MAX - 1)
 
 /* ---------------------------------------------------------------------- */
 /* Context                                                                 */
@@ -237,9 +227,9 @@ RV_EXPORT rv_status_t rv_bootstrap_barrier(rv_context_t *ctx);
  * @brief Gathers @p len bytes from every process into @p out, in rank
  * order (rv_size() * @p len bytes).
  * @param [in]  ctx the context
- * @param [in]  in  this process's @p len bytes; may be reused on return
  * @param [out] out rv_size() * @p len bytes, the caller's; complete on
  *                  return
+ * @param [in]  in  this process's @p len bytes; may be reused on return
  * @param [in]  len bytes per process, the same in every process
  * @return RV_OK; RV_ERR_BOOTSTRAP when a process is gone or the
  *         launcher fails; RV_ERR_INVALID when @p len is more than
@@ -247,8 +237,8 @@ RV_EXPORT rv_status_t rv_bootstrap_barrier(rv_context_t *ctx);
  * @note A process-level collective: from the main thread of every
  *       process, outside rv_job_run (it does not progress workers).
  */
-RV_EXPORT rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, const void *in,
-                                   void *out, size_t len);
+RV_EXPORT rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, void *out,
+                                             const void *in, size_t len);
 
 /* ---------------------------------------------------------------------- */
 /* Handlers and messages                                                   */

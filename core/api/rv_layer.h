@@ -250,12 +250,12 @@ RV_EXPORT rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest,
  * @p len bytes at @p src to @p raddr of @p peer's process.
  * @param [in] w     the calling worker
  * @param [in] peer  the worker whose endpoint carries the put
+ * @param [in] raddr the address in @p peer's process (the destination)
+ * @param [in] rkey  @p raddr's remote key, unpacked for this worker
+ *                   (rv_tw_rkey_unpack)
  * @param [in] src   local bytes; reusable on RV_OK or once @p cb ran
  *                   (local completion)
  * @param [in] len   bytes
- * @param [in] raddr the address in @p peer's process
- * @param [in] rkey  @p raddr's remote key, unpacked for this worker
- *                   (rv_tw_rkey_unpack)
  * @param [in] cb    completion, as rv_transport.h's convention says
  * @param [in] arg   @p cb's argument
  * @return RV_OK (complete, @p cb will not run), RV_INPROGRESS (@p cb will
@@ -263,12 +263,12 @@ RV_EXPORT rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest,
  * @note From @p w's own thread.
  */
 static inline rv_status_t rv_tw_put(rv_worker_t *w, uint32_t peer,
-                                    const void *src, size_t len,
                                     uint64_t raddr, rv_trkey_t *rkey,
+                                    const void *src, size_t len,
                                     rv_completion_fn cb, void *arg)
 {
     const rv_worker_view_t *v = rv__worker_view(w);
-    return v->tops->put(v->tw, peer, src, len, raddr, rkey, cb, arg);
+    return v->tops->put(v->tw, peer, raddr, rkey, src, len, cb, arg);
 }
 
 /**

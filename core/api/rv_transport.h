@@ -41,6 +41,7 @@
 
 #include "rv_config.h"
 #include "rv_status.h"
+#include "rv_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -307,8 +308,8 @@ typedef struct rv_transport_params {
      * defaults, the file and the environment; NULL when the plugin has no
      * table. Valid until fini. */
     const void *tconfig;
-    int rank;               /**< this process */
-    int size;               /**< processes in the job */
+    rv_rank_t rank;         /**< this process */
+    rv_rank_t size;         /**< processes in the job */
     int threads;            /**< worker threads per process */
     /**
      * Called by a transport that finds the connection to worker @p peer
@@ -342,7 +343,7 @@ typedef struct rv_tworker_params {
  * Operations taking a completion follow the convention at the top of this
  * file (RV_OK: done, the callback will not run; RV_INPROGRESS: it will
  * run once, from the worker's progress; an error: it never runs). Peers
- * are worker ids, 0 .. nworkers - 1; UINT32_MAX (core's RV_TID_ALL) means
+ * are worker ids, 0 .. nworkers - 1; RV_TID_ALL means
  * every peer where an operation says so.
  * @note Thread mode: members taking an rv_transport_t are thread-safe;
  *       those taking an rv_tworker_t are called on that worker's thread,
@@ -443,8 +444,8 @@ typedef struct rv_transport_ops {
     /* one-sided operations ---------------------------------------------- */
     /** Writes @p len bytes at @p src to @p raddr at @p peer. @p src may be
      * reused on RV_OK or when @p cb runs (local completion). */
-    rv_status_t (*put)(rv_tworker_t *tw, uint32_t peer, const void *src,
-                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+    rv_status_t (*put)(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
+                       rv_trkey_t *rkey, const void *src, size_t len,
                        rv_completion_fn cb, void *arg);
     /** Reads @p len bytes at @p raddr of @p peer into @p dst: they are
      * there on RV_OK or when @p cb runs. */
@@ -465,10 +466,10 @@ typedef struct rv_transport_ops {
                                   uint64_t *result, rv_completion_fn cb,
                                   void *arg);
     /** Orders: operations after the fence to @p peer land after earlier
-     * ones (UINT32_MAX: all peers). */
+     * ones (RV_TID_ALL: all peers). */
     rv_status_t (*fence)(rv_tworker_t *tw, uint32_t peer);
     /** Completes, remotely, every operation issued so far to @p peer
-     * (UINT32_MAX: all peers). */
+     * (RV_TID_ALL: all peers). */
     rv_status_t (*flush)(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
                          void *arg);
 } rv_transport_ops_t;

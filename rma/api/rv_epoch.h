@@ -14,7 +14,7 @@
  *     ... read the structure; unlink obj; rv_epoch_defer_delete(tok, obj);
  *     rv_epoch_unpin(tok);
  *     rv_epoch_try_reclaim(w, em, NULL);   // now and then
- *     rv_epoch_unregister(tok);
+ *     rv_epoch_deregister(tok);
  *
  * There is one manager instance per process (privatized: pin, unpin and
  * defer_delete touch only process-local memory, never the network). The
@@ -61,7 +61,7 @@ extern "C" {
  * rv_epoch_manager_destroy. @note Thread-safe. */
 typedef struct rv_epoch_manager rv_epoch_manager_t;
 /** @brief A reader's token (opaque): made by rv_epoch_register, given
- * back by rv_epoch_unregister, freed with its manager.
+ * back by rv_epoch_deregister, freed with its manager.
  * @note Single-threaded: used by one thread (or task) at a time. */
 typedef struct rv_epoch_token rv_epoch_token_t;
 
@@ -104,7 +104,7 @@ RV_EXPORT rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn f
  * @param [in] em the manager; invalid afterwards, with its tokens
  * @return RV_OK, or rv_barrier's or rv_epoch_clear's error
  * @note Every worker of the job, each from its own thread. Tokens must be
- *       unregistered and no thread may use the manager any more.
+ *       deregistered and no thread may use the manager any more.
  */
 RV_EXPORT rv_status_t rv_epoch_manager_destroy(rv_worker_t *w, rv_epoch_manager_t *em);
 
@@ -112,7 +112,7 @@ RV_EXPORT rv_status_t rv_epoch_manager_destroy(rv_worker_t *w, rv_epoch_manager_
  * @brief A token for one thread (or task); not thread-safe itself.
  * @param [in] em the manager
  * @return the token (a free one reused, or a new one), or NULL when out of
- *         memory. The manager's: give it back with rv_epoch_unregister;
+ *         memory. The manager's: give it back with rv_epoch_deregister;
  *         it is freed with the manager.
  * @note Thread-safe.
  */
@@ -125,7 +125,7 @@ RV_EXPORT rv_epoch_token_t *rv_epoch_register(rv_epoch_manager_t *em);
  *                 again.
  * @note The token's thread.
  */
-RV_EXPORT void rv_epoch_unregister(rv_epoch_token_t *tok);
+RV_EXPORT void rv_epoch_deregister(rv_epoch_token_t *tok);
 
 /**
  * @brief Enters the current epoch: objects reachable now stay valid

@@ -738,7 +738,7 @@ static void run_job(const char *name, rv_worker_fn fn)
     assert_non_null(mine);
     for (int t = 0; t < T; t++)
         mine[t] = ws[t].rep;
-    rv_status_t gst = rv_bootstrap_allgather(ctx, mine, all,
+    rv_status_t gst = rv_bootstrap_allgather(ctx, all, mine,
                                              (size_t)T * sizeof(*mine));
     free(mine);
 

@@ -94,8 +94,8 @@ static void loop_rkey_destroy(rv_tworker_t *tw, rv_trkey_t *rkey)
     (void)tw, (void)rkey;
 }
 
-static rv_status_t loop_put(rv_tworker_t *tw, uint32_t peer, const void *src,
-                            size_t len, uint64_t raddr, rv_trkey_t *rkey,
+static rv_status_t loop_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
+                            rv_trkey_t *rkey, const void *src, size_t len,
                             rv_completion_fn cb, void *arg)
 {
     (void)tw, (void)peer, (void)src, (void)len, (void)raddr, (void)rkey;

@@ -324,7 +324,7 @@ static int body_epoch_steps(rv_worker_t *w, void *arg)
         EXPECT(rv_epoch_try_reclaim(w, em, &e) == RV_OK && e == e0 + 5,
                "advance once unpinned");
     rv_barrier(w);
-    rv_epoch_unregister(tok);
+    rv_epoch_deregister(tok);
     EXPECT(rv_epoch_manager_destroy(w, em) == RV_OK, "destroy");
     return 0;
 }
@@ -444,7 +444,7 @@ static int body_stress(rv_worker_t *w, void *arg)
     }
     EXPECT(bad == 0, "%llu of %llu reads saw a freed object",
            (unsigned long long)bad, (unsigned long long)reads);
-    rv_epoch_unregister(tok);
+    rv_epoch_deregister(tok);
     EXPECT(rv_atomic_fadd(w, FIELD(deferred), deferred, NULL, NULL) == RV_OK,
            "count");
     rv_barrier(w);
@@ -471,7 +471,7 @@ static int body_stress(rv_worker_t *w, void *arg)
         for (int i = 0; i < NSLOTS; i++)
             rv_epoch_defer_delete(tok, mem->slot[i]);
         rv_epoch_unpin(tok);
-        rv_epoch_unregister(tok);
+        rv_epoch_deregister(tok);
     }
     EXPECT(rv_epoch_manager_destroy(w, em) == RV_OK, "destroy");
     rv_barrier(w);

@@ -372,10 +372,10 @@ static int body_put_get(rv_worker_t *w, void *arg)
     for (size_t p = 0; p < NPIECES; p++) {
         fill(buf + pieces[p].off, pieces[p].len, me, p);
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->put(tw, right, buf + pieces[p].off,
-                                  pieces[p].len,
+        rv_status_t st = ops->put(tw, right,
                                   s->raddr_a[right] + pieces[p].off,
-                                  s->rkey_a[right], sync_cb, &sync);
+                                  s->rkey_a[right], buf + pieces[p].off,
+                                  pieces[p].len, sync_cb, &sync);
         EXPECT(op_wait(w, st, &sync) == RV_OK, "put of %zu bytes: %s",
                pieces[p].len, rv_status_str(st));
     }
@@ -531,9 +531,9 @@ static int body_flush(rv_worker_t *w, void *arg)
     for (uint64_t r = 0; r < FLUSH_ROUNDS; r++) {
         fill(buf, FLUSH_LEN, me, 1000 + r);
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->put(tw, right, buf, FLUSH_LEN,
-                                  s->raddr_a[right] + r * 64,
-                                  s->rkey_a[right], sync_cb, &sync);
+        rv_status_t st = ops->put(tw, right, s->raddr_a[right] + r * 64,
+                                  s->rkey_a[right], buf, FLUSH_LEN, sync_cb,
+                                  &sync);
         EXPECT(op_wait(w, st, &sync) == RV_OK, "put");
         rv_sync_init(&sync, 1);
         st = ops->flush(tw, right, sync_cb, &sync);
@@ -581,16 +581,15 @@ static int body_fence(rv_worker_t *w, void *arg)
     for (uint64_t r = 0; r < FENCE_ROUNDS; r++) {
         fill(buf, FENCE_LEN, me, 2000 + r);
         rv_sync_init(&sync, 2);
-        rv_status_t st = ops->put(tw, right, buf, FENCE_LEN,
-                                  s->raddr_a[right], s->rkey_a[right],
-                                  sync_cb, &sync);
+        rv_status_t st = ops->put(tw, right, s->raddr_a[right],
+                                  s->rkey_a[right], buf, FENCE_LEN, sync_cb,
+                                  &sync);
         if (st != RV_INPROGRESS)
             rv_sync_complete(&sync, st);
         EXPECT(ops->fence(tw, right) == RV_OK, "fence");
         flag = r + 1;
-        st = ops->put(tw, right, &flag, sizeof(flag),
-                      s->raddr_a[right] + FENCE_FLAG_OFF, s->rkey_a[right],
-                      sync_cb, &sync);
+        st = ops->put(tw, right, s->raddr_a[right] + FENCE_FLAG_OFF,
+                      s->rkey_a[right], &flag, sizeof(flag), sync_cb, &sync);
         if (st != RV_INPROGRESS)
             rv_sync_complete(&sync, st);
         /* the left neighbour's data, once its flag says it is there */

@@ -208,8 +208,8 @@ rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
                                  void *arg);
 
 /* ucx_rma.c */
-rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, const void *src,
-                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
+                       rv_trkey_t *rkey, const void *src, size_t len,
                        rv_completion_fn cb, void *arg);
 rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
                        size_t len, uint64_t raddr, rv_trkey_t *rkey,

@@ -51,8 +51,8 @@ static ucx_op_t *op_start(struct rv_tworker *tw, uint32_t peer,
     return op;
 }
 
-rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, const void *src,
-                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
+                       rv_trkey_t *rkey, const void *src, size_t len,
                        rv_completion_fn cb, void *arg)
 {
     if (peer < tw->nworkers && tw->emulate[peer])
@@ -138,7 +138,7 @@ rv_status_t rv_ucx_fence(struct rv_tworker *tw, uint32_t peer)
      * back what follows until what came before has landed (ucx_emu.c):
      * no round trip here. */
     for (uint32_t i = 0; i < tw->nworkers; i++)
-        if ((peer == UINT32_MAX || peer == i) && tw->emulate[i])
+        if ((peer == RV_TID_ALL || peer == i) && tw->emulate[i])
             tw->emu_fence[i] = tw->emu_fence[i] || tw->emu_dirty[i];
     return rv_ucx_status(ucp_worker_fence(tw->worker));
 }
@@ -147,7 +147,7 @@ rv_status_t rv_ucx_flush(struct rv_tworker *tw, uint32_t peer,
                          rv_completion_fn cb, void *arg)
 {
     /* The worker-wide flush covers emulated peers too (ucx_emu.c). */
-    if (peer == UINT32_MAX)
+    if (peer == RV_TID_ALL)
         return rv_ucx_emu_flush_all(tw, cb, arg);
     if (peer < tw->nworkers && tw->emulate[peer])
         return rv_ucx_emu_flush(tw, peer, cb, arg);

@@ -426,8 +426,8 @@ rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
 void vb_am_release(rv_tworker_t *tw, void *desc);
 
 /* verbs_rma.c */
-rv_status_t vb_put(rv_tworker_t *tw, uint32_t peer, const void *src,
-                   size_t len, uint64_t raddr, rv_trkey_t *rkey,
+rv_status_t vb_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
+                   rv_trkey_t *rkey, const void *src, size_t len,
                    rv_completion_fn cb, void *arg);
 rv_status_t vb_get(rv_tworker_t *tw, uint32_t peer, void *dst, size_t len,
                    uint64_t raddr, rv_trkey_t *rkey, rv_completion_fn cb,

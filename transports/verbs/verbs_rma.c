@@ -105,8 +105,8 @@ err_op:
     return st;
 }
 
-rv_status_t vb_put(rv_tworker_t *tw, uint32_t peer, const void *src,
-                   size_t len, uint64_t raddr, rv_trkey_t *rkey,
+rv_status_t vb_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
+                   rv_trkey_t *rkey, const void *src, size_t len,
                    rv_completion_fn cb, void *arg)
 {
     return rma(tw, peer, true, (void *)src, len, raddr, rkey, cb, arg);
@@ -181,7 +181,7 @@ rv_status_t vb_atomic_cswap64(rv_tworker_t *tw, uint32_t peer,
 rv_status_t vb_fence(rv_tworker_t *tw, uint32_t peer)
 {
     for (uint32_t i = 0; i < tw->nworkers; i++)
-        if (peer == UINT32_MAX || peer == i)
+        if (peer == RV_TID_ALL || peer == i)
             tw->peers[i].fence = true;
     return RV_OK;
 }
@@ -210,7 +210,7 @@ static void flush_read(rv_tworker_t *tw, vb_op_t *op, vb_op_t *part,
 rv_status_t vb_flush(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
                      void *arg)
 {
-    vb_op_t *op = vb_op_get(tw, VB_OP_FLUSH, UINT32_MAX, cb, arg);
+    vb_op_t *op = vb_op_get(tw, VB_OP_FLUSH, RV_TID_ALL, cb, arg);
     if (op == NULL)
         return RV_ERR_NO_MEMORY;
     op->len = 1; /* held until every read is posted */
