@@ -15,18 +15,17 @@ static bool gid_is_ipv4(const union ibv_gid *g)
     return memcmp(g->raw, prefix, sizeof(prefix)) == 0;
 }
 
-/* Opens the device, creates the QP (INIT) and registers the buffer; fills
- * r->me. */
-static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
-                    const raw_verbs_params_t *p)
+/* Opens the device transport.verbs.device names (the first one when it
+ * names none) and queries transport.verbs.port into @p pa. */
+static int raw_open_device(raw_verbs_t *r, const rv_config_t *cfg,
+                           struct ibv_port_attr *pa)
 {
     char want[RV_CONFIG_STR_MAX];
-    int64_t port = 1, gid_index = -1;
+    int64_t port = 1;
     int num = 0;
 
     rv_config_get(cfg, "transport.verbs.device", want, sizeof(want));
     rv_config_get_int(cfg, "transport.verbs.port", &port);
-    rv_config_get_int(cfg, "transport.verbs.gid_index", &gid_index);
     struct ibv_device **list = ibv_get_device_list(&num);
     for (int i = 0; list != NULL && i < num && r->ctx == NULL; i++)
         if (want[0] == '\0' || strcmp(want, ibv_get_device_name(list[i])) == 0)
@@ -40,17 +39,28 @@ static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
     snprintf(r->devname, sizeof(r->devname), "%s",
              ibv_get_device_name(r->ctx->device));
     r->port = (int)port;
-    struct ibv_port_attr pa;
-    if (ibv_query_port(r->ctx, (uint8_t)r->port, &pa) != 0) {
+    if (ibv_query_port(r->ctx, (uint8_t)r->port, pa) != 0) {
         fprintf(stderr, "%s: no port %d on %s\n", r->prog, r->port,
                 r->devname);
         return -1;
     }
+    return 0;
+}
+
+/* The GID transport.verbs.gid_index names, or (when it is negative) the
+ * one the verbs transport picks: on RoCE the first RoCE v2 GID of an IPv4
+ * address, else 0. */
+static int raw_query_gid(raw_verbs_t *r, const rv_config_t *cfg,
+                         const struct ibv_port_attr *pa, union ibv_gid *gid)
+{
+    int64_t gid_index = -1;
+
+    rv_config_get_int(cfg, "transport.verbs.gid_index", &gid_index);
     r->gid_index = (int)gid_index;
-    bool roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+    bool roce = pa->link_layer == IBV_LINK_LAYER_ETHERNET;
     if (r->gid_index < 0) { /* as the verbs transport picks it */
         r->gid_index = 0;
-        for (int i = 0; roce && i < pa.gid_tbl_len; i++) {
+        for (int i = 0; roce && i < pa->gid_tbl_len; i++) {
             struct ibv_gid_entry e;
             if (ibv_query_gid_ex(r->ctx, (uint32_t)r->port, (uint32_t)i, &e,
                                  0) == 0 &&
@@ -60,12 +70,17 @@ static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
             }
         }
     }
-    union ibv_gid gid;
-    if (ibv_query_gid(r->ctx, (uint8_t)r->port, r->gid_index, &gid) != 0) {
+    if (ibv_query_gid(r->ctx, (uint8_t)r->port, r->gid_index, gid) != 0) {
         fprintf(stderr, "%s: no GID %d on %s\n", r->prog, r->gid_index,
                 r->devname);
         return -1;
     }
+    return 0;
+}
+
+/* The PD, the CQ, the registered buffer and the QP, brought to INIT. */
+static int raw_create_qp(raw_verbs_t *r, const raw_verbs_params_t *p)
+{
     struct ibv_device_attr da;
     r->rd_atomic = 1;
     if (ibv_query_device(r->ctx, &da) == 0 && da.max_qp_rd_atom > 1)
@@ -109,6 +124,20 @@ static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
         fprintf(stderr, "%s: queue pair to INIT failed\n", r->prog);
         return -1;
     }
+    return 0;
+}
+
+/* Opens the device, creates the QP (INIT) and registers the buffer; fills
+ * r->me. */
+static int raw_open(raw_verbs_t *r, const rv_config_t *cfg,
+                    const raw_verbs_params_t *p)
+{
+    struct ibv_port_attr pa;
+    union ibv_gid gid;
+
+    if (raw_open_device(r, cfg, &pa) != 0 ||
+        raw_query_gid(r, cfg, &pa, &gid) != 0 || raw_create_qp(r, p) != 0)
+        return -1;
     memcpy(r->me.gid, gid.raw, 16);
     r->me.addr = (uintptr_t)r->buf;
     r->me.rkey = r->mr->rkey;

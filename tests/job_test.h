@@ -6,6 +6,10 @@
  * check that cannot run skips from the main thread (JOB_SKIP), and the
  * program ends with job_test_status(), so that ctest sees a job whose
  * checks were all skipped as skipped, never as passed.
+ *
+ * What the helpers count is defined once, in job_test.c (linked into every
+ * rivet_test program), so that a test of several files counts in one
+ * place.
  */
 #ifndef RIVET_TESTS_JOB_TEST_H
 #define RIVET_TESTS_JOB_TEST_H
@@ -25,8 +29,9 @@
  * with it as SKIP_RETURN_CODE (tests/job_test.cmake). */
 #define JOB_TEST_SKIPPED 77
 
-static atomic_int failures;
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Failures recorded (EXPECT, FAIL), and the lock of their report. */
+extern atomic_int failures;
+extern pthread_mutex_t fail_lock;
 
 static inline void fail_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -74,7 +79,8 @@ static inline double now_s(void)
         }                                                                      \
     } while (0)
 
-static int job_checks_skipped;
+/* Checks skipped (JOB_SKIP). */
+extern int job_checks_skipped;
 
 static inline void job_skip_note(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

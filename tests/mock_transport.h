@@ -2,7 +2,9 @@
  * A mock transport for tests of core's registered-memory allocators: the
  * memory operations only, registrations kept as bookkeeping (counted, live
  * ones listed, overlaps between live ones counted), the rest of the ops
- * NULL. Include after <cmocka.h>.
+ * NULL; and a check those tests share. Include after <cmocka.h>.
+ *
+ * The mock's state is one per file that includes this header.
  */
 #ifndef RIVET_TESTS_MOCK_TRANSPORT_H
 #define RIVET_TESTS_MOCK_TRANSPORT_H
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "rv_mem.h"
 #include "rv_transport.h"
 
 /* ---------------------------------------------------------------------- */
@@ -158,5 +161,17 @@ static const rv_transport_ops_t mock_ops = {
     .rkey_pack = mock_rkey_pack,
     .rkey_buffer_release = mock_rkey_buffer_release,
 };
+
+/* ---------------------------------------------------------------------- */
+/* Checks                                                                  */
+
+/* The next unit @p c hands out is @p want, recycled; it goes back at once. */
+static inline void expect_recycled(rv_mem_circular_t *c, rv_mem_unit_t *want)
+{
+    rv_mem_unit_t *x;
+    assert_int_equal(rv_mem_circular_alloc(c, &x), RV_OK);
+    assert_ptr_equal(x, want);
+    rv_mem_circular_free(c, x);
+}
 
 #endif

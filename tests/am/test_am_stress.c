@@ -4,15 +4,9 @@
  * configuration, which ctest sets through environment overrides; the
  * tests read it back to know what to expect.
  *
- *   all_to_all      every worker calls every worker (itself included) with
- *                   random sizes and call kinds; retried on RV_ERR_AGAIN
- *   slow_receiver   worker 0 sleeps while every other worker streams calls
- *                   to it: the rings fill (and grow afterwards); only
- *                   on_full: fail refuses calls
- *   ovfl_limit      (ovfl + fail) streams until refused, then retries: the
- *                   accepted calls arrive exactly once and in order
- *   job_end_flush   calls made just before the worker function returns,
- *                   without rv_flush, arrive before rv_job_run returns
+ * Four jobs, whose worker functions test_am_stress_jobs.c describes:
+ * all_to_all, slow_receiver, ovfl_limit (am.aggregation: ovfl with
+ * am.on_full: fail only) and job_end_flush.
  *
  * Every call carries (source, sequence number, payload length, checksum)
  * in its arguments; its size and kind are a function of (seed, source,
@@ -22,8 +16,11 @@
  * and its counters, and compare them.
  *
  * Worker threads record failures; the main thread asserts after the job.
+ * This file holds the main thread; the calls and the jobs' worker
+ * functions are in the files am_stress.h lists.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,621 +31,18 @@
 
 #include <cmocka.h>
 
-#include "am_config.h"
-#include "job_test.h"
-#include "rv_am.h"
+#include "am_stress.h"
 
-#define MAX_WORKERS 64
-#define SEED 0x5eed2024c0ffee01ull
+rv_context_t *ctx;
+const rv_am_config_t *cfg;
+stress_handlers_t H;
+wstate_t *ws;
+report_t *all;
+profile_t prof;
 
-static rv_context_t *ctx;
-static const rv_am_config_t *cfg; /* the am.* keys of the job */
-
-static struct {
-    rv_handler_id_t data, end;
-} H;
-
-/* ---------------------------------------------------------------------- */
-/* What one worker reports to every process after a job                   */
-
-typedef struct {
-    uint64_t sent[MAX_WORKERS];  /* calls accepted, per destination */
-    uint64_t got[MAX_WORKERS];   /* calls run, per source */
-    uint64_t bytes_sent, bytes_got; /* arguments + buffers */
-    uint64_t agains;             /* RV_ERR_AGAIN returns seen */
-    uint64_t ends;               /* end markers run (the receiver) */
-    rv_am_stats_t am;            /* at the end of the worker function */
-    rv_worker_stats_t core;
-} report_t;
-
-/* Where a worker is, for the watchdog (read from another thread). */
-enum { PH_START, PH_WARM_UP, PH_BURST, PH_STREAM, PH_SLEEP, PH_WAIT,
-       PH_FLUSH, PH_BARRIER, PH_RETURNED };
 static const char *const phase_names[] = {
     "start", "warm-up", "burst", "stream", "sleep", "wait for calls",
     "flush", "barrier", "returned (job end)"};
-
-typedef struct {
-    report_t rep;
-    uint64_t next[MAX_WORKERS];  /* sequence number expected, per source */
-    atomic_int phase;
-    atomic_ullong calls_out, calls_in;
-} wstate_t;
-
-static wstate_t *ws;            /* this process's workers */
-static report_t *all;           /* every worker of the job, by tid */
-
-static wstate_t *state_of(rv_worker_t *w)
-{
-    return &ws[rv_worker_local(w)];
-}
-
-static void set_phase(rv_worker_t *w, int phase)
-{
-    atomic_store_explicit(&state_of(w)->phase, phase, memory_order_relaxed);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Calls: sizes, kinds and payloads derived from (source, dest, seq)       */
-
-typedef struct {
-    unsigned max_log;   /* sizes log-uniform up to 2^max_log bytes, or */
-    size_t max_size;    /* (max_log 0) uniform in 0..max_size */
-    bool sync_kinds;    /* some calls go on a shared synchronizer */
-} profile_t;
-
-static profile_t prof;
-
-#define SLOT_PAYLOAD (64u << 10)
-#define POOL_SLOTS 8
-
-typedef struct {
-    uint32_t src;
-    uint32_t kind;      /* CALL_ARGS: payload after these args; CALL_BUF */
-    uint64_t seq;
-    uint64_t len;       /* payload bytes */
-    uint64_t sum;       /* checksum of the payload */
-} stress_args_t;
-
-enum { CALL_ARGS = 0, CALL_BUF = 1 };
-
-/* Arguments and payload, contiguous: an args-only call sends both. */
-typedef struct {
-    stress_args_t a;
-    uint8_t payload[SLOT_PAYLOAD];
-} slot_t;
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-static uint64_t call_rand(uint32_t src, uint32_t dst, uint64_t seq)
-{
-    return mix64(SEED ^ mix64((((uint64_t)src << 32) | dst) ^ mix64(seq)));
-}
-
-typedef struct {
-    size_t len;
-    uint32_t kind;
-    bool sync, notify;
-} plan_t;
-
-static plan_t plan_of(uint32_t src, uint32_t dst, uint64_t seq)
-{
-    uint64_t r = call_rand(src, dst, seq);
-    plan_t p;
-    if (prof.max_log > 0) {
-        unsigned e = (unsigned)(r % (prof.max_log + 1));
-        p.len = (size_t)((r >> 8) % ((1ull << e) + 1));
-    } else {
-        p.len = (size_t)((r >> 8) % (prof.max_size + 1));
-    }
-    p.kind = (r >> 48) & 1 ? CALL_BUF : CALL_ARGS;
-    p.sync = prof.sync_kinds && ((r >> 49) & 1);
-    p.notify = p.sync && ((r >> 50) & 1);
-    return p;
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t src, uint64_t seq)
-{
-    uint64_t base = mix64(((uint64_t)src << 40) ^ seq);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v = mix64(base + i);
-        memcpy(p + i, &v, 8);
-    }
-    uint64_t v = mix64(base + i);
-    memcpy(p + i, &v, n - i);
-}
-
-static uint64_t checksum(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v;
-        memcpy(&v, p + i, 8);
-        h = (h ^ v) * 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Receiver                                                                */
-
-static rv_status_t on_data(rv_worker_t *w, rv_call_t *call, void *arg)
-{
-    wstate_t *s = state_of(w);
-    uint32_t me = rv_worker_tid(w), n = rv_nworkers(ctx);
-    stress_args_t a;
-    (void)arg;
-    if (call->args_len < sizeof(a) || call->src >= n) {
-        FAIL("worker %u: a call from %u with %zu argument bytes", me,
-             call->src, call->args_len);
-        return RV_OK;
-    }
-    memcpy(&a, call->args, sizeof(a));
-    EXPECT(a.src == call->src, "call from %u claims to be from %u",
-           call->src, a.src);
-    EXPECT(!call->broadcast && call->ret == NULL,
-           "a plain call seen as broadcast or with a result");
-    uint32_t src = call->src;
-    s->rep.got[src]++;
-    atomic_fetch_add_explicit(&s->calls_in, 1, memory_order_relaxed);
-    s->rep.bytes_got += call->args_len + call->buf_len;
-    if (a.seq != s->next[src])
-        FAIL("worker %u: call %llu from %u ran when %llu was expected", me,
-             (unsigned long long)a.seq, src,
-             (unsigned long long)s->next[src]);
-    s->next[src] = a.seq + 1;
-
-    plan_t p = plan_of(src, me, a.seq);
-    const uint8_t *data;
-    size_t len;
-    if (a.kind == CALL_ARGS) {
-        data = (const uint8_t *)call->args + sizeof(a);
-        len = call->args_len - sizeof(a);
-        EXPECT(call->buf_len == 0, "args-only call %llu from %u has a "
-               "%zu-byte buffer", (unsigned long long)a.seq, src,
-               call->buf_len);
-    } else {
-        data = call->buf;
-        len = call->buf_len;
-        EXPECT(call->args_len == sizeof(a), "call %llu from %u: %zu "
-               "argument bytes", (unsigned long long)a.seq, src,
-               call->args_len);
-    }
-    if (a.kind != p.kind || a.len != p.len || len != p.len) {
-        FAIL("worker %u: call %llu from %u: kind %u, %zu payload bytes "
-             "(announced %llu), expected kind %u, %zu bytes", me,
-             (unsigned long long)a.seq, src, a.kind, len,
-             (unsigned long long)a.len, p.kind, p.len);
-        return RV_OK;
-    }
-    if (checksum(data, len) != a.sum)
-        FAIL("worker %u: call %llu from %u: the %zu payload bytes do not "
-             "match their checksum", me, (unsigned long long)a.seq, src, len);
-    return RV_OK;
-}
-
-/* The last call of a sender (ovfl_limit): how many calls came before. */
-static rv_status_t on_end(rv_worker_t *w, rv_call_t *call, void *arg)
-{
-    wstate_t *s = state_of(w);
-    uint64_t count;
-    (void)arg;
-    EXPECT(call->args_len == sizeof(count), "end marker of %zu bytes",
-           call->args_len);
-    memcpy(&count, call->args, sizeof(count));
-    EXPECT(s->rep.got[call->src] == count,
-           "worker %u: the end marker of %u came after %llu of its %llu "
-           "accepted calls", rv_worker_tid(w), call->src,
-           (unsigned long long)s->rep.got[call->src],
-           (unsigned long long)count);
-    s->rep.ends++;
-    return RV_OK;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Sender                                                                  */
-
-typedef struct {
-    slot_t *scratch;        /* calls without synchronizer */
-    slot_t *pool;           /* calls on the shared synchronizer */
-    int pool_next;
-    rv_sync_t shared;
-} sender_t;
-
-static bool sender_init(sender_t *snd)
-{
-    snd->scratch = malloc(sizeof(slot_t));
-    snd->pool = malloc(POOL_SLOTS * sizeof(slot_t));
-    snd->pool_next = 0;
-    rv_sync_init(&snd->shared, 0);
-    return snd->scratch != NULL && snd->pool != NULL;
-}
-
-static void sender_fini(rv_worker_t *w, sender_t *snd)
-{
-    EXPECT(rv_sync_wait(w, &snd->shared) == RV_OK, "shared synchronizer");
-    free(snd->scratch);
-    free(snd->pool);
-}
-
-/* Makes the next call to @p dest (without synchronizer if @p plain).
- * On RV_ERR_AGAIN: progresses and retries the same call when @p retry,
- * else returns it. */
-static rv_status_t send_call(rv_worker_t *w, sender_t *snd, rv_tid_t dest,
-                             bool retry, bool plain)
-{
-    wstate_t *s = state_of(w);
-    uint32_t me = rv_worker_tid(w);
-    uint64_t seq = s->rep.sent[dest];
-    plan_t p = plan_of(me, dest, seq);
-    if (plain)
-        p.sync = p.notify = false;
-    slot_t *slot = snd->scratch;
-    rv_sync_t *sync = NULL;
-
-    if (p.sync) {
-        /* the pool's slots are reused once all their calls completed */
-        if (snd->pool_next == POOL_SLOTS) {
-            EXPECT(rv_sync_wait(w, &snd->shared) == RV_OK,
-                   "shared synchronizer");
-            snd->pool_next = 0;
-        }
-        slot = &snd->pool[snd->pool_next];
-        sync = &snd->shared;
-    }
-    slot->a = (stress_args_t){.src = me, .kind = p.kind, .seq = seq,
-                              .len = p.len};
-    fill(slot->payload, p.len, me, seq);
-    slot->a.sum = checksum(slot->payload, p.len);
-    unsigned flags = p.notify ? RV_NOTIFY_CONSUMED : 0;
-
-    double t0 = now_s();
-    rv_status_t st;
-    for (;;) {
-        long before = atomic_load(&snd->shared.pending);
-        if (p.kind == CALL_ARGS)
-            st = rv_call(w, dest, H.data, &slot->a, sizeof(slot->a) + p.len,
-                         sync, flags);
-        else
-            st = rv_call_buffer(w, dest, H.data, &slot->a, sizeof(slot->a),
-                                slot->payload, p.len, sync, flags);
-        if (st != RV_ERR_AGAIN)
-            break;
-        s->rep.agains++;
-        EXPECT(atomic_load(&snd->shared.pending) <= before,
-               "a refused call was added to its synchronizer");
-        if (!retry)
-            return st;
-        rv_progress(w);
-        if (now_s() - t0 > WAIT_LIMIT_S) {
-            FAIL("worker %u: call %llu to %u refused for %d s", me,
-                 (unsigned long long)seq, dest, WAIT_LIMIT_S);
-            return st;
-        }
-    }
-    if (st != RV_OK) {
-        FAIL("worker %u: call %llu to %u: %s", me, (unsigned long long)seq,
-             dest, rv_status_str(st));
-        return st;
-    }
-    s->rep.sent[dest]++;
-    s->rep.bytes_sent += sizeof(slot->a) + p.len;
-    atomic_fetch_add_explicit(&s->calls_out, 1, memory_order_relaxed);
-    if (p.sync)
-        snd->pool_next++;
-    return RV_OK;
-}
-
-static rv_status_t send_next(rv_worker_t *w, sender_t *snd, rv_tid_t dest,
-                             bool retry)
-{
-    return send_call(w, snd, dest, retry, false);
-}
-
-static void capture_stats(rv_worker_t *w)
-{
-    wstate_t *s = state_of(w);
-    rv_am_stats(w, &s->rep.am);
-    rv_worker_stats(w, &s->rep.core);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-    while (nanosleep(&t, &t) != 0)
-        ;
-}
-
-/* Whether workers @p a and @p b are in different processes. */
-static bool remote(rv_tid_t a, rv_tid_t b)
-{
-    return rv_tid_rank(ctx, a) != rv_tid_rank(ctx, b);
-}
-
-/* ---------------------------------------------------------------------- */
-/* 1. All to all                                                           */
-
-/* Whether the transport's one-sided operations wait for the target
- * worker's progress (RMA emulated over active messages, as over TCP): the
- * write path's puts and fences then wait for the receiver, so its rings
- * rarely fill, and every call costs a round trip. The transport knows once
- * a job has connected the workers: call it during or after a job. */
-static bool rma_waits_for_target(void)
-{
-    return rv_context_caps(ctx)->rma_target_progress;
-}
-
-static uint64_t calls_per_pair(void)
-{
-    return rma_waits_for_target() ? 150 : 400;
-}
-
-/* Flushes, waits at a barrier and records the counters. */
-static void finish(rv_worker_t *w)
-{
-    set_phase(w, PH_FLUSH);
-    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "rv_flush");
-    set_phase(w, PH_BARRIER);
-    rv_barrier(w);
-    capture_stats(w);
-    set_phase(w, PH_RETURNED);
-}
-
-static int body_all_to_all(rv_worker_t *w, void *arg)
-{
-    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
-    uint64_t K = calls_per_pair(), seq = 0;
-    wstate_t *s = state_of(w);
-    sender_t snd;
-    (void)arg;
-
-    if (!sender_init(&snd)) {
-        FAIL("out of memory");
-        return 1;
-    }
-    /* A burst: the first half of the calls, without synchronizers (on
-     * the write path nothing progresses until a ring is full), to one
-     * destination after the other, all workers to the same one at a
-     * time: while worker k calls itself, it runs nothing and the others
-     * fill their rings to it. */
-    set_phase(w, PH_BURST);
-    for (uint32_t dest = 0; dest < n; dest++)
-        for (seq = 0; seq < K / 2; seq++)
-            if (send_call(w, &snd, dest, true, true) != RV_OK)
-                goto out;
-    /* Then the rest, round robin, some on the shared synchronizer. */
-    set_phase(w, PH_STREAM);
-    for (seq = K / 2; seq < K; seq++)
-        for (uint32_t k = 0; k < n; k++)
-            if (send_next(w, &snd, (me + (uint32_t)seq + k) % n, true) !=
-                RV_OK)
-                goto out;
-out:
-    sender_fini(w, &snd);
-    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "rv_flush");
-    set_phase(w, PH_WAIT);
-    for (uint32_t src = 0; src < n; src++)
-        WAIT_UNTIL(w, s->rep.got[src] >= K, "the calls of every worker");
-    finish(w);
-    return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* 2. A receiver that sleeps while every other worker streams to it        */
-
-#define SLOW_MS 300
-#define RECEIVER 0
-
-/* Calls per sender: 1.5 times more bytes than the largest ring plus the
- * most any mode keeps queued per destination (mean call: 2 KiB). */
-static uint64_t stream_calls(void)
-{
-    uint64_t room = (uint64_t)cfg->max_chunks * cfg->chunk_bytes +
-                    cfg->ovfl_limit + 2 * cfg->flush_bytes;
-    return room * 3 / 2 / 2048 + 100;
-}
-
-/* Before the receiver stops progressing: one call from every worker to
- * it, so that its rings exist (a ring being set up is waited for, not
- * full), and a barrier; then one more call each, which the receiver waits
- * for. Every sender is then past the barrier: its release comes from
- * worker 0, the receiver, and where one-sided operations wait for the
- * target it leaves only while that worker progresses. */
-static void start_streams(rv_worker_t *w, sender_t *snd)
-{
-    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
-    wstate_t *s = state_of(w);
-    set_phase(w, PH_WARM_UP);
-    if (me != RECEIVER) {
-        send_next(w, snd, RECEIVER, true);
-        EXPECT(rv_flush(w, RECEIVER) == RV_OK, "rv_flush");
-    } else {
-        for (uint32_t src = 0; src < n; src++)
-            if (src != RECEIVER)
-                WAIT_UNTIL(w, s->rep.got[src] >= 1, "warm-up");
-    }
-    rv_barrier(w);
-    if (me != RECEIVER) {
-        send_next(w, snd, RECEIVER, true);
-        EXPECT(rv_flush(w, RECEIVER) == RV_OK, "rv_flush");
-    } else {
-        for (uint32_t src = 0; src < n; src++)
-            if (src != RECEIVER)
-                WAIT_UNTIL(w, s->rep.got[src] >= 2, "the streams to start");
-    }
-}
-
-/* The last call of a sender: how many it made to the receiver before. */
-static void send_end(rv_worker_t *w)
-{
-    wstate_t *s = state_of(w);
-    uint64_t count = s->rep.sent[RECEIVER];
-    rv_status_t st;
-    double t0 = now_s();
-    while ((st = rv_call(w, RECEIVER, H.end, &count, sizeof(count), NULL,
-                         0)) == RV_ERR_AGAIN &&
-           now_s() - t0 < WAIT_LIMIT_S) {
-        s->rep.agains++;
-        rv_progress(w);
-    }
-    EXPECT(st == RV_OK, "end marker: %s", rv_status_str(st));
-}
-
-/* The receiver: sleeps, then runs every call until each sender's end. */
-static void sleep_then_drain(rv_worker_t *w, long ms)
-{
-    uint32_t n = rv_nworkers(ctx);
-    set_phase(w, PH_SLEEP);
-    sleep_ms(ms);
-    set_phase(w, PH_WAIT);
-    WAIT_UNTIL(w, state_of(w)->rep.ends == n - 1,
-               "every sender's end marker");
-}
-
-#define STREAM_LIMIT_S 2.0
-
-static int body_slow_receiver(rv_worker_t *w, void *arg)
-{
-    uint32_t me = rv_worker_tid(w);
-    uint64_t K = stream_calls();
-    sender_t snd;
-    (void)arg;
-
-    if (!sender_init(&snd)) {
-        FAIL("out of memory");
-        return 1;
-    }
-    start_streams(w, &snd);
-    if (me == RECEIVER) {
-        sleep_then_drain(w, SLOW_MS);
-    } else {
-        /* K calls; to a ring (write path, another process), until the
-         * worker met a full ring too (for STREAM_LIMIT_S at most): a fast
-         * sender may have made its K calls before the receiver fell
-         * asleep. */
-        bool want_full = cfg->path == RV_AM_PATH_WRITE &&
-                         remote(me, RECEIVER);
-        bool met_full = false;
-        rv_am_stats_t st0, st;
-        rv_am_stats(w, &st0);
-        double t0 = now_s();
-        set_phase(w, PH_STREAM);
-        for (uint64_t i = 1;
-             i < K ||
-             (want_full && !met_full && now_s() - t0 < STREAM_LIMIT_S);
-             i++) {
-            if (send_next(w, &snd, RECEIVER, true) != RV_OK)
-                break;
-            rv_am_stats(w, &st);
-            met_full = st.ring_full > st0.ring_full;
-        }
-        send_end(w);
-    }
-    sender_fini(w, &snd);
-    finish(w);
-    return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* 3. ovfl_limit: streams until refused, retries once the receiver wakes   */
-
-#define OVFL_SLEEP_MS 400
-#define OVFL_MORE 200
-
-static int body_ovfl_limit(rv_worker_t *w, void *arg)
-{
-    uint32_t me = rv_worker_tid(w);
-    wstate_t *s = state_of(w);
-    sender_t snd;
-    (void)arg;
-
-    if (!sender_init(&snd)) {
-        FAIL("out of memory");
-        return 1;
-    }
-    start_streams(w, &snd);
-    if (me == RECEIVER) {
-        sleep_then_drain(w, OVFL_SLEEP_MS);
-    } else {
-        /* Until refused (for STREAM_LIMIT_S at most): the ring cannot
-         * grow while its receiver sleeps, so that is its chunks plus
-         * am.ovfl_limit, give or take a call. A sender of the receiver's
-         * process (local queue) is never refused: it makes OVFL_MORE. */
-        set_phase(w, PH_STREAM);
-        uint64_t start = s->rep.bytes_sent, i = 0;
-        bool refused = false;
-        double t0 = now_s();
-        while (remote(me, RECEIVER) ? now_s() - t0 < STREAM_LIMIT_S
-                                    : i++ < OVFL_MORE) {
-            rv_status_t st = send_next(w, &snd, RECEIVER, false);
-            if (st == RV_ERR_AGAIN) {
-                refused = true;
-                break;
-            }
-            if (st != RV_OK)
-                break;
-        }
-        EXPECT(refused || !remote(me, RECEIVER) ||
-                   cfg->path != RV_AM_PATH_WRITE,
-               "worker %u: no RV_ERR_AGAIN in %.1f s, after %llu bytes to "
-               "a receiver that sleeps %d ms (ring of %lld x %llu B, "
-               "am.ovfl_limit %llu B)", me, STREAM_LIMIT_S,
-               (unsigned long long)(s->rep.bytes_sent - start),
-               OVFL_SLEEP_MS, (long long)cfg->max_chunks,
-               (unsigned long long)cfg->chunk_bytes,
-               (unsigned long long)cfg->ovfl_limit);
-        /* then more, retrying each refused call until the receiver
-         * drains, and the marker that says how many were accepted */
-        for (int k = 0; k < OVFL_MORE; k++)
-            if (send_next(w, &snd, RECEIVER, true) != RV_OK)
-                break;
-        send_end(w);
-    }
-    sender_fini(w, &snd);
-    finish(w);
-    return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* 4. The job's end flushes what is batched                                */
-
-#define END_CALLS 64
-#define END_MAX_SIZE 1024
-
-static int body_job_end(rv_worker_t *w, void *arg)
-{
-    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
-    sender_t snd;
-    (void)arg;
-
-    if (!sender_init(&snd)) {
-        FAIL("out of memory");
-        return 1;
-    }
-    set_phase(w, PH_STREAM);
-    for (uint64_t seq = 0; seq < END_CALLS; seq++)
-        for (uint32_t k = 0; k < n; k++)
-            if (send_next(w, &snd, (me + k) % n, true) != RV_OK)
-                goto out;
-out:
-    /* No synchronizer calls in this profile: nothing to wait for. */
-    free(snd.scratch);
-    free(snd.pool);
-    capture_stats(w);
-    set_phase(w, PH_RETURNED);
-    return 0; /* no rv_flush, no barrier, no progress */
-}
 
 /* ---------------------------------------------------------------------- */
 /* The main thread                                                         */
@@ -713,27 +107,30 @@ static void *watchdog(void *arg)
     rv_abort(ctx, 1, "a stress job stalled");
 }
 
-/* Runs one job, then (before asserting anything, so that every process
- * takes part) gathers every worker's report. */
-static void run_job(const char *name, rv_worker_fn fn)
+/* Runs @p fn as a job, watched; returns its status, and in @p dt_p the
+ * seconds it took. */
+static rv_status_t run_watched(const char *name, rv_worker_fn fn,
+                               double *dt_p)
 {
-    uint32_t n = rv_nworkers(ctx);
-    int T = rv_threads(ctx);
-    assert_true(n <= MAX_WORKERS);
-
     pthread_t dog_thread;
     dog.done = false;
     dog.name = name;
     assert_int_equal(pthread_create(&dog_thread, NULL, watchdog, NULL), 0);
     double t0 = now_s();
     rv_status_t st = rv_job_run(ctx, fn, NULL);
-    double dt = now_s() - t0;
+    *dt_p = now_s() - t0;
     pthread_mutex_lock(&dog.lock);
     dog.done = true;
     pthread_cond_signal(&dog.cond);
     pthread_mutex_unlock(&dog.lock);
     pthread_join(dog_thread, NULL);
+    return st;
+}
 
+/* Gathers every worker's report, of every process, into all[]. */
+static rv_status_t gather_reports(void)
+{
+    int T = rv_threads(ctx);
     report_t *mine = calloc((size_t)T, sizeof(*mine));
     assert_non_null(mine);
     for (int t = 0; t < T; t++)
@@ -741,37 +138,42 @@ static void run_job(const char *name, rv_worker_fn fn)
     rv_status_t gst = rv_bootstrap_allgather(ctx, all, mine,
                                              (size_t)T * sizeof(*mine));
     free(mine);
+    return gst;
+}
 
-    if (rv_rank(ctx) == 0) {
-        uint64_t calls = 0, full = 0, again = 0, grow = 0, granted = 0,
-                 det = 0, flushes = 0, maxagg = 0;
-        for (uint32_t t = 0; t < n; t++) {
-            calls += all[t].am.calls_sent;
-            full += all[t].am.ring_full;
-            again += all[t].agains;
-            grow += all[t].am.chunk_growths;
-            granted += all[t].am.chunks_granted;
-            det += all[t].am.detours;
-            flushes += all[t].am.flushes;
-            if (all[t].am.max_aggregated_bytes > maxagg)
-                maxagg = all[t].am.max_aggregated_bytes;
-        }
-        printf("%s: %.2f s; %llu calls, %llu transmissions (largest %llu "
-               "B), ring full %llu, RV_ERR_AGAIN %llu, growths %llu, chunks "
-               "granted %llu, detours %llu\n",
-               name, dt, (unsigned long long)calls,
-               (unsigned long long)flushes, (unsigned long long)maxagg,
-               (unsigned long long)full, (unsigned long long)again,
-               (unsigned long long)grow, (unsigned long long)granted,
-               (unsigned long long)det);
-        fflush(stdout);
+/* The job's totals, on one line (rank 0). */
+static void print_totals(const char *name, double dt)
+{
+    uint32_t n = rv_nworkers(ctx);
+    uint64_t calls = 0, full = 0, again = 0, grow = 0, granted = 0,
+             det = 0, flushes = 0, maxagg = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        calls += all[t].am.calls_sent;
+        full += all[t].am.ring_full;
+        again += all[t].agains;
+        grow += all[t].am.chunk_growths;
+        granted += all[t].am.chunks_granted;
+        det += all[t].am.detours;
+        flushes += all[t].am.flushes;
+        if (all[t].am.max_aggregated_bytes > maxagg)
+            maxagg = all[t].am.max_aggregated_bytes;
     }
+    printf("%s: %.2f s; %llu calls, %llu transmissions (largest %llu "
+           "B), ring full %llu, RV_ERR_AGAIN %llu, growths %llu, chunks "
+           "granted %llu, detours %llu\n",
+           name, dt, (unsigned long long)calls,
+           (unsigned long long)flushes, (unsigned long long)maxagg,
+           (unsigned long long)full, (unsigned long long)again,
+           (unsigned long long)grow, (unsigned long long)granted,
+           (unsigned long long)det);
+    fflush(stdout);
+}
 
-    assert_int_equal(st, RV_OK);
-    assert_int_equal(gst, RV_OK);
-    assert_int_equal(atomic_load(&failures), 0);
-
-    /* every accepted call ran exactly once: accepted == run, per pair */
+/* What every job must come to: every accepted call ran exactly once,
+ * nothing was dropped, and only am.on_full: fail refused calls. */
+static void assert_reports(void)
+{
+    uint32_t n = rv_nworkers(ctx);
     int bad = 0;
     for (uint32_t s = 0; s < n; s++)
         for (uint32_t d = 0; d < n; d++)
@@ -798,6 +200,23 @@ static void run_job(const char *name, rv_worker_fn fn)
     assert_int_equal(bad, 0);
 }
 
+/* Runs one job, then (before asserting anything, so that every process
+ * takes part) gathers every worker's report. */
+static void run_job(const char *name, rv_worker_fn fn)
+{
+    double dt;
+    assert_true(rv_nworkers(ctx) <= MAX_WORKERS);
+
+    rv_status_t st = run_watched(name, fn, &dt);
+    rv_status_t gst = gather_reports();
+    if (rv_rank(ctx) == 0)
+        print_totals(name, dt);
+    assert_int_equal(st, RV_OK);
+    assert_int_equal(gst, RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+    assert_reports();
+}
+
 /* Every pair accepted and ran @p want calls (when @p only_to is
  * RV_TID_NONE), or every worker but @p only_to sent it @p want. */
 static void assert_pairs(uint64_t want, rv_tid_t only_to)
@@ -817,41 +236,13 @@ static void assert_pairs(uint64_t want, rv_tid_t only_to)
     assert_int_equal(bad, 0);
 }
 
-static void test_all_to_all(void **state)
+/* Each worker has @p rings rings, one per worker of another process, made
+ * of chunks_per_request chunks and grown chunks_per_request at a time up
+ * to max_chunks: its grants fit that, and (unless puts wait for the
+ * receiver) rings grew, one as far as max_chunks takes. */
+static void assert_ring_growth(uint64_t rings)
 {
     uint32_t n = rv_nworkers(ctx);
-    int T = rv_threads(ctx), P = rv_size(ctx);
-    (void)state;
-
-    prof = (profile_t){.max_log = 16, .sync_kinds = true};
-    run_job("all_to_all", body_all_to_all);
-    /* what the workers sent, now that the job has connected them */
-    uint64_t K = calls_per_pair();
-    assert_pairs(K, RV_TID_NONE);
-
-    uint64_t bytes_sent = 0, bytes_got = 0;
-    for (uint32_t t = 0; t < n; t++) {
-        const report_t *r = &all[t];
-        bytes_sent += r->bytes_sent;
-        bytes_got += r->bytes_got;
-        assert_int_equal(r->am.calls_sent, K * n);
-        assert_int_equal(r->am.calls_received, K * n);
-        assert_int_equal(r->am.bytes_sent, r->bytes_sent);
-        assert_int_equal(r->am.bytes_received, r->bytes_got);
-        assert_int_equal(r->am.calls_local,
-                         cfg->local_bypass ? K * (uint64_t)T : 0);
-    }
-    assert_int_equal(bytes_sent, bytes_got);
-
-    if (cfg->path != RV_AM_PATH_WRITE) {
-        print_message("all_to_all: no messenger rings on path send; ring "
-                      "growth not checked\n");
-        return;
-    }
-    /* Each worker has one ring per worker of another process, made of
-     * chunks_per_request chunks and grown chunks_per_request at a time
-     * up to max_chunks. */
-    uint64_t rings = (uint64_t)(P - 1) * (uint64_t)T;
     uint64_t cpr = (uint64_t)cfg->chunks_per_request;
     uint64_t max = (uint64_t)cfg->max_chunks;
     uint64_t first = cpr < max ? cpr : max;
@@ -896,6 +287,40 @@ static void test_all_to_all(void **state)
                      (unsigned long long)first, (unsigned long long)max,
                      (unsigned long long)(max - first));
     }
+}
+
+static void test_all_to_all(void **state)
+{
+    uint32_t n = rv_nworkers(ctx);
+    int T = rv_threads(ctx), P = rv_size(ctx);
+    (void)state;
+
+    prof = (profile_t){.max_log = 16, .sync_kinds = true};
+    run_job("all_to_all", body_all_to_all);
+    /* what the workers sent, now that the job has connected them */
+    uint64_t K = calls_per_pair();
+    assert_pairs(K, RV_TID_NONE);
+
+    uint64_t bytes_sent = 0, bytes_got = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        const report_t *r = &all[t];
+        bytes_sent += r->bytes_sent;
+        bytes_got += r->bytes_got;
+        assert_int_equal(r->am.calls_sent, K * n);
+        assert_int_equal(r->am.calls_received, K * n);
+        assert_int_equal(r->am.bytes_sent, r->bytes_sent);
+        assert_int_equal(r->am.bytes_received, r->bytes_got);
+        assert_int_equal(r->am.calls_local,
+                         cfg->local_bypass ? K * (uint64_t)T : 0);
+    }
+    assert_int_equal(bytes_sent, bytes_got);
+
+    if (cfg->path != RV_AM_PATH_WRITE) {
+        print_message("all_to_all: no messenger rings on path send; ring "
+                      "growth not checked\n");
+        return;
+    }
+    assert_ring_growth((uint64_t)(P - 1) * (uint64_t)T);
 }
 
 static void test_slow_receiver(void **state)

@@ -152,14 +152,9 @@ static bool obj_check(rv_worker_t *w, rv_gptr_t g)
 /* ---------------------------------------------------------------------- */
 /* Global pointers and ABA objects                                         */
 
-static int body_gptr(rv_worker_t *w, void *arg)
+/* Compressed pointers round-trip, within their limits. */
+static void gptr_compression(rv_rank_t rank)
 {
-    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
-    rv_rank_t rank = rv_rank(ctx);
-    shared_t *mem = share(w);
-    (void)arg;
-
-    /* compression */
     int x;
     rv_gptr_t g = rv_gptr_make(rank, &x);
     EXPECT(rv_gptr_rank(g) == rank && rv_gptr_addr(g) == (void *)&x,
@@ -167,8 +162,13 @@ static int body_gptr(rv_worker_t *w, void *arg)
     EXPECT(rv_gptr_make(7, NULL) == RV_GPTR_NULL, "null");
     EXPECT(!rv_gptr_fits(RV_GPTR_MAX_RANK + 1, &x), "rank limit");
     EXPECT(!rv_gptr_fits(0, (void *)((uintptr_t)1 << 48)), "address limit");
+}
 
-    /* linearizable swings: each value is replaced exactly once */
+/* Linearizable swings: this worker's LIN_K values go into the shared word
+ * by compare-swap, and every value swung out is counted in seen[]. */
+static void gptr_swing(rv_worker_t *w, uint32_t n, uint32_t me,
+                       rv_rank_t rank)
+{
     for (uint32_t i = 0; i < LIN_K; i++) {
         uint64_t id = (uint64_t)me * LIN_K + i + 1;
         rv_gptr_t mine = rv_gptr_make(rank, (void *)(uintptr_t)(id << 4));
@@ -187,6 +187,51 @@ static int body_gptr(rv_worker_t *w, void *arg)
         EXPECT(rv_atomic_fadd(w, rv_rptr_add(FIELD(seen), old * 8), 1, NULL,
                               NULL) == RV_OK, "count");
     }
+}
+
+/* At worker 0, after everyone swung: each value was replaced exactly
+ * once, the ABA count is every worker's, and A -> B -> A is caught. */
+static void gptr_check(rv_worker_t *w, shared_t *mem, uint32_t n)
+{
+    rv_gptr_t last = mem->lin;
+    uint64_t last_id = (uintptr_t)rv_gptr_addr(last) >> 4;
+    for (uint64_t id = 0; id <= (uint64_t)n * LIN_K; id++) {
+        uint64_t want = id == last_id ? 0 : 1;
+        EXPECT(mem->seen[id] == want, "value %llu was swung out %llu "
+               "times, expected %llu", (unsigned long long)id,
+               (unsigned long long)mem->seen[id],
+               (unsigned long long)want);
+    }
+    rv_gptr_aba_t v = rv_gptr_aba_load(&mem->aba);
+    EXPECT(v.count == (uint64_t)n * 50, "ABA count %llu after %u x 50 "
+           "swaps", (unsigned long long)v.count, n);
+    /* A -> B -> A: same pointer, another count; a stale CAS fails */
+    rv_gptr_aba_t a, b;
+    EXPECT(rv_gptr_aba_read(w, FIELD(aba), &a) == RV_OK, "read");
+    EXPECT(rv_gptr_aba_exchange(w, FIELD(aba), a.ptr + 16, &b) ==
+           RV_OK && b.ptr == a.ptr && b.count == a.count, "exchange");
+    EXPECT(rv_gptr_aba_exchange(w, FIELD(aba), a.ptr, NULL) == RV_OK,
+           "exchange back");
+    bool ok = true;
+    rv_gptr_aba_t now;
+    EXPECT(rv_gptr_aba_cswap(w, FIELD(aba), a, 0, &ok, &now) == RV_OK,
+           "stale cswap");
+    EXPECT(!ok && now.ptr == a.ptr && now.count == a.count + 2,
+           "A -> B -> A went unnoticed (count %llu, was %llu)",
+           (unsigned long long)now.count, (unsigned long long)a.count);
+    EXPECT(rv_gptr_aba_cswap(w, FIELD(aba), now, 0, &ok, NULL) ==
+           RV_OK && ok, "fresh cswap");
+}
+
+static int body_gptr(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    rv_rank_t rank = rv_rank(ctx);
+    shared_t *mem = share(w);
+    (void)arg;
+
+    gptr_compression(rank);
+    gptr_swing(w, n, me, rank);
 
     /* ABA-counted: contended CAS from everyone (the owner's process
      * directly, the others through calls) */
@@ -201,36 +246,8 @@ static int body_gptr(rv_worker_t *w, void *arg)
     }
     rv_barrier(w);
 
-    if (me == 0) {
-        rv_gptr_t last = mem->lin;
-        uint64_t last_id = (uintptr_t)rv_gptr_addr(last) >> 4;
-        for (uint64_t id = 0; id <= (uint64_t)n * LIN_K; id++) {
-            uint64_t want = id == last_id ? 0 : 1;
-            EXPECT(mem->seen[id] == want, "value %llu was swung out %llu "
-                   "times, expected %llu", (unsigned long long)id,
-                   (unsigned long long)mem->seen[id],
-                   (unsigned long long)want);
-        }
-        rv_gptr_aba_t v = rv_gptr_aba_load(&mem->aba);
-        EXPECT(v.count == (uint64_t)n * 50, "ABA count %llu after %u x 50 "
-               "swaps", (unsigned long long)v.count, n);
-        /* A -> B -> A: same pointer, another count; a stale CAS fails */
-        rv_gptr_aba_t a, b;
-        EXPECT(rv_gptr_aba_read(w, FIELD(aba), &a) == RV_OK, "read");
-        EXPECT(rv_gptr_aba_exchange(w, FIELD(aba), a.ptr + 16, &b) ==
-               RV_OK && b.ptr == a.ptr && b.count == a.count, "exchange");
-        EXPECT(rv_gptr_aba_exchange(w, FIELD(aba), a.ptr, NULL) == RV_OK,
-               "exchange back");
-        bool ok = true;
-        rv_gptr_aba_t now;
-        EXPECT(rv_gptr_aba_cswap(w, FIELD(aba), a, 0, &ok, &now) == RV_OK,
-               "stale cswap");
-        EXPECT(!ok && now.ptr == a.ptr && now.count == a.count + 2,
-               "A -> B -> A went unnoticed (count %llu, was %llu)",
-               (unsigned long long)now.count, (unsigned long long)a.count);
-        EXPECT(rv_gptr_aba_cswap(w, FIELD(aba), now, 0, &ok, NULL) ==
-               RV_OK && ok, "fresh cswap");
-    }
+    if (me == 0)
+        gptr_check(w, mem, n);
     rv_barrier(w);
     if (mem != NULL)
         rv_mem_free(w, mem);
@@ -388,21 +405,13 @@ static unsigned stress_iters(void)
     return s != NULL ? (unsigned)atoi(s) : 3000;
 }
 
-static int body_stress(rv_worker_t *w, void *arg)
+/* The stress job's reads, swings and reclaims by this worker, pinned in
+ * @p tok: no read may see a freed object. Returns how many objects it
+ * deferred. */
+static uint64_t stress_rounds(rv_worker_t *w, rv_epoch_manager_t *em,
+                              rv_epoch_token_t *tok)
 {
     uint32_t me = rv_worker_tid(w);
-    shared_t *mem = share(w);
-    rv_epoch_manager_t *em;
-    (void)arg;
-    atomic_store(&freed_here, 0);
-    EXPECT(rv_epoch_manager_create(w, obj_free, NULL, &em) == RV_OK,
-           "create");
-    if (me == 0)
-        for (int i = 0; i < NSLOTS; i++)
-            mem->slot[i] = obj_new(w, (uint64_t)i);
-    rv_barrier(w);
-
-    rv_epoch_token_t *tok = rv_epoch_register(em);
     unsigned seed = me * 2654435761u + 1, iters = stress_iters();
     uint64_t deferred = 0, reads = 0, bad = 0;
     for (unsigned i = 0; i < iters; i++) {
@@ -444,6 +453,56 @@ static int body_stress(rv_worker_t *w, void *arg)
     }
     EXPECT(bad == 0, "%llu of %llu reads saw a freed object",
            (unsigned long long)bad, (unsigned long long)reads);
+    return deferred;
+}
+
+/* Adds what this process freed to the shared count (one worker of each
+ * process), between barriers. */
+static void count_freed_here(rv_worker_t *w)
+{
+    rv_barrier(w);
+    if (rv_worker_local(w) == 0)
+        EXPECT(rv_atomic_fadd(w, FIELD(freed), atomic_load(&freed_here),
+                              NULL, NULL) == RV_OK, "count");
+    rv_barrier(w);
+}
+
+/* At worker 0: everything deferred was freed by clear; the objects still
+ * in the slots are deferred too, for destroy's clear. */
+static void stress_check_clear(rv_epoch_manager_t *em, shared_t *mem)
+{
+    EXPECT(mem->freed == mem->deferred, "%llu objects deferred, %llu "
+           "freed", (unsigned long long)mem->deferred,
+           (unsigned long long)mem->freed);
+    EXPECT(mem->deferred > 0, "nothing was deferred");
+    rv_epoch_stats_t s;
+    rv_epoch_stats(em, &s);
+    EXPECT(s.advanced > 0 || rv_nworkers(ctx) > 1, "no advance");
+    /* the survivors go the same way, through destroy's clear */
+    rv_epoch_token_t *tok = rv_epoch_register(em);
+    rv_epoch_pin(tok);
+    for (int i = 0; i < NSLOTS; i++)
+        rv_epoch_defer_delete(tok, mem->slot[i]);
+    rv_epoch_unpin(tok);
+    rv_epoch_deregister(tok);
+}
+
+static int body_stress(rv_worker_t *w, void *arg)
+{
+    uint32_t me = rv_worker_tid(w);
+    shared_t *mem = share(w);
+    rv_epoch_manager_t *em;
+    (void)arg;
+    atomic_store(&freed_here, 0);
+    EXPECT(rv_epoch_manager_create(w, obj_free, NULL, &em) == RV_OK,
+           "create");
+    if (me == 0)
+        for (int i = 0; i < NSLOTS; i++)
+            mem->slot[i] = obj_new(w, (uint64_t)i);
+    rv_barrier(w);
+
+    rv_epoch_token_t *tok = rv_epoch_register(em);
+    uint64_t deferred = stress_rounds(w, em, tok);
     rv_epoch_deregister(tok);
     EXPECT(rv_atomic_fadd(w, FIELD(deferred), deferred, NULL, NULL) == RV_OK,
            "count");
@@ -452,33 +511,11 @@ static int body_stress(rv_worker_t *w, void *arg)
     /* everything deferred is freed by clear */
     if (me == 0)
         EXPECT(rv_epoch_clear(w, em) == RV_OK, "clear");
-    rv_barrier(w);
-    if (rv_worker_local(w) == 0)
-        EXPECT(rv_atomic_fadd(w, FIELD(freed), atomic_load(&freed_here),
-                              NULL, NULL) == RV_OK, "count");
-    rv_barrier(w);
-    if (me == 0) {
-        EXPECT(mem->freed == mem->deferred, "%llu objects deferred, %llu "
-               "freed", (unsigned long long)mem->deferred,
-               (unsigned long long)mem->freed);
-        EXPECT(mem->deferred > 0, "nothing was deferred");
-        rv_epoch_stats_t s;
-        rv_epoch_stats(em, &s);
-        EXPECT(s.advanced > 0 || rv_nworkers(ctx) > 1, "no advance");
-        /* the survivors go the same way, through destroy's clear */
-        tok = rv_epoch_register(em);
-        rv_epoch_pin(tok);
-        for (int i = 0; i < NSLOTS; i++)
-            rv_epoch_defer_delete(tok, mem->slot[i]);
-        rv_epoch_unpin(tok);
-        rv_epoch_deregister(tok);
-    }
+    count_freed_here(w);
+    if (me == 0)
+        stress_check_clear(em, mem);
     EXPECT(rv_epoch_manager_destroy(w, em) == RV_OK, "destroy");
-    rv_barrier(w);
-    if (rv_worker_local(w) == 0)
-        EXPECT(rv_atomic_fadd(w, FIELD(freed), atomic_load(&freed_here),
-                              NULL, NULL) == RV_OK, "count");
-    rv_barrier(w);
+    count_freed_here(w);
     if (me == 0) {
         /* freed_here counted twice: the first share again, plus slots */
         EXPECT(mem->freed == 2 * mem->deferred + NSLOTS,

@@ -1,0 +1,91 @@
+/*
+ * The registered memory test: one CMocka group ("mem") over several files,
+ * one for each allocator,
+ *
+ *   test_mem.c           the chunk allocator, over the mock transport and
+ *                        over the real UCX plugin; main
+ *   test_mem_huge.c      the chunk allocator's huge pages
+ *   test_mem_circular.c  the circular and linear-circular sub-allocators,
+ *                        and the statistics of every sub-allocator
+ *   test_mem_general.c   the general sub-allocator
+ *
+ * and what they share. Each file has its own mock transport
+ * (mock_transport.h keeps its state per file): the chunk allocators a file
+ * makes with make_chunks register through that file's mock, whose counts
+ * its checks read. Include after <cmocka.h>.
+ */
+#ifndef RIVET_TESTS_MEM_TEST_H
+#define RIVET_TESTS_MEM_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mock_transport.h"
+#include "rv_mem.h"
+
+#define KIB ((size_t)1024)
+#define MIB (1024 * KIB)
+
+/* Whether [p, p+len) lies inside one live registration. */
+static inline bool registered(const void *p, size_t len)
+{
+    bool ok = false;
+    pthread_mutex_lock(&mock.lock);
+    for (int i = 0; i < mock.nlive && !ok; i++) {
+        const char *a = mock.live[i]->addr;
+        ok = (const char *)p >= a &&
+             (const char *)p + len <= a + mock.live[i]->len;
+    }
+    pthread_mutex_unlock(&mock.lock);
+    return ok;
+}
+
+/* A chunk allocator over this file's mock transport. */
+static inline rv_mem_chunk_allocator_t *
+make_chunks(size_t chunk, rv_huge_pages_t hp, rv_mem_source_t source, int node)
+{
+    rv_mem_chunk_params_t p = {
+        .ops = &mock_ops,
+        .tp = NULL,
+        .numa_node = node,
+        .chunk_size = chunk,
+        .huge_pages = hp,
+        .source = source,
+    };
+    rv_mem_chunk_allocator_t *a = NULL;
+    assert_int_equal(rv_mem_chunk_allocator_create(&p, &a), RV_OK);
+    assert_non_null(a);
+    return a;
+}
+
+/* Checks that pages of [addr, addr+len) are on @p node and that the range
+ * is bound to it (MPOL_BIND). */
+void check_placement(void *addr, size_t len, int node);
+
+static inline size_t round_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* The checks, in the files above. */
+void test_chunk_register_once(void **state);
+void test_chunk_transport_source(void **state);
+void test_chunk_bad_params(void **state);
+void test_numa_placement(void **state);
+void test_ucx(void **state);
+
+void test_huge_fallback(void **state);
+void test_huge_require_fails(void **state);
+void test_huge_real(void **state);
+int huge_teardown(void **state);
+
+void test_circular_recycle(void **state);
+void test_circular_seq_array(void **state);
+void test_linear(void **state);
+void test_stats_add_up(void **state);
+
+void test_general_random(void **state);
+void test_general_coalesce(void **state);
+void test_general_threads(void **state);
+
+#endif
