@@ -95,24 +95,6 @@ void am_buf_reap(am_worker_t *aw, am_dest_t *d)
 /* Serializing and transmitting runs                                       */
 
 /* The reserve in front of a run holds the run's record bytes. */
-size_t am_run_len(const am_buf_t *b, size_t off)
-{
-    uint32_t len;
-    memcpy(&len, b->base + off, sizeof(len));
-    return len;
-}
-
-void am_run_set_len(am_buf_t *b, size_t off, size_t len)
-{
-    uint32_t l = (uint32_t)len;
-    memcpy(b->base + off, &l, sizeof(l));
-}
-
-bool am_path_write(const am_worker_t *aw)
-{
-    return aw->cfg->path == RV_AM_PATH_WRITE;
-}
-
 /* Transmits the run at @p off of @p b: RV_OK or RV_INPROGRESS when it
  * left, RV_ERR_AGAIN when the messenger cannot take it now. */
 static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
@@ -276,25 +258,3 @@ void am_dest_unreserve(am_dest_t *d, size_t size)
     }
 }
 
-/* Serializes a call record at @p at. */
-void am_rec_write(uint8_t *at, rv_handler_id_t h, const am_hdr_t *hdr,
-                      const void *args, size_t len, const void *buf, size_t n)
-{
-    size_t body = (hdr ? sizeof(*hdr) : 0) + len + n;
-    am_rec_t rec = {.handler = h, .len = (uint32_t)body,
-                    .meta = AM_REC_CALL | (hdr ? AM_REC_XHDR : 0)};
-    memcpy(at, &rec, sizeof(rec));
-    uint8_t *p = at + sizeof(rec);
-    if (hdr != NULL) {
-        memcpy(p, hdr, sizeof(*hdr));
-        p += sizeof(*hdr);
-    }
-    if (len)
-        memcpy(p, args, len);
-    if (n)
-        memcpy(p + len, buf, n);
-    /* Deterministic padding (the ring's footer hashes it). */
-    size_t pad = AM_ALIGN8(body) - body;
-    if (pad)
-        memset(p + len + n, 0, pad);
-}

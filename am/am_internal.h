@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define _LGPL_SOURCE
 #include <urcu/wfcqueue.h>
@@ -340,6 +341,51 @@ am_proc_t *am_proc(rv_context_t *ctx);
 extern rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id,
     am_ring_rep_id;
 
+/* The small steps of the call paths, inline: every call takes them. */
+
+static inline bool am_path_write(const am_worker_t *aw)
+{
+    return aw->cfg->path == RV_AM_PATH_WRITE;
+}
+
+/* The record bytes of the run at @p off of @p b (kept in its reserve). */
+static inline size_t am_run_len(const am_buf_t *b, size_t off)
+{
+    uint32_t len;
+    memcpy(&len, b->base + off, sizeof(len));
+    return len;
+}
+
+static inline void am_run_set_len(am_buf_t *b, size_t off, size_t len)
+{
+    uint32_t l = (uint32_t)len;
+    memcpy(b->base + off, &l, sizeof(l));
+}
+
+/* Serializes a call record at @p at. */
+static inline void am_rec_write(uint8_t *at, rv_handler_id_t h,
+                                const am_hdr_t *hdr, const void *args,
+                                size_t len, const void *buf, size_t n)
+{
+    size_t body = (hdr ? sizeof(*hdr) : 0) + len + n;
+    am_rec_t rec = {.handler = h, .len = (uint32_t)body,
+                    .meta = AM_REC_CALL | (hdr ? AM_REC_XHDR : 0)};
+    memcpy(at, &rec, sizeof(rec));
+    uint8_t *p = at + sizeof(rec);
+    if (hdr != NULL) {
+        memcpy(p, hdr, sizeof(*hdr));
+        p += sizeof(*hdr);
+    }
+    if (len)
+        memcpy(p, args, len);
+    if (n)
+        memcpy(p + len, buf, n);
+    /* Deterministic padding (the ring's footer hashes it). */
+    size_t pad = AM_ALIGN8(body) - body;
+    if (pad)
+        memset(p + len + n, 0, pad);
+}
+
 /* am_batch.c: batch buffers and runs */
 am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest);
 am_buf_t *am_buf_get(am_worker_t *aw);
@@ -350,10 +396,6 @@ void am_buf_reap(am_worker_t *aw, am_dest_t *d);
 void am_sync_done(void *arg, rv_status_t status);
 /* A transport completion that frees @p arg (a copy sent without waiting). */
 void am_free_done(void *arg, rv_status_t status);
-bool am_path_write(const am_worker_t *aw);
-/* The record bytes of the run at @p off of @p b (kept in its reserve). */
-size_t am_run_len(const am_buf_t *b, size_t off);
-void am_run_set_len(am_buf_t *b, size_t off, size_t len);
 /* Largest run a destination batches into one transmission. */
 size_t am_run_max(const am_worker_t *aw);
 /* Transmits @p d's pending runs in order, as far as the messenger takes
@@ -366,9 +408,6 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
                          bool join);
 /* Takes back the record just reserved by am_dest_reserve. */
 void am_dest_unreserve(am_dest_t *d, size_t size);
-/* Serializes a call record at @p at. */
-void am_rec_write(uint8_t *at, rv_handler_id_t h, const am_hdr_t *hdr,
-                  const void *args, size_t len, const void *buf, size_t n);
 
 /* am_exec.c: running calls */
 am_src_t *am_src(am_worker_t *aw, rv_tid_t src);

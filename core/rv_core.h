@@ -124,13 +124,25 @@ void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg);
 /* Registers the core's own handlers (barrier). */
 rv_status_t rv__msg_init(rv_context_t *ctx);
 
+/* Runs every started layer's progress hook, in install order; inline,
+ * since every rv_progress takes it. */
+static inline unsigned rv__layers_progress(rv_worker_t *w)
+{
+    const rv_context_t *ctx = w->ctx;
+    unsigned n = 0;
+    for (int i = 0; i < ctx->nlayers; i++)
+        if (ctx->layers[i].ops->progress != NULL &&
+            w->view.layer[i] != NULL)
+            n += ctx->layers[i].ops->progress(w);
+    return n;
+}
+
 /* Runs the layers' hooks of one stage of rv_job_run (rv_layer.h). */
 rv_status_t rv__layers_start(rv_worker_t *w);
 void rv__layers_quiesce(rv_worker_t *w);
 void rv__layers_drain(rv_worker_t *w);
 void rv__layers_stop(rv_worker_t *w);
 void rv__layers_fini(rv_context_t *ctx);
-unsigned rv__layers_progress(rv_worker_t *w);
 
 /* Yields the CPU after many consecutive empty polls (two busy pollers on
  * two cores must not starve each other). */

@@ -86,16 +86,6 @@ void rv__layers_fini(rv_context_t *ctx)
     ctx->nlayers = 0;
 }
 
-unsigned rv__layers_progress(rv_worker_t *w)
-{
-    rv_context_t *ctx = w->ctx;
-    unsigned n = 0;
-    for (int i = 0; i < ctx->nlayers; i++)
-        if (ctx->layers[i].ops->progress != NULL &&
-            w->view.layer[i] != NULL)
-            n += ctx->layers[i].ops->progress(w);
-    return n;
-}
 
 int rv_worker_numa_node(const rv_worker_t *w) { return w->numa_node; }
 
