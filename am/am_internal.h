@@ -29,7 +29,7 @@
 #include "rv_am.h"
 #include "rv_am_ext.h"
 #include "rv_layer.h"
-#include "rv_mem.h"
+#include "rv_regmem.h"
 
 /* ---------------------------------------------------------------------- */
 /* Wire formats                                                            */

@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rv_mem.h"
+#include "rv_regmem.h"
 
 enum { UNIT_FREE, UNIT_HELD, UNIT_PENDING };
 

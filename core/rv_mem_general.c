@@ -33,7 +33,7 @@
 
 #include <uthash.h>
 
-#include "rv_mem.h"
+#include "rv_regmem.h"
 
 #define NBINS 64
 #define GRANULE ((size_t)RV_MEM_GENERAL_GRANULE)

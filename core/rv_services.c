@@ -2,7 +2,7 @@
  * The services core offers transport plugins (rv_transport_services_t,
  * rv_transport.h): the locality of a device, from the hwloc topology that
  * placement loads once per process, and the allocators of registered
- * memory (rv_mem.h). A plugin calls core through this table only, so the
+ * memory (rv_regmem.h). A plugin calls core through this table only, so the
  * transport ABI version covers everything it uses of core, and a plugin
  * needs neither core's internal headers nor hwloc to be built.
  */
@@ -13,7 +13,7 @@
 #include <hwloc/linux.h>
 
 #include "rv_core.h"
-#include "rv_mem.h"
+#include "rv_regmem.h"
 #include "rv_placement.h"
 
 /* The file of a PCI device's sysfs folder that lists its local CPUs. */

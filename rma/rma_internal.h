@@ -19,7 +19,7 @@
 
 #include "rv_am_ext.h"
 #include "rv_layer.h"
-#include "rv_mem.h"
+#include "rv_regmem.h"
 #include "rv_rma.h"
 
 /* A registration named by remote pointers. */

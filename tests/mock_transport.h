@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rv_mem.h"
+#include "rv_regmem.h"
 #include "rv_transport.h"
 
 /* ---------------------------------------------------------------------- */

@@ -15,7 +15,7 @@
  * that started its operation has returned.
  *
  * What a plugin may use of core: the installed headers (this one, and
- * rv_mem.h for the types of the registered-memory allocators), the
+ * rv_regmem.h for the types of the registered-memory allocators), the
  * services table core passes to init (rv_transport_services_t), through
  * which it calls core, and logging (rv_log and its macros, rv_status_str).
  * It calls no other function of librivet, so it builds against the
@@ -49,7 +49,7 @@ extern "C" {
 
 /**
  * The version of this interface: the ops table, the parameters and the
- * services table below, and the layouts of the rv_mem.h structures the
+ * services table below, and the layouts of the rv_regmem.h structures the
  * services take. A plugin built for another version is not loaded.
  */
 #define RV_TRANSPORT_ABI_VERSION 3
@@ -164,8 +164,8 @@ typedef enum rv_locality {
      (svc)->size >= offsetof(rv_transport_services_t, member) +               \
                         sizeof((svc)->member))
 
-/* The allocators' types are in rv_mem.h, which includes this header;
- * include rv_mem.h to call the services that take them. */
+/* The allocators' types are in rv_regmem.h, which includes this header;
+ * include rv_regmem.h to call the services that take them. */
 struct rv_transport_ops;
 struct rv_mem_chunk;
 struct rv_mem_chunk_allocator;
@@ -179,11 +179,11 @@ struct rv_mem_unit;
 
 /**
  * @brief What core does for a transport: the placement query and the
- * allocators of registered memory (rv_mem.h). A plugin calls core through
+ * allocators of registered memory (rv_regmem.h). A plugin calls core through
  * this table only (and logs with rv_log), so that
  * RV_TRANSPORT_ABI_VERSION covers everything it uses of core.
  *
- * Each allocator member is the rv_mem.h function of the same name without
+ * Each allocator member is the rv_regmem.h function of the same name without
  * its rv_ prefix (mem_general_alloc is rv_mem_general_alloc) and is
  * documented there, with the thread mode of its object: chunk and general
  * allocators are thread-safe; a circular allocator and the linear

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "mock_transport.h"
-#include "rv_mem.h"
+#include "rv_regmem.h"
 
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)

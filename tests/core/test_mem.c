@@ -1,6 +1,6 @@
 /*
  * Registered memory: the per-NUMA-zone chunk allocator and the circular,
- * linear-circular and general sub-allocators (core/rv_mem.h).
+ * linear-circular and general sub-allocators (core/rv_regmem.h).
  *
  * Most tests run over a mock transport that counts registrations and keeps
  * the registered ranges, so that "one registration per chunk" and "every

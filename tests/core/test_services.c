@@ -21,7 +21,7 @@
 
 #include "mock_transport.h"
 #include "rv_core.h"
-#include "rv_mem.h"
+#include "rv_regmem.h"
 
 #define CPU_MASK_WORD_BITS 32 /* local_cpus: comma-separated 32-bit words */
 

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rv_mem.h>
+#include <rv_regmem.h>
 #include <rv_transport.h>
 
 #define LOOP_MAX_HDR 64             /* AM header bytes */

@@ -19,7 +19,7 @@ test -x "$tmp/prefix/bin/rivetrun"
 test -x "$tmp/prefix/bin/rivet-config"
 test -f "$tmp/prefix/include/rivet/rivet.h"
 test -f "$tmp/prefix/include/rivet/rv_transport.h"
-test -f "$tmp/prefix/include/rivet/rv_mem.h"
+test -f "$tmp/prefix/include/rivet/rv_regmem.h"
 ls "$tmp"/prefix/lib*/rivet/librivet-ucx.so > /dev/null
 if ls "$tmp"/prefix/include/rivet | grep -q -E "rv_core|rv_bootstrap|rv_placement"; then
   echo "internal headers were installed" >&2; exit 1

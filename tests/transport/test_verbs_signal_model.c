@@ -37,9 +37,12 @@ void check_failed(const char *file, int line, const char *what)
     pthread_mutex_unlock(&check_lock);
 }
 
-_Thread_local uint64_t tls_rng = 88172645463325252ull;
-_Thread_local bool tls_in_begin;
-_Thread_local uint64_t tls_begin_polls;
+static _Thread_local vsig_tls_t tls = {.rng = 88172645463325252ull};
+
+vsig_tls_t *vsig_tls(void)
+{
+    return &tls;
+}
 
 bool model_post(model_t *m, uint32_t qp, uint64_t wr_id, bool signaled,
                 uint64_t id, const uint64_t *stamp)
@@ -75,7 +78,7 @@ static rv_status_t model_post_marker(void *ctx, uint32_t tid, uint64_t wr_id)
     qp_ctx_t *c = ctx;
     (void)tid;
     CHECK((wr_id & RV_VSIG_WR_ID_TAG) != 0);
-    if (one_in(&tls_rng, c->m->cfg.fail_marker))
+    if (one_in(&tls.rng, c->m->cfg.fail_marker))
         return RV_ERR_TRANSPORT;
     return model_post(c->m, c->qp, wr_id, true, NO_ID, NULL) ? RV_OK
                                                              : RV_ERR_AGAIN;
@@ -83,7 +86,7 @@ static rv_status_t model_post_marker(void *ctx, uint32_t tid, uint64_t wr_id)
 
 void random_sleep(uint32_t max_us)
 {
-    usleep(1 + (useconds_t)(rng_next(&tls_rng) % (max_us ? max_us : 1)));
+    usleep(1 + (useconds_t)(rng_next(&tls.rng) % (max_us ? max_us : 1)));
 }
 
 /* One poll of the shared CQ: the hardware first completes a random number
@@ -97,7 +100,7 @@ int model_poll(void *ctx, uint32_t tid)
     int n = 0;
     (void)tid;
 
-    if (tls_in_begin && ++tls_begin_polls > m->step_bound) {
+    if (tls.in_begin && ++tls.begin_polls > m->step_bound) {
         CHECK(!"rv_vsig_begin polled past the step bound");
         return RV_ERR_TIMEOUT;
     }
@@ -132,7 +135,7 @@ int model_poll(void *ctx, uint32_t tid)
     }
     pthread_mutex_unlock(&m->lock);
 
-    if (n > 0 && one_in(&tls_rng, m->cfg.poller_sleep))
+    if (n > 0 && one_in(&tls.rng, m->cfg.poller_sleep))
         random_sleep(m->cfg.sleep_us); /* a delayed poller holds CQEs */
     for (int i = 0; i < n; i++) {
         if (rv_vsig_completed(m->q[got[i].qp], got[i].wr_id))

@@ -116,8 +116,8 @@ static bool worker_begin(worker_t *w, uint32_t qp, bool want, uint64_t id,
     rv_status_t st;
     uint64_t tries = 0;
 
-    tls_in_begin = true;
-    tls_begin_polls = 0;
+    vsig_tls()->in_begin = true;
+    vsig_tls()->begin_polls = 0;
     while ((st = rv_vsig_begin(m->q[qp], w->tid, want, id + 1, t)) != RV_OK) {
         if (st == RV_ERR_TIMEOUT) /* reported by model_poll */
             return false;
@@ -128,7 +128,7 @@ static bool worker_begin(worker_t *w, uint32_t qp, bool want, uint64_t id,
             return false;
         }
     }
-    tls_in_begin = false;
+    vsig_tls()->in_begin = false;
     CHECK(t->steps <= m->step_bound);
     if (t->steps > w->max_steps)
         w->max_steps = t->steps;
@@ -151,12 +151,12 @@ static void worker_post(worker_t *w, uint32_t qp, uint64_t id,
     rv_status_t st;
 
     /* Delayed between reserving and posting. */
-    if (one_in(&tls_rng, cfg->yield))
+    if (one_in(&vsig_tls()->rng, cfg->yield))
         sched_yield();
-    if (one_in(&tls_rng, cfg->sleep))
+    if (one_in(&vsig_tls()->rng, cfg->sleep))
         random_sleep(cfg->sleep_us);
 
-    bool ok = !one_in(&tls_rng, cfg->fail_post) &&
+    bool ok = !one_in(&vsig_tls()->rng, cfg->fail_post) &&
               model_post(m, qp, t->wr_id, t->signaled, id, buf);
     if (!ok) /* never in flight */
         atomic_store_explicit(&m->wr_done[id], 1, memory_order_release);
@@ -213,7 +213,7 @@ static void *worker_main(void *arg)
     const uint32_t tid = w->tid;
     const uint64_t n = cfg->wrs_per_thread;
 
-    tls_rng = (UINT64_C(0x9e3779b97f4a7c15) * (tid + 1)) ^ m->seed;
+    vsig_tls()->rng = (UINT64_C(0x9e3779b97f4a7c15) * (tid + 1)) ^ m->seed;
     rv_vsig_mem_arg_t marg = {.qps = m->q, .nqps = cfg->nqps};
     rv_mem_circular_params_t cp = {
         .chunks = m->chunks,
@@ -229,14 +229,14 @@ static void *worker_main(void *arg)
         w->fifo[qp] = malloc(n * sizeof(pending_t));
 
     for (uint64_t k = 0; k < n; k++) {
-        uint32_t qp = (uint32_t)(rng_next(&tls_rng) % cfg->nqps);
+        uint32_t qp = (uint32_t)(rng_next(&vsig_tls()->rng) % cfg->nqps);
         uint64_t id = tid * n + k;
         rv_mem_unit_t *u;
         rv_vsig_ticket_t t;
 
         if (!worker_take_unit(w, id, &u))
             goto out;
-        bool want = one_in(&tls_rng, cfg->want_signal);
+        bool want = one_in(&vsig_tls()->rng, cfg->want_signal);
         if (!worker_begin(w, qp, want, id, &t))
             goto out;
         worker_post(w, qp, id, u, &t);
@@ -254,7 +254,7 @@ static void *worker_main(void *arg)
     CHECK(rv_mem_circular_stats(w->circ).bytes_in_use == 0);
     rv_mem_circular_destroy(w->circ);
 out:
-    tls_in_begin = false;
+    vsig_tls()->in_begin = false;
     for (uint32_t qp = 0; qp < cfg->nqps; qp++)
         free(w->fifo[qp]);
     return NULL;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "mock_transport.h"
-#include "rv_mem.h"
+#include "rv_regmem.h"
 #include "verbs_signal.h"
 
 #define KIB ((size_t)1024)
@@ -58,8 +58,18 @@ static inline bool one_in(uint64_t *s, uint32_t n)
     return n != 0 && rng_next(s) % n == 0;
 }
 
-/* This thread's random numbers. */
-extern _Thread_local uint64_t tls_rng;
+/* What each thread of the model keeps: its random numbers, and whether it
+ * is inside rv_vsig_begin (and how many polls it took there). */
+typedef struct {
+    uint64_t rng;
+    bool in_begin;
+    uint64_t begin_polls;
+} vsig_tls_t;
+
+/* The calling thread's. Reached through a function rather than extern
+ * thread-locals: the sanitizer builds mis-resolve an extern _Thread_local
+ * defined in another file of a PIE. */
+vsig_tls_t *vsig_tls(void);
 
 /* Sleeps 1 .. @p max_us microseconds, at random. */
 void random_sleep(uint32_t max_us);
@@ -153,8 +163,6 @@ struct model {
 /* Polls made by the current rv_vsig_begin of this thread, which must stay
  * below the step bound: past it, poll_cq fails the begin, so that a begin
  * that would wait for another thread ends the test instead of hanging. */
-extern _Thread_local bool tls_in_begin;
-extern _Thread_local uint64_t tls_begin_polls;
 
 /* The model for @p cfg: send queues of the smallest depth the module
  * accepts (the tightest test), their CQ and rv_vsig_t, the buffers. */

@@ -30,7 +30,7 @@
  * its own (a get, an atomic, a flush). A QP is used by one thread, so post
  * order is sequence order and a completed signaled WR with sequence s
  * proves every earlier WR of its QP complete. Every bounce buffer a WR
- * used lives in a unit of the worker's circular allocator (rv_mem.h, which
+ * used lives in a unit of the worker's circular allocator (rv_regmem.h, which
  * core's services give the plugin), tagged (QP, flush number); the
  * allocator recycles a unit once the flush number is complete.
  */
@@ -41,7 +41,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "rv_mem.h"
+#include "rv_regmem.h"
 #include "rv_transport.h"
 #include "verbs_config.h"
 #include "verbs_signal.h"

@@ -1,5 +1,5 @@
 /**
- * @file rv_mem.h
+ * @file rv_regmem.h
  * @brief Registered memory: per-NUMA-zone chunk allocators and the
  * sub-allocators on them (Seriema, section 4.2, without leaks and with
  * real NUMA placement and real huge pages), for the layers above core and
@@ -32,8 +32,8 @@
  * and destroying an allocator is the owner's, with no other call on it
  * in flight.
  */
-#ifndef RIVET_RV_MEM_H
-#define RIVET_RV_MEM_H
+#ifndef RIVET_RV_REGMEM_H
+#define RIVET_RV_REGMEM_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
