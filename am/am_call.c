@@ -227,8 +227,13 @@ static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
         atomic_fetch_add(&s->pending, 1);
     struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
                            {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
-    return rv_sendx(aw->w, cd->dest, cd->h, hdr, sizeof(*hdr), iov,
-                    cd->n ? 2 : 1, notify ? NULL : s);
+    rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, hdr, sizeof(*hdr), iov,
+                              cd->n ? 2 : 1, notify ? NULL : s);
+    /* A call that did not leave leaves @p s as it was (a ring note stays:
+     * its place in the ring's order is taken). */
+    if (st != RV_OK && notify && !rma_note)
+        atomic_fetch_sub(&s->pending, 1);
+    return st;
 }
 
 /* The bytes a destination may hold back before am.on_full applies. */

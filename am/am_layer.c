@@ -410,6 +410,11 @@ rv_status_t rv_am_hook_register(rv_context_t *ctx, const rv_am_hook_t *hook,
     am_proc_t *proc = am_proc(ctx);
     if (hook == NULL || hook->prepare == NULL)
         return RV_ERR_INVALID;
+    if (proc->svc.users > 0) {
+        rv_error("call hook '%s' registered while the job runs; register "
+                 "hooks before rv_job_run", hook->name);
+        return RV_ERR_INVALID;
+    }
     if (proc->nhooks == RV_AM_HOOKS_MAX) {
         rv_error("call hook '%s': all %d call hooks are taken", hook->name,
                  RV_AM_HOOKS_MAX);
@@ -429,6 +434,11 @@ rv_status_t rv_am_flush_hook_register(rv_context_t *ctx, rv_am_flush_fn fn,
     am_proc_t *proc = am_proc(ctx);
     if (fn == NULL)
         return RV_ERR_INVALID;
+    if (proc->svc.users > 0) {
+        rv_error("a flush hook registered while the job runs; register "
+                 "hooks before rv_job_run");
+        return RV_ERR_INVALID;
+    }
     if (proc->nflush_hooks == RV_AM_HOOKS_MAX) {
         rv_error("all %d flush hooks are taken", RV_AM_HOOKS_MAX);
         return RV_ERR_NO_MEMORY;

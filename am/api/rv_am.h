@@ -135,8 +135,9 @@ RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
  *         With sync NULL, also the error the call completed with. After
  *         RV_ERR_INVALID, RV_ERR_AGAIN or RV_ERR_NO_MEMORY @p sync is
  *         unchanged; after the transport's error too, but for a call too
- *         large for a batch made with RV_NOTIFY_CONSUMED, whose operation
- *         stays counted in @p sync.
+ *         large for a batch on the write path made with
+ *         RV_NOTIFY_CONSUMED, whose operation stays counted in @p sync
+ *         (its place in the messenger's order is taken).
  * @note From @p w's own thread. A call the transport refuses after it was
  *       accepted is lost: logged, and counted in rv_am_stats_t.calls_lost;
  *       a synchronizer waiting for it to run (RV_NOTIFY_CONSUMED) then

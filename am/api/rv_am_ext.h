@@ -65,8 +65,9 @@ typedef struct rv_am_hook {
  * @param [in]  hook the hook; copied. @c prepare must be set.
  * @param [out] id_p its id, which names it in rv_am_xcall_t.hook; set only
  *                   on success
- * @return RV_OK; RV_ERR_INVALID for a NULL @p hook or prepare;
- *         RV_ERR_NO_MEMORY (logged) when RV_AM_HOOKS_MAX hooks are taken;
+ * @return RV_OK; RV_ERR_INVALID for a NULL @p hook or prepare, or
+ *         (logged) while a job runs; RV_ERR_NO_MEMORY (logged) when
+ *         RV_AM_HOOKS_MAX hooks are taken;
  *         rv_am_init's errors
  * @note Main thread, before rv_job_run, in every process in the same
  *       order (the id travels on the wire).
@@ -94,8 +95,9 @@ typedef rv_status_t (*rv_am_flush_fn)(rv_worker_t *w, rv_tid_t dest,
  * @param [in] ctx the context, before rv_job_run
  * @param [in] fn  the hook
  * @param [in] arg passed to @p fn; stays the caller's
- * @return RV_OK; RV_ERR_INVALID for a NULL @p fn; RV_ERR_NO_MEMORY
- *         (logged) when RV_AM_HOOKS_MAX flush hooks are taken;
+ * @return RV_OK; RV_ERR_INVALID for a NULL @p fn, or (logged) while a
+ *         job runs; RV_ERR_NO_MEMORY (logged) when RV_AM_HOOKS_MAX flush
+ *         hooks are taken;
  *         rv_am_init's errors
  * @note Main thread, before rv_job_run.
  */

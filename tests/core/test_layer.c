@@ -10,6 +10,13 @@
  *   test_layer uninit   calls of am and rma on a job where neither was
  *                       initialised fail with RV_ERR_INVALID and an error
  *                       naming the init call
+ *   test_layer hooks    the invocation layer's extension interface, as a
+ *                       layer of the test's own uses it: a call hook runs
+ *                       at the target before the handler, sees the
+ *                       caller's words, replaces the buffer the handler
+ *                       sees and is finished after it; a flush hook runs
+ *                       from rv_flush; neither kind registers while the
+ *                       job runs
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +29,7 @@
 
 #include "job_test.h"
 #include "rv_am.h"
+#include "rv_am_ext.h"
 #include "rv_layer.h"
 #include "rv_rma.h"
 #include "stderr_capture.h"
@@ -192,6 +200,112 @@ static void test_uninit(void **state)
                                 "rv_rma_init"));
 }
 
+/* ---------------------------------------------------------------------- */
+/* The extension interface (rv_am_ext.h)                                   */
+
+#define HOOK_ADDR 0x1234u
+#define HOOK_LEN 7u
+#define HOOK_WORD 42u
+#define HOOK_CALLS 5
+
+static rv_handler_id_t hooked_id;
+static int hook_id;
+static atomic_int prepared, finished, handled, flushed;
+static const char hook_text[] = "from the hook";
+
+static rv_status_t hook_prepare(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
+{
+    (void)arg;
+    EXPECT(x->src == rv_worker_tid(w) && x->addr == HOOK_ADDR &&
+               x->len == HOOK_LEN && x->word == HOOK_WORD,
+           "the hook sees the caller's words");
+    x->buf = hook_text;
+    x->buf_len = sizeof(hook_text);
+    x->hook_data = &prepared;
+    atomic_fetch_add(&prepared, 1);
+    return RV_OK;
+}
+
+static void hook_finish(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
+{
+    (void)w;
+    (void)arg;
+    EXPECT(x->hook_data == &prepared, "finish gets prepare's data");
+    atomic_fetch_add(&finished, 1);
+}
+
+static rv_status_t on_hooked(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)w;
+    (void)arg;
+    EXPECT(atomic_load(&prepared) == atomic_load(&handled) + 1,
+           "the hook ran before the handler");
+    EXPECT(call->buf_len == sizeof(hook_text) &&
+               memcmp(call->buf, hook_text, sizeof(hook_text)) == 0,
+           "the handler sees the hook's buffer");
+    atomic_fetch_add(&handled, 1);
+    return RV_OK;
+}
+
+static rv_status_t flush_hook(rv_worker_t *w, rv_tid_t dest, void *arg)
+{
+    (void)w;
+    EXPECT(dest == RV_TID_ALL && arg == &flushed, "flush hook arguments");
+    atomic_fetch_add(&flushed, 1);
+    return RV_OK;
+}
+
+static int hooks_body(rv_worker_t *w, void *arg)
+{
+    rv_context_t *ctx = arg;
+    rv_am_hook_t late = {.name = "late", .prepare = hook_prepare};
+    int id;
+    if (rv_worker_local(w) != 0)
+        return 0;
+    rv_am_xcall_t x = {.mode = RV_AM_X_HOOK, .hook = hook_id,
+                       .addr = HOOK_ADDR, .len = HOOK_LEN,
+                       .word = HOOK_WORD};
+    for (int i = 0; i < HOOK_CALLS; i++)
+        EXPECT(rv_am_call_x(w, rv_worker_tid(w), hooked_id, NULL, 0, NULL, 0,
+                            &x, NULL, RV_NOTIFY_CONSUMED) == RV_OK,
+               "an extended call");
+    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "rv_flush");
+    EXPECT(rv_am_hook_register(ctx, &late, &id) == RV_ERR_INVALID,
+           "a call hook registered while the job runs");
+    EXPECT(rv_am_flush_hook_register(ctx, flush_hook, &flushed) ==
+               RV_ERR_INVALID,
+           "a flush hook registered while the job runs");
+    return 0;
+}
+
+static void test_hooks(void **state)
+{
+    rv_context_t *ctx = *state;
+    rv_am_hook_t hook = {.name = "test.hook", .prepare = hook_prepare,
+                         .finish = hook_finish};
+    char log[8192];
+    assert_int_equal(rv_am_register(ctx, "test.hooked", on_hooked, NULL,
+                                    &hooked_id),
+                     RV_OK);
+    assert_int_equal(rv_am_hook_register(ctx, &hook, &hook_id), RV_OK);
+    assert_int_equal(rv_am_flush_hook_register(ctx, flush_hook, &flushed),
+                     RV_OK);
+    capture_begin();
+    rv_status_t st = rv_job_run(ctx, hooks_body, ctx);
+    capture_end(log, sizeof(log));
+    assert_int_equal(st, RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+    assert_int_equal(atomic_load(&handled), HOOK_CALLS);
+    assert_int_equal(atomic_load(&prepared), HOOK_CALLS);
+    assert_int_equal(atomic_load(&finished), HOOK_CALLS);
+    /* rv_flush from the body, and the quiesce's on every worker */
+    assert_true(atomic_load(&flushed) >= 1 + THREADS);
+    assert_non_null(strstr(log, "call hook 'late' registered while the job "
+                                "runs"));
+    assert_non_null(strstr(log, "a flush hook registered while the job "
+                                "runs"));
+}
+
 int main(int argc, char **argv)
 {
     rv_context_t *ctx;
@@ -207,15 +321,21 @@ int main(int argc, char **argv)
         cmocka_unit_test_prestate_setup_teardown(test_slots, NULL,
                                                  capture_teardown, ctx),
     };
+    const struct CMUnitTest hooks[] = {
+        cmocka_unit_test_prestate_setup_teardown(test_hooks, NULL,
+                                                 capture_teardown, ctx),
+    };
     const struct CMUnitTest uninit[] = {
         cmocka_unit_test_prestate_setup_teardown(test_uninit, NULL,
                                                  capture_teardown, ctx),
     };
-    int rc = strcmp(which, "uninit") == 0
-                 ? cmocka_run_group_tests_name("layer-uninit", uninit, NULL,
-                                               NULL)
-                 : cmocka_run_group_tests_name("layer-slots", slots, NULL,
-                                               NULL);
+    int rc;
+    if (strcmp(which, "uninit") == 0)
+        rc = cmocka_run_group_tests_name("layer-uninit", uninit, NULL, NULL);
+    else if (strcmp(which, "hooks") == 0)
+        rc = cmocka_run_group_tests_name("layer-hooks", hooks, NULL, NULL);
+    else
+        rc = cmocka_run_group_tests_name("layer-slots", slots, NULL, NULL);
     rv_finalize(ctx);
     if (strcmp(which, "slots") == 0 && rc == 0 &&
         !(fini_order[1] > 0 && fini_order[0] > fini_order[1])) {
