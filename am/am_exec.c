@@ -55,6 +55,36 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
     return true;
 }
 
+/* Sends a message from inside a call's execution without ever waiting:
+ * what cannot leave at once leaves from a copy, freed on completion. A
+ * handler's reply or forward that waited would progress, run the next
+ * call, whose reply would wait in turn: under sustained load the stack
+ * would grow with the traffic. */
+static rv_status_t am_send_nowait(am_worker_t *aw, rv_tid_t dest,
+                                  rv_handler_id_t h, const void *xhdr,
+                                  size_t xhdr_len, const void *data,
+                                  size_t len)
+{
+    struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+    rv_status_t st = rv_send_raw(aw->w, dest, h, xhdr, xhdr_len, &iov,
+                                 len ? 1 : 0, RV_AM_SEND_IMMEDIATE, NULL,
+                                 NULL);
+    if (st != RV_ERR_AGAIN)
+        return st;
+    void *copy = malloc(len ? len : 1);
+    if (copy == NULL)
+        return RV_ERR_NO_MEMORY;
+    if (len)
+        memcpy(copy, data, len);
+    iov.iov_base = copy;
+    st = rv_send_raw(aw->w, dest, h, xhdr, xhdr_len, &iov, len ? 1 : 0, 0,
+                     am_free_done, copy);
+    if (st == RV_INPROGRESS)
+        return RV_OK;
+    free(copy);
+    return st;
+}
+
 static void forward(am_worker_t *aw, const am_call_t *c)
 {
     const am_hdr_t *h = &c->hdr;
@@ -66,9 +96,8 @@ static void forward(am_worker_t *aw, const am_call_t *c)
     size_t len = c->args_len + c->buf_len;
     for (; rel + step < n; step <<= 1) {
         rv_tid_t child = (h->root + rel + step) % n;
-        struct iovec iov = {.iov_base = (void *)c->args, .iov_len = len};
-        rv_status_t st = rv_sendx(aw->w, child, c->handler, h, sizeof(*h),
-                                  &iov, len ? 1 : 0, NULL);
+        rv_status_t st = am_send_nowait(aw, child, c->handler, h,
+                                        sizeof(*h), c->args, len);
         if (st != RV_OK)
             rv_error("broadcast from worker %u: forwarding to worker %u "
                      "failed: %s", h->root, child, rv_status_str(st));
@@ -199,9 +228,8 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
                        .ret_len = (uint32_t)(call.ret_len < ret_cap
                                                  ? call.ret_len
                                                  : ret_cap)};
-        struct iovec iov = {.iov_base = call.ret, .iov_len = d.ret_len};
-        rv_status_t s2 = rv_sendx(aw->w, call.src, am_done_id, &d, sizeof(d),
-                                  &iov, d.ret_len ? 1 : 0, NULL);
+        rv_status_t s2 = am_send_nowait(aw, call.src, am_done_id, &d,
+                                        sizeof(d), call.ret, d.ret_len);
         if (s2 != RV_OK)
             rv_error("cannot report a call's completion to worker %u: %s",
                      call.src, rv_status_str(s2));
