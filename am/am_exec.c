@@ -55,34 +55,18 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
     return true;
 }
 
-/* Sends a message from inside a call's execution without ever waiting:
- * what cannot leave at once leaves from a copy, freed on completion. A
- * handler's reply or forward that waited would progress, run the next
- * call, whose reply would wait in turn: under sustained load the stack
- * would grow with the traffic. */
+/* Sends a message from inside a call's execution without ever waiting
+ * (RV_SEND_COPY): a handler's reply or forward that waited would
+ * progress, run the next call, whose reply would wait in turn, and under
+ * sustained load the stack would grow with the traffic. */
 static rv_status_t am_send_nowait(am_worker_t *aw, rv_tid_t dest,
                                   rv_handler_id_t h, const void *xhdr,
                                   size_t xhdr_len, const void *data,
                                   size_t len)
 {
     struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
-    rv_status_t st = rv_send_raw(aw->w, dest, h, xhdr, xhdr_len, &iov,
-                                 len ? 1 : 0, RV_AM_SEND_IMMEDIATE, NULL,
-                                 NULL);
-    if (st != RV_ERR_AGAIN)
-        return st;
-    void *copy = malloc(len ? len : 1);
-    if (copy == NULL)
-        return RV_ERR_NO_MEMORY;
-    if (len)
-        memcpy(copy, data, len);
-    iov.iov_base = copy;
-    st = rv_send_raw(aw->w, dest, h, xhdr, xhdr_len, &iov, len ? 1 : 0, 0,
-                     am_free_done, copy);
-    if (st == RV_INPROGRESS)
-        return RV_OK;
-    free(copy);
-    return st;
+    return rv_send_raw(aw->w, dest, h, xhdr, xhdr_len, &iov, len ? 1 : 0,
+                       RV_SEND_COPY, NULL, NULL);
 }
 
 static void forward(am_worker_t *aw, const am_call_t *c)

@@ -216,6 +216,9 @@ rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     memcpy(hdr, &core, sizeof(core));
     if (xhdr_len > 0)
         memcpy(hdr + sizeof(core), xhdr, xhdr_len);
+    if (flags & RV_SEND_COPY)
+        return send_from_callback(w, dest, hdr, sizeof(core) + xhdr_len, iov,
+                                  iovcnt, len);
     rv_status_t status = w->ctx->ops->am_send(w->view.tw, dest, hdr,
                                               sizeof(core) + xhdr_len, iov,
                                               iovcnt, flags, cb, arg);

@@ -210,6 +210,12 @@ typedef struct rv_handler_info {
 RV_EXPORT const rv_handler_info_t *rv_handler_find(const rv_context_t *ctx,
                                                    rv_handler_id_t id);
 
+/** rv_send_raw flag: never wait and never hold the caller's payload: the
+ * message leaves at once, or from a copy freed on completion (what a
+ * handler's reply needs, so that it does not progress into further calls
+ * while it waits). @p cb is not used. */
+#define RV_SEND_COPY (1u << 8)
+
 /**
  * @brief Sends a message as rv_sendx does, with transport send @p flags
  * (RV_AM_SEND_IMMEDIATE) and a completion of the caller's.
@@ -222,10 +228,12 @@ RV_EXPORT const rv_handler_info_t *rv_handler_find(const rv_context_t *ctx,
  *                      return, the bytes once the send completed (RV_OK
  *                      returned, or @p cb ran)
  * @param [in] iovcnt   number of pieces
- * @param [in] flags    0 or RV_AM_SEND_IMMEDIATE
+ * @param [in] flags    0, RV_AM_SEND_IMMEDIATE or RV_SEND_COPY (then
+ *                      the payload is reusable on return, which is RV_OK
+ *                      or an error)
  * @param [in] cb       run once, from @p w's progress, when the call
  *                      returned RV_INPROGRESS; may be NULL with
- *                      RV_AM_SEND_IMMEDIATE
+ *                      RV_AM_SEND_IMMEDIATE or RV_SEND_COPY
  * @param [in] arg      @p cb's argument
  * @return RV_OK (done: @p cb will not run), RV_INPROGRESS (@p cb will run
  *         once the payload may be reused), RV_ERR_AGAIN (only with
