@@ -29,7 +29,8 @@ check-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DRIVET_SANITIZE=address,undefined $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --timeout 600
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --timeout 600 \
+	  -LE stress
 
 # This build's tests that need an RDMA device (ctest labels verbs and
 # ucx-rc: rivet's verbs transport and UCX's InfiniBand transports), run on a

@@ -87,6 +87,8 @@ void am_buf_reap(am_worker_t *aw, am_dest_t *d)
            d->bufs->sent == d->bufs->used && d->bufs->inflight == 0) {
         am_buf_t *b = d->bufs;
         d->bufs = b->next;
+        if (d->unsent == b)
+            d->unsent = b->next;
         am_buf_put(aw, b);
     }
 }
@@ -159,7 +161,12 @@ int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
     if (d->pushing)
         return 0;
     d->pushing = true;
-    for (am_buf_t *b = d->bufs; b != NULL; b = b->next) {
+    /* Buffers before d->unsent are all sent (some still in flight):
+     * starting there keeps a push O(1) however many wait for their
+     * completions. */
+    am_buf_t *b = d->unsent != NULL ? d->unsent : d->bufs;
+    for (; b != NULL; b = b->next) {
+        d->unsent = b;
         while (b->sent < b->used) {
             size_t off = b->sent;
             if (b->open == off && !open)

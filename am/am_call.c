@@ -81,6 +81,15 @@ static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local,
     return sync == NULL ? rv_sync_wait(w, local) : RV_OK;
 }
 
+/* The synchronizer a call over send gives the transport's send: none
+ * when the call notifies (its completion is the target's answer) or when
+ * the caller gave none (core's send then waits for the payload, or
+ * copies it inside a handler, which must not wait). */
+static rv_sync_t *send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify)
+{
+    return notify || cd->sync == NULL ? NULL : s;
+}
+
 /* Through the process's own queue: nothing is copied twice, nothing
  * crosses the transport. */
 static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
@@ -120,9 +129,11 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
     }
     struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
                            {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
-    /* Without a notification the send's own completion is the call's. */
+    /* Without a notification the send's own completion is the call's;
+     * with sync NULL core's send waits for it, or copies inside a
+     * handler. */
     rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, &hdr, sizeof(hdr), iov,
-                              cd->n ? 2 : 1, notify ? NULL : s);
+                              cd->n ? 2 : 1, send_sync(cd, s, notify));
     if (st != RV_OK && notify)
         atomic_fetch_sub(&s->pending, cd->notifications);
     return st;
@@ -133,15 +144,25 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
 static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
                            size_t limit, bool reserved)
 {
-    /* A messenger being set up is not full: wait for it. */
-    while (d->ring.state == RING_REQUESTED && !rv_worker_in_callback(aw->w))
+    /* A messenger being set up is not full: wait for it, unless this is
+     * a handler, which must not wait (the call is queued instead). */
+    bool in_handler = am_in_handler(aw);
+    while (d->ring.state == RING_REQUESTED && !in_handler)
         rv_progress(aw->w);
     if (am_dest_push(aw, d, false, true) < 0)
         return RV_ERR_TRANSPORT;
-    if (d->pending + (reserved ? 0 : size) <= limit)
+    if (d->pending + (reserved ? 0 : size) <= limit ||
+        d->ring.state == RING_REQUESTED)
         return reserved ? RV_OK : RV_INPROGRESS;
     aw->stats.ring_full++;
-    switch (aw->cfg->on_full) {
+    rv_on_full_t mode = aw->cfg->on_full;
+    /* A handler can neither wait for room (it would progress into the
+     * next call, whose handler may wait too, without bound) nor lose the
+     * call it makes (its answer, its forward): its call is queued, in
+     * order, whatever am.on_full says. */
+    if (in_handler)
+        mode = RV_ON_FULL_RETRY_ASYNC;
+    switch (mode) {
     case RV_ON_FULL_RETRY_ASYNC:
         if (!reserved)
             return RV_INPROGRESS; /* queue it */
@@ -228,7 +249,7 @@ static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
     struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
                            {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
     rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, hdr, sizeof(*hdr), iov,
-                              cd->n ? 2 : 1, notify ? NULL : s);
+                              cd->n ? 2 : 1, send_sync(cd, s, notify));
     /* A call that did not leave leaves @p s as it was (a ring note stays:
      * its place in the ring's order is taken). */
     if (st != RV_OK && notify && !rma_note)

@@ -110,6 +110,22 @@ static const rv_config_field_t am_fields[] = {
                 "forces them through the transport, to measure the "
                 "difference.",
     },
+    {
+        .name = "max_nesting",
+        .type = RV_CFG_INT,
+        .offset = OFF(max_nesting),
+        .def = "8",
+        .min = 1,
+        .max = 1024,
+        .help = "Most call handlers on one worker's stack at once. A "
+                "handler that waits (rv_sync_wait, a call with sync NULL "
+                "and RV_NOTIFY_CONSUMED, rv_call_return) progresses, and "
+                "that progress runs further calls only while fewer "
+                "handlers than this are running; at the limit it only "
+                "completes what was sent and receives, so the stack stays "
+                "bounded. Waits nested deeper than this that can only end "
+                "by running a call here deadlock.",
+    },
     {.name = NULL},
 };
 

@@ -29,6 +29,7 @@ typedef struct rv_am_config {
     int64_t max_chunks;          /* most chunks of one ring */
     uint64_t chunk_bytes;        /* size of a ring chunk */
     bool local_bypass;           /* calls within a process skip the transport */
+    int64_t max_nesting;         /* call handlers stacked on one worker */
 } rv_am_config_t;
 
 /* The am.* keys of @p ctx's configuration. */

@@ -141,7 +141,7 @@ static bool call_extend(am_worker_t *aw, const am_call_t *c,
     return true;
 }
 
-void am_run_call(am_worker_t *aw, const am_call_t *c)
+static void run_call(am_worker_t *aw, const am_call_t *c)
 {
     const rv_handler_info_t *e = aw->last_entry;
     if (e == NULL || e->id != c->handler) {
@@ -196,7 +196,10 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
     };
     aw->stats.calls_received++;
     aw->stats.bytes_received += c->args_len + buf_len;
+    if (++aw->depth > aw->stats.max_nesting)
+        aw->stats.max_nesting = aw->depth;
     rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+    aw->depth--;
     if (hook != NULL && hook->finish != NULL)
         hook->finish(aw->w, &x, hook->arg);
     if (st < 0)
@@ -212,14 +215,21 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
                        .ret_len = (uint32_t)(call.ret_len < ret_cap
                                                  ? call.ret_len
                                                  : ret_cap)};
-        rv_status_t s2 = am_send_nowait(aw, call.src, am_done_id, &d,
-                                        sizeof(d), call.ret, d.ret_len);
+        rv_status_t s2 = am_reply(aw, call.src, &d, call.ret);
         if (s2 != RV_OK)
             rv_error("cannot report a call's completion to worker %u: %s",
                      call.src, rv_status_str(s2));
     }
     if (reply != NULL && reply != small && !(h->flags & AM_LOCAL))
         free(reply);
+}
+
+/* Counted once it has run, or was dropped, whatever the path: the count
+ * rv_quiesce compares with the calls made. */
+void am_run_call(am_worker_t *aw, const am_call_t *c)
+{
+    run_call(aw, c);
+    aw->calls_done++;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -231,7 +241,7 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
 unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
 {
     unsigned n = 0;
-    for (am_run_t *r = s->head; r != NULL && !s->fetching;) {
+    for (am_run_t *r = s->head; r != NULL && !s->fetching && am_may_run(aw);) {
         if (r->p >= r->end) {
             r = r->next;
             continue;
@@ -344,10 +354,12 @@ rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
     am_src_t *s = aw ? am_src(aw, msg->src) : NULL;
     if (s == NULL)
         return RV_OK;
-    if ((c.hdr.flags & AM_DETOUR) || s->head != NULL || s->fetching) {
+    if ((c.hdr.flags & AM_DETOUR) || s->head != NULL || s->fetching ||
+        !am_may_run(aw)) {
         /* Its turn has not come: a ring call that travelled over send
-         * waits for its DETOUR record; others queue behind earlier runs.
-         * Kept as a one-record run. */
+         * waits for its DETOUR record; others queue behind earlier runs,
+         * or until the handlers on the stack return. Kept as a
+         * one-record run. */
         am_rec_t rec = {.handler = e->id, .len = (uint32_t)(sizeof(am_hdr_t) +
                                                             msg->len),
                         .meta = AM_REC_CALL | AM_REC_XHDR};
@@ -405,30 +417,14 @@ bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
     return false;
 }
 
-rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
-{
-    am_done_t d;
-    (void)w;
-    (void)arg;
-    if (msg->xhdr_len != sizeof(d)) {
-        rv_worker_count_drop(w, RV_DROP_MALFORMED);
-        rv_warn("dropped a malformed call completion (%zu-byte header)",
-                msg->xhdr_len);
-        return RV_OK;
-    }
-    memcpy(&d, msg->xhdr, sizeof(d));
-    if (d.ret != 0 && d.ret_len <= msg->len)
-        memcpy((void *)(uintptr_t)d.ret, msg->data, d.ret_len);
-    rv_sync_complete((rv_sync_t *)(uintptr_t)d.sync, RV_OK);
-    return RV_OK;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Local bypass                                                            */
 
 unsigned am_local_poll(am_worker_t *aw)
 {
     unsigned n = 0;
+    if (!am_may_run(aw))
+        return 0;
     int me = rv_worker_local(aw->w);
     for (int s = 0; s < aw->threads; s++) {
         am_lqueue_t *q = am_lqueue(aw, me, s);

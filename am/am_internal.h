@@ -174,11 +174,16 @@ typedef struct am_oring {
 typedef struct am_dest {
     rv_tid_t tid;
     am_buf_t *bufs, *last;  /* oldest first */
+    am_buf_t *unsent;       /* first that may hold unsent runs (or NULL) */
     size_t pending;         /* bytes in runs not yet transmitted */
     bool warned_limit;
     bool pushing;           /* inside am_dest_push */
     bool warned_lost;
     am_oring_t ring;
+    /* call completions gathered for it (am_reply.c) */
+    uint8_t *rbuf;
+    size_t rlen, rcap;
+    bool rlisted;           /* in the worker's replying list */
 } am_dest_t;
 
 /* ---------------------------------------------------------------------- */
@@ -304,6 +309,8 @@ typedef struct am_worker {
     am_dest_t **dests;           /* per destination, on first use */
     am_dest_t **used;            /* the ones made so far, for progress */
     uint32_t nused;
+    am_dest_t **replying;        /* with completions gathered */
+    uint32_t nreplying;
     uint32_t srcs_busy;          /* sources with queued runs */
     am_src_t **srcs;             /* per source, on first use */
     am_iring_t **rings;          /* incoming rings, scanned in progress */
@@ -318,6 +325,8 @@ typedef struct am_worker {
     const rv_handler_info_t *last_entry; /* the last call handler run */
     size_t trad_limit;           /* trad: bytes waiting before on_full */
     unsigned busy;               /* inside the progress hook */
+    unsigned depth;              /* call handlers running (nested) */
+    uint64_t calls_done;         /* calls run or dropped here (rv_quiesce) */
     bool idle_flush;             /* trad batches waiting for idleness */
     rv_am_stats_t stats;
     /* service calls done by service threads, to finish here */
@@ -337,9 +346,24 @@ static inline am_worker_t *am_of(const rv_worker_t *w)
 /* The per-process state of the layer; NULL before rv_am_init. */
 am_proc_t *am_proc(rv_context_t *ctx);
 
+/* Whether progress may start another call handler now: false once
+ * am.max_nesting handlers are on the stack. Calls that arrive meanwhile
+ * wait in their source's queue, in order. */
+static inline bool am_may_run(const am_worker_t *aw)
+{
+    return aw->depth < (unsigned)aw->cfg->max_nesting;
+}
+
+/* Whether the caller runs inside progress (a handler): then nothing it
+ * sends may wait for room (see rv_worker_progress_depth). */
+static inline bool am_in_handler(const am_worker_t *aw)
+{
+    return rv_worker_progress_depth(aw->w) > 0 || rv_worker_in_callback(aw->w);
+}
+
 /* Internal handler ids (registered by rv_am_init). */
-extern rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id,
-    am_ring_rep_id;
+extern rv_handler_id_t am_done_id, am_dones_id, am_batch_id,
+    am_ring_req_id, am_ring_rep_id;
 
 /* The small steps of the call paths, inline: every call takes them. */
 
@@ -416,7 +440,17 @@ unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src);
 unsigned am_local_poll(am_worker_t *aw);
 rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg);
 rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg);
+
+/* am_reply.c: call completions */
+/* Reports the completion @p done (its result at @p ret) to @p dest, at
+ * once or gathered with others; never waits. */
+rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
+                     const void *ret);
+/* Sends every completion gathered. */
+void am_reply_flush(am_worker_t *aw);
+void am_reply_fini(am_worker_t *aw);
 rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg);
+rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg);
 bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
                          uint64_t token);
 

@@ -16,7 +16,8 @@
 #include "am_internal.h"
 
 int am_slot = -1;
-rv_handler_id_t am_done_id, am_batch_id, am_ring_req_id, am_ring_rep_id;
+rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,
+    am_ring_rep_id;
 
 /* A batch buffer takes several flushes' worth of calls, and at least
  * this much, so that a ring rotation or a large call rarely needs a new
@@ -77,6 +78,8 @@ static unsigned am_progress(rv_worker_t *w)
             am_buf_reap(aw, d);
         }
     }
+    /* The completions of the calls just run leave together. */
+    am_reply_flush(aw);
     return n;
 }
 
@@ -131,6 +134,7 @@ static void worker_free(am_worker_t *aw)
         rv_mem_chunk_allocator_destroy(aw->ring_chunks);
     free(aw->dests);
     free(aw->used);
+    free(aw->replying);
     free(aw->srcs);
     free(aw->rings);
     free(aw);
@@ -153,9 +157,10 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
     aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));
     aw->used = calloc(aw->nworkers, sizeof(*aw->used));
+    aw->replying = calloc(aw->nworkers, sizeof(*aw->replying));
     aw->rings = calloc(aw->nworkers, sizeof(*aw->rings));
     if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL ||
-        aw->used == NULL)
+        aw->used == NULL || aw->replying == NULL)
         goto err_free;
     size_t ring_chunk = (aw->cfg->chunk_bytes + AM_PAGE - 1) &
                         ~(size_t)(AM_PAGE - 1);
@@ -231,23 +236,26 @@ static void print_stats(am_worker_t *aw)
                 ",\"chunk_growths\":%" PRIu64 ",\"chunks_granted\":%" PRIu64
                 ",\"max_aggregated_bytes\":%" PRIu64 ",\"detours\":%" PRIu64
                 ",\"calls_lost\":%" PRIu64
-                ",\"broadcasts_forwarded\":%" PRIu64 "}\n",
+                ",\"broadcasts_forwarded\":%" PRIu64
+                ",\"max_nesting\":%" PRIu64 "}\n",
                 aw->rank, aw->me, s->calls_sent, s->calls_received,
                 s->bytes_sent, s->bytes_received, s->calls_local, s->flushes,
                 s->ring_full, s->chunk_growths, s->chunks_granted,
                 s->max_aggregated_bytes, s->detours, s->calls_lost,
-                s->broadcasts_forwarded);
+                s->broadcasts_forwarded, s->max_nesting);
     else
         fprintf(stderr,
                 "[rivet r%d] worker %u: calls sent %" PRIu64 " (%" PRIu64
                 " B, %" PRIu64 " local), received %" PRIu64 " (%" PRIu64
                 " B); transmissions %" PRIu64 ", largest batch %" PRIu64
                 " B; ring full %" PRIu64 ", ring growths %" PRIu64
-                ", chunks granted %" PRIu64 ", detours %" PRIu64 "\n",
+                ", chunks granted %" PRIu64 ", detours %" PRIu64
+                "; deepest handler nesting %" PRIu64 "\n",
                 aw->rank, aw->me, s->calls_sent, s->bytes_sent,
                 s->calls_local, s->calls_received, s->bytes_received,
                 s->flushes, s->max_aggregated_bytes, s->ring_full,
-                s->chunk_growths, s->chunks_granted, s->detours);
+                s->chunk_growths, s->chunks_granted, s->detours,
+                s->max_nesting);
 }
 
 static void am_worker_stop(rv_worker_t *w)
@@ -256,6 +264,7 @@ static void am_worker_stop(rv_worker_t *w)
     print_stats(aw);
     am_service_stop(aw);
     am_ring_fini(aw);
+    am_reply_fini(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         am_dest_t *d = aw->dests[t];
         if (d != NULL) {
@@ -332,6 +341,7 @@ static rv_status_t register_own(rv_context_t *ctx)
         rv_handler_id_t *id;
     } own[] = {
         {"rivet.am.done", am_on_done, RV_HANDLER_INLINE, &am_done_id},
+        {"rivet.am.dones", am_on_dones, RV_HANDLER_INLINE, &am_dones_id},
         {"rivet.am.batch", am_on_batch, RV_HANDLER_KEEP_DATA, &am_batch_id},
     };
     for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {

@@ -508,7 +508,7 @@ static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
     unsigned n = 0;
     am_src_t *s = aw->srcs[r->src];
     while (n < POLL_BUDGET && r->nchunks > 0 && !r->stopped &&
-           !(s != NULL && s->fetching)) {
+           !(s != NULL && s->fetching) && am_may_run(aw)) {
         if (r->batch.p < r->batch.end) {
             n += batch_step(aw, r);
             continue;

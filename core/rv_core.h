@@ -42,6 +42,24 @@ typedef struct rv_layer_slot {
     void *state;
 } rv_layer_slot_t;
 
+/* A collective's contributions for one epoch (rv_coll.c): children may
+ * report the next epoch before this worker entered it, so two are kept,
+ * by the epoch's parity. */
+typedef struct rv_coll_slot {
+    uint64_t epoch;
+    uint8_t *buf;
+    size_t cap;
+    unsigned arrived;       /* children's contributions combined */
+} rv_coll_slot_t;
+
+typedef struct rv_coll_state {
+    uint64_t epoch;         /* collectives entered */
+    rv_coll_slot_t slot[2];
+    void *out;              /* where the result coming down goes */
+    size_t out_len;
+    uint64_t released;      /* last epoch whose result came down */
+} rv_coll_state_t;
+
 struct rv_worker {
     rv_worker_view_t view;       /* first: what layers read inline */
     rv_context_t *ctx;
@@ -59,6 +77,8 @@ struct rv_worker {
     rv_worker_stats_t stats;
     unsigned idle_polls;         /* consecutive empty progress calls */
     int in_callback;             /* running an inline handler */
+    unsigned progress_depth;     /* rv_progress frames on the stack */
+    rv_coll_state_t coll;        /* rv_allreduce, rv_allgather */
     bool warned_inline;          /* reported an inline handler waiting */
 };
 
@@ -75,6 +95,7 @@ struct rv_context {
     rv_handler_entry_t *handlers; /* sorted by id */
     size_t nhandlers, handlers_cap;
     rv_handler_id_t barrier_id, barrier_release_id;
+    rv_handler_id_t coll_up_id, coll_down_id;
 
     /* rv_job_run state */
     rv_worker_t *workers;
@@ -123,6 +144,10 @@ void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg);
 
 /* Registers the core's own handlers (barrier). */
 rv_status_t rv__msg_init(rv_context_t *ctx);
+/* rv_coll.c: registers the collectives' handlers; frees a worker's
+ * collective state. */
+rv_status_t rv__coll_init(rv_context_t *ctx);
+void rv__coll_fini(rv_worker_t *w);
 
 /* Runs every started layer's progress hook, in install order; inline,
  * since every rv_progress takes it. */

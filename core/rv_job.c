@@ -110,6 +110,7 @@ static void *worker_main(void *p)
 
     ctx->ops->worker_destroy(w->view.tw);
     w->view.tw = NULL;
+    rv__coll_fini(w);
     return NULL;
 }
 

@@ -91,6 +91,11 @@ int rv_worker_numa_node(const rv_worker_t *w) { return w->numa_node; }
 
 bool rv_worker_in_callback(const rv_worker_t *w) { return w->in_callback; }
 
+unsigned rv_worker_progress_depth(const rv_worker_t *w)
+{
+    return w->progress_depth;
+}
+
 unsigned rv_worker_idle_polls(const rv_worker_t *w) { return w->idle_polls; }
 
 void rv_worker_count_drop(rv_worker_t *w, rv_drop_t why)

@@ -146,8 +146,13 @@ unsigned rv_progress(rv_worker_t *w)
 {
     if (refuse_in_callback(w, "rv_progress"))
         return 0;
+    /* Everything below runs "inside a handler" for the sends it makes
+     * (rv_sendx): they must not wait, or a reply that waits for room
+     * would progress into the next message's reply, without bound. */
+    w->progress_depth++;
     unsigned n = w->ctx->ops->progress(w->view.tw);
     n += rv__layers_progress(w);
+    w->progress_depth--;
     rv__worker_idle(w, n);
     return n;
 }
@@ -168,7 +173,7 @@ static void free_copy(void *arg, rv_status_t status)
     free(arg);
 }
 
-/* A send with sync NULL from an inline handler, which cannot wait for the
+/* A send with sync NULL from a handler, which must not wait for the
  * buffer: it goes at once, or from a copy that rivet frees on completion. */
 static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
                                       const void *hdr, size_t hdr_len,
@@ -269,7 +274,7 @@ rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         memcpy(hdr + sizeof(core), xhdr, xhdr_len);
     size_t hdr_len = sizeof(core) + xhdr_len;
 
-    if (w->in_callback && sync == NULL)
+    if (sync == NULL && (w->in_callback || w->progress_depth > 0))
         return send_from_callback(w, dest, hdr, hdr_len, iov, iovcnt, len);
 
     /* Completion callbacks run only from progress, never inside am_send,
@@ -467,11 +472,12 @@ rv_status_t rv__msg_init(rv_context_t *ctx)
                                              on_barrier, NULL,
                                              RV_HANDLER_INLINE,
                                              &ctx->barrier_id);
-    if (status != RV_OK)
-        return status;
-    return rv_handler_register(ctx, RV_HANDLER_BARRIER_RELEASE,
-                               on_barrier_release, NULL, RV_HANDLER_INLINE,
-                               &ctx->barrier_release_id);
+    if (status == RV_OK)
+        status = rv_handler_register(ctx, RV_HANDLER_BARRIER_RELEASE,
+                                     on_barrier_release, NULL,
+                                     RV_HANDLER_INLINE,
+                                     &ctx->barrier_release_id);
+    return status == RV_OK ? rv__coll_init(ctx) : status;
 }
 
 void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats)

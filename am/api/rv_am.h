@@ -252,6 +252,32 @@ RV_EXPORT rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
  */
 RV_EXPORT rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
 
+/**
+ * @brief The barrier of calls: returns, on every worker, once every call
+ * made before it by any worker of the job, and every call made by those
+ * calls' handlers, transitively, has run (YGM's barrier; Bale's
+ * convey_advance with done). rv_barrier, core's barrier of workers, says
+ * nothing of calls; rv_flush only that they left.
+ *
+ * Counting termination detection (Mattern's four counters): calls held
+ * back are pushed out, then waves of rv_allreduce sum the calls every
+ * worker made and ran, until two waves in a row find both sums equal and
+ * unchanged. A quiet job takes two waves, each about two tree traversals
+ * of small messages (log2 of the workers deep); workers run calls while
+ * they wait.
+ * @param [in] w the calling worker
+ * @return RV_OK; RV_ERR_INVALID on a job without the layer, or from a
+ *         handler (logged); a flush's or a send's error
+ * @note A collective of every worker of the job, each from its own code
+ *       (never from a handler), the same number of times, in the same
+ *       order relative to rv_allreduce and rv_allgather. Calls made
+ *       during it by handlers are covered; calls the worker's own code
+ *       makes after it returns are not. A call the transport lost
+ *       (rv_am_stats_t.calls_lost) is not waited for; a malformed batch
+ *       dropped at its target (logged there) makes it wait for ever.
+ */
+RV_EXPORT rv_status_t rv_quiesce(rv_worker_t *w);
+
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {
     /** @{ */
@@ -273,6 +299,9 @@ typedef struct rv_am_stats {
                                         transport (logged) */
     uint64_t broadcasts_forwarded; /**< broadcast calls this worker passed
                                         on to its children in the tree */
+    uint64_t max_nesting;          /**< most call handlers seen on this
+                                        worker's stack at once (bounded by
+                                        am.max_nesting) */
 } rv_am_stats_t;
 
 /**

@@ -429,9 +429,11 @@ RV_EXPORT rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s);
  * @param [in,out] sync if NULL, the call returns once @p buf is reusable
  *              (it progresses meanwhile). Otherwise the caller increments
  *              nothing: rv_send adds one to @p sync and completes it when
- *              @p buf is reusable, possibly before returning. From an
- *              RV_HANDLER_INLINE handler, sync NULL does not wait: the
- *              payload leaves at once or from a copy rivet makes and frees.
+ *              @p buf is reusable, possibly before returning. From a
+ *              handler (anything run by rv_progress), sync NULL does not
+ *              wait: the payload leaves at once or from a copy rivet
+ *              makes and frees, so that a handler that sends under load
+ *              never progresses into the next handler's send.
  * @return RV_OK; RV_ERR_INVALID (logged) for a @p dest outside the job or
  *         a payload over UINT32_MAX bytes; the transport's error
  *         (RV_ERR_NO_MEMORY, RV_ERR_TRANSPORT, ...); with sync NULL, also
@@ -504,7 +506,9 @@ RV_EXPORT unsigned rv_progress(rv_worker_t *w);
  * @note A collective of every worker of the job, each from its own
  *       thread, the same number of times. It orders the barrier's messages
  *       only: calls and one-sided operations issued before it may still be
- *       in flight (rv_flush them first).
+ *       in flight or not run yet. To wait until every call made before it
+ *       (and every call their handlers made) has run, use the invocation
+ *       layer's rv_quiesce instead.
  */
 RV_EXPORT rv_status_t rv_barrier(rv_worker_t *w);
 
@@ -616,4 +620,9 @@ RV_EXPORT void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats);
 #ifdef __cplusplus
 }
 #endif
+
+/* Collectives among the running job's workers (rv_allreduce,
+ * rv_allgather). */
+#include "rv_coll.h"
+
 #endif

@@ -164,6 +164,19 @@ RV_EXPORT int rv_worker_numa_node(const rv_worker_t *w);
 RV_EXPORT bool rv_worker_in_callback(const rv_worker_t *w);
 
 /**
+ * @brief How many rv_progress calls of @p w are on the stack: 0 in the
+ * worker's own code, 1 or more inside anything run from progress
+ * (handlers, layer hooks). Code that runs at depth 1 or more must not
+ * wait for room to send: a wait progresses, and progress runs the next
+ * handler, whose send may wait in turn (rv_sendx with sync NULL copies
+ * instead).
+ * @param [in] w the worker
+ * @return the depth
+ * @note From @p w's own thread.
+ */
+RV_EXPORT unsigned rv_worker_progress_depth(const rv_worker_t *w);
+
+/**
  * @brief Consecutive rv_progress calls that found nothing to do (reset by
  * one that did); a layer uses it to act when its worker goes idle.
  * @param [in] w the worker

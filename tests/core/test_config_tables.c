@@ -76,8 +76,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 10, am 9, rma 1, testlayer 3, ucx 5, verbs 5 */
-    assert_int_equal(rows, 33);
+    /* core 10, am 10, rma 1, testlayer 3, ucx 5, verbs 5 */
+    assert_int_equal(rows, 34);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),

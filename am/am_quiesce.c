@@ -1,0 +1,57 @@
+/*
+ * rv_quiesce: the barrier of calls. It returns once every call made
+ * before it anywhere in the job, and every call those calls' handlers
+ * made, transitively, has run: the semantics of YGM's barrier and of
+ * Bale's convey_advance(..., done), which rv_barrier (core's barrier of
+ * workers) does not give.
+ *
+ * Termination is detected by counting, with Mattern's four-counter
+ * method ("Algorithms for distributed termination detection", Distributed
+ * Computing 2(3), 1987, section 4): every worker counts the calls it
+ * made (forwards of broadcasts included, calls the transport lost
+ * excluded) and the calls it ran; waves of rv_allreduce sum both over the
+ * job. The job is quiet when one wave finds the sums equal and the next
+ * finds the same sums again: a call counted as made in the second wave
+ * but not run in the first would have changed a sum. Each worker reads
+ * its counters in its own code, never with a handler on its stack, so a
+ * call counted as run has finished, and the calls it made are counted.
+ * Between waves, and while a wave's reduction waits, workers progress and
+ * run calls; what the workers hold back (trad batches, queued calls) is
+ * pushed out before every wave.
+ */
+#include <inttypes.h>
+
+#include "am_internal.h"
+
+rv_status_t rv_quiesce(rv_worker_t *w)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw == NULL)
+        return am_not_initialised("rv_quiesce");
+    if (am_in_handler(aw)) {
+        rv_error("rv_quiesce called from a handler; it is called from the "
+                 "worker's own code, by every worker");
+        return RV_ERR_INVALID;
+    }
+    uint64_t prev[2] = {UINT64_MAX, 0};
+    rv_status_t st = rv_flush(w, RV_TID_ALL);
+    for (unsigned wave = 0; st == RV_OK; wave++) {
+        const rv_am_stats_t *s = &aw->stats;
+        uint64_t mine[2] = {
+            s->calls_sent + s->broadcasts_forwarded - s->calls_lost,
+            aw->calls_done};
+        uint64_t sum[2];
+        st = rv_allreduce(w, mine, sum, 2, RV_COLL_U64, RV_COLL_SUM);
+        if (st != RV_OK)
+            break;
+        if (sum[0] == sum[1] && sum[0] == prev[0] && sum[1] == prev[1]) {
+            rv_debug("rv_quiesce: quiet after %u waves, %" PRIu64
+                     " calls made and run", wave + 1, sum[0]);
+            return RV_OK;
+        }
+        prev[0] = sum[0];
+        prev[1] = sum[1];
+        st = am_flush_calls(aw, RV_TID_ALL);
+    }
+    return st;
+}
