@@ -71,7 +71,8 @@ while getopts "P:B:r:b:t:l:m:a:n:o:sh" o; do
     n) n=$OPTARG ;;
     o) run_timeout=$OPTARG ;;
     s) summary_only=1 ;;
-    *) sed -n "2,46p" "$0"; exit 2 ;;
+    *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+       exit 2 ;;
   esac
 done
 
