@@ -90,29 +90,31 @@ static rv_sync_t *send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify)
     return notify || cd->sync == NULL ? NULL : s;
 }
 
-/* Through the process's own queue: nothing is copied twice, nothing
- * crosses the transport. */
+/* Through the process's own queue: the record is written once into the
+ * destination thread's open block; nothing crosses the transport. */
 static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
                               rv_sync_t *s)
 {
     bool notify = (cd->flags & RV_NOTIFY_CONSUMED) || cd->ret != NULL;
-    am_hdr_t hdr = hdr_of(aw, cd);
-    hdr.flags |= AM_LOCAL | (notify ? AM_NOTIFY : 0) |
-                 (cd->ret ? AM_RETURN : 0);
-    hdr.sync = (uintptr_t)s;
-    size_t body = sizeof(hdr) + cd->len + cd->n;
-    am_lnode_t *ln = malloc(sizeof(*ln) + sizeof(am_rec_t) + AM_ALIGN8(body));
-    if (ln == NULL)
+    bool plain = !notify && cd->n == 0 && cd->am_flags == 0;
+    size_t body = (plain ? 0 : sizeof(am_hdr_t)) + cd->len + cd->n;
+    uint8_t *at = am_local_reserve(aw, am_local_thread(aw, cd->dest),
+                                   sizeof(am_rec_t) + AM_ALIGN8(body));
+    if (at == NULL)
         return RV_ERR_NO_MEMORY;
-    am_rec_write(ln->rec, cd->h, &hdr, cd->args, cd->len, cd->buf,
-              cd->n);
-    ln->src = aw->me;
-    cds_wfcq_node_init(&ln->node);
-    if (notify)
-        atomic_fetch_add(&s->pending, 1);
-    am_lqueue_t *q = am_lqueue(aw, (int)(cd->dest % (rv_tid_t)aw->threads),
-                            rv_worker_local(aw->w));
-    cds_wfcq_enqueue(&q->head, &q->tail, &ln->node);
+    if (plain) {
+        am_rec_write(at, cd->h, NULL, cd->args, cd->len, NULL, 0);
+    } else {
+        am_hdr_t hdr = hdr_of(aw, cd);
+        hdr.flags |= AM_LOCAL | (notify ? AM_NOTIFY : 0) |
+                     (cd->ret ? AM_RETURN : 0);
+        hdr.sync = (uintptr_t)s;
+        am_rec_write(at, cd->h, &hdr, cd->args, cd->len, cd->buf, cd->n);
+        /* Raised before the block is published, so before the target
+         * can complete it. */
+        if (notify)
+            atomic_fetch_add(&s->pending, 1);
+    }
     aw->stats.calls_local++;
     return RV_OK;
 }
@@ -196,21 +198,22 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
 /* The record paths: aggregation and/or the write path. */
 /* The common case of trad aggregation, kept short: a plain call appended
  * to the open run of its destination, which has room. */
-static bool trad_append(am_worker_t *aw, am_dest_t *d, const call_desc_t *cd)
+static bool trad_append(am_worker_t *aw, am_dest_t *d, rv_handler_id_t h,
+                        const void *args, size_t len)
 {
     am_buf_t *b = d->last;
-    size_t size = am_rec_size(cd->len);
+    size_t size = am_rec_size(len);
     if (b == NULL || b->open == SIZE_MAX || b->used + size > b->cap)
         return false;
-    size_t len = am_run_len(b, b->open) + size;
-    if (len > aw->run_max || d->pending + size > aw->trad_limit)
+    size_t run = am_run_len(b, b->open) + size;
+    if (run > aw->run_max || d->pending + size > aw->trad_limit)
         return false;
     uint8_t *at = b->base + b->used - AM_REC_FOOTER;
-    am_rec_write(at, cd->h, NULL, cd->args, cd->len, NULL, 0);
-    am_run_set_len(b, b->open, len);
+    am_rec_write(at, h, NULL, args, len, NULL, 0);
+    am_run_set_len(b, b->open, run);
     b->used += size;
     d->pending += size;
-    if (len >= aw->cfg->flush_bytes)
+    if (run >= aw->cfg->flush_bytes)
         am_dest_push(aw, d, false, true);
     else
         aw->idle_flush = true;
@@ -277,7 +280,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
     if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
-        cd->am_flags == 0 && trad_append(aw, d, cd))
+        cd->am_flags == 0 && trad_append(aw, d, cd->h, cd->args, cd->len))
         return RV_OK;
     rv_aggregation_t agg = aw->cfg->aggregation;
     am_hdr_t hdr = hdr_of(aw, cd);
@@ -376,8 +379,7 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     }
     rv_status_t st;
     bool bcast = cd->am_flags & AM_BCAST;
-    if (!bcast && aw->cfg->local_bypass &&
-        cd->dest / (rv_tid_t)aw->threads == (rv_tid_t)aw->rank)
+    if (!bcast && am_local_thread(aw, cd->dest) >= 0)
         st = call_local(aw, cd, s);
     else if (bcast || (aw->cfg->path == RV_AM_PATH_SEND &&
                        aw->cfg->aggregation == RV_AGG_NONE))
@@ -391,10 +393,39 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     return wait_local(w, &local, cd->sync);
 }
 
+/* The arguments the inline fast path of rv_call takes at most. */
+#define AM_FAST_ARGS 256
+
 rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
                     unsigned flags)
 {
+    /* The call of irregular traffic (Bale's histogram: 8 bytes, no
+     * synchronizer), written straight into a local block or a trad batch
+     * without building a descriptor; anything else takes call_out. */
+    am_worker_t *aw = am_of(w);
+    if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
+        dest < aw->nworkers) {
+        int local = am_local_thread(aw, dest);
+        bool done = false;
+        if (local >= 0) {
+            uint8_t *at = am_local_reserve(aw, local, sizeof(am_rec_t) +
+                                                          AM_ALIGN8(len));
+            if (at != NULL) {
+                am_rec_write(at, h, NULL, args, len, NULL, 0);
+                aw->stats.calls_local++;
+                done = true;
+            }
+        } else if (aw->cfg->aggregation == RV_AGG_TRAD &&
+                   aw->dests[dest] != NULL) {
+            done = trad_append(aw, aw->dests[dest], h, args, len);
+        }
+        if (done) {
+            aw->stats.calls_sent++;
+            aw->stats.bytes_sent += len;
+            return RV_OK;
+        }
+    }
     call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
                       .sync = sync, .flags = flags, .notifications = 1};
     return call_out(w, &cd);
@@ -491,6 +522,7 @@ static rv_status_t dest_flush(am_worker_t *aw, am_dest_t *d, bool wait)
 
 rv_status_t am_flush_calls(am_worker_t *aw, rv_tid_t dest)
 {
+    am_local_flush(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         if ((dest != RV_TID_ALL && t != dest) || aw->dests[t] == NULL)
             continue;

@@ -416,31 +416,3 @@ bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
     }
     return false;
 }
-
-/* ---------------------------------------------------------------------- */
-/* Local bypass                                                            */
-
-unsigned am_local_poll(am_worker_t *aw)
-{
-    unsigned n = 0;
-    if (!am_may_run(aw))
-        return 0;
-    int me = rv_worker_local(aw->w);
-    for (int s = 0; s < aw->threads; s++) {
-        am_lqueue_t *q = am_lqueue(aw, me, s);
-        struct cds_wfcq_node *node;
-        while ((node = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail)) !=
-                   NULL &&
-               node != CDS_WFCQ_WOULDBLOCK) {
-            am_lnode_t *ln = caa_container_of(node, am_lnode_t, node);
-            am_call_t c;
-            am_rec_t rec;
-            memcpy(&rec, ln->rec, sizeof(rec));
-            if (am_call_decode(&c, ln->src, &rec, ln->rec + sizeof(rec)))
-                am_run_call(aw, &c);
-            free(ln);
-            n++;
-        }
-    }
-    return n;
-}

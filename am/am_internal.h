@@ -243,14 +243,19 @@ typedef struct am_src {
 /* ---------------------------------------------------------------------- */
 /* Local bypass: one wait-free queue per (sender, receiver) thread pair of
  * a process (liburcu's wfcqueue: wait-free enqueue, and a single
- * dequeuer, the receiver, needs no lock). */
-
-typedef struct am_lnode {
+ * dequeuer, the receiver, needs no lock), a thread's calls to itself
+ * included. What travels on it is a block of call records (am_rec_t and
+ * body, no footer), filled by the sender without atomics and published
+ * whole: when full, at the end of the sender's progress call, and on
+ * rv_flush. One enqueue per block, not per call, keeps a local call at
+ * the cost of a function call and a copy of its arguments. */
+typedef struct am_lblock {
     struct cds_wfcq_node node;
-    rv_tid_t src;
-    uint32_t reserved;
-    _Alignas(8) uint8_t rec[]; /* a call record, without footer */
-} am_lnode_t;
+    size_t head;            /* receiver: the next record */
+    size_t tail, cap;       /* sender: bytes written, bytes room */
+    unsigned refs;          /* receiver: its calls still executing */
+    _Alignas(8) uint8_t data[];
+} am_lblock_t;
 
 typedef struct am_lqueue {
     struct __cds_wfcq_head head;
@@ -306,11 +311,17 @@ typedef struct am_worker {
     rv_tid_t me;
     uint32_t nworkers;
     int rank, threads;
+    rv_tid_t first_local;        /* the first worker of this process */
     am_dest_t **dests;           /* per destination, on first use */
     am_dest_t **used;            /* the ones made so far, for progress */
     uint32_t nused;
     am_dest_t **replying;        /* with completions gathered */
     uint32_t nreplying;
+    am_lblock_t **lout;          /* local bypass: open block per local
+                                    destination thread */
+    am_lblock_t **lcur;          /* local bypass: block being run, per
+                                    local source thread */
+    bool lpending;               /* some open block holds records */
     uint32_t srcs_busy;          /* sources with queued runs */
     am_src_t **srcs;             /* per source, on first use */
     am_iring_t **rings;          /* incoming rings, scanned in progress */
@@ -437,7 +448,7 @@ void am_dest_unreserve(am_dest_t *d, size_t size);
 am_src_t *am_src(am_worker_t *aw, rv_tid_t src);
 void am_run_call(am_worker_t *aw, const am_call_t *c);
 unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src);
-unsigned am_local_poll(am_worker_t *aw);
+
 rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg);
 rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg);
 
@@ -460,6 +471,42 @@ static inline am_lqueue_t *am_lqueue(am_worker_t *aw, int dst_local,
 {
     return &aw->proc->queues[dst_local * aw->threads + src_local];
 }
+
+/* am_local.c: the local bypass */
+/* The local thread of worker @p dest when the local bypass carries calls
+ * to it, else -1. */
+static inline int am_local_thread(const am_worker_t *aw, rv_tid_t dest)
+{
+    uint32_t local = dest - aw->first_local;
+    return local < (uint32_t)aw->threads && aw->cfg->local_bypass
+               ? (int)local
+               : -1;
+}
+
+/* Room for a record of @p size bytes (a multiple of 8) to local thread
+ * @p dst in a new block; NULL when out of memory. */
+uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size);
+
+/* Room for a record of @p size bytes (a multiple of 8) to local thread
+ * @p dst; NULL when out of memory. */
+static inline uint8_t *am_local_reserve(am_worker_t *aw, int dst,
+                                        size_t size)
+{
+    am_lblock_t *b = aw->lout[dst];
+    if (b == NULL || b->tail + size > b->cap)
+        return am_local_reserve_new(aw, dst, size);
+    uint8_t *at = b->data + b->tail;
+    b->tail += size;
+    aw->lpending = true;
+    return at;
+}
+/* Publishes every open block (all destinations). */
+void am_local_flush(am_worker_t *aw);
+/* Runs the calls that other threads (and this one) published here. */
+unsigned am_local_poll(am_worker_t *aw);
+/* Frees the worker's blocks; the context's queues (am_local_drop). */
+void am_local_fini(am_worker_t *aw);
+void am_local_drop(am_proc_t *proc);
 
 /* am_call.c: pushes out every call held for @p dest (RV_TID_ALL: all),
  * waiting, progressing */

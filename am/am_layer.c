@@ -78,8 +78,10 @@ static unsigned am_progress(rv_worker_t *w)
             am_buf_reap(aw, d);
         }
     }
-    /* The completions of the calls just run leave together. */
+    /* The completions of the calls just run leave together, and the
+     * local calls made meanwhile are published. */
     am_reply_flush(aw);
+    am_local_flush(aw);
     return n;
 }
 
@@ -135,6 +137,8 @@ static void worker_free(am_worker_t *aw)
     free(aw->dests);
     free(aw->used);
     free(aw->replying);
+    free(aw->lout);
+    free(aw->lcur);
     free(aw->srcs);
     free(aw->rings);
     free(aw);
@@ -154,13 +158,17 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->nworkers = rv_nworkers(ctx);
     aw->rank = rv_rank(ctx);
     aw->threads = rv_threads(ctx);
+    aw->first_local = (rv_tid_t)(aw->rank * aw->threads);
     aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
     aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));
     aw->used = calloc(aw->nworkers, sizeof(*aw->used));
     aw->replying = calloc(aw->nworkers, sizeof(*aw->replying));
+    aw->lout = calloc((size_t)aw->threads, sizeof(*aw->lout));
+    aw->lcur = calloc((size_t)aw->threads, sizeof(*aw->lcur));
     aw->rings = calloc(aw->nworkers, sizeof(*aw->rings));
     if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL ||
-        aw->used == NULL || aw->replying == NULL)
+        aw->used == NULL || aw->replying == NULL || aw->lout == NULL ||
+        aw->lcur == NULL)
         goto err_free;
     size_t ring_chunk = (aw->cfg->chunk_bytes + AM_PAGE - 1) &
                         ~(size_t)(AM_PAGE - 1);
@@ -265,6 +273,7 @@ static void am_worker_stop(rv_worker_t *w)
     am_service_stop(aw);
     am_ring_fini(aw);
     am_reply_fini(aw);
+    am_local_fini(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         am_dest_t *d = aw->dests[t];
         if (d != NULL) {
@@ -308,15 +317,7 @@ static void am_context_fini(rv_context_t *ctx)
     am_proc_t *proc = rv_layer_context(ctx, am_slot);
     if (proc == NULL)
         return;
-    /* Calls still queued locally at the end are dropped with the job. */
-    for (int i = 0; i < proc->threads * proc->threads; i++) {
-        struct cds_wfcq_node *node;
-        am_lqueue_t *q = &proc->queues[i];
-        while ((node = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail)) !=
-                   NULL &&
-               node != CDS_WFCQ_WOULDBLOCK)
-            free(caa_container_of(node, am_lnode_t, node));
-    }
+    am_local_drop(proc);
     am_service_fini(proc);
     proc_free(proc);
     am_slot = -1;

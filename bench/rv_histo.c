@@ -8,7 +8,7 @@
  * worker that owns it, whose handler adds one. As in Bale, the indices
  * are drawn before the clock starts, and the time covers the updates and
  * the step that makes sure every update has run everywhere
- * (all_calls_done). The rate per worker is n over the mean of the
+ * (rv_quiesce). The rate per worker is n over the mean of the
  * workers' times.
  *
  *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-histo [options]
@@ -34,7 +34,7 @@
 #include "rv_bale.h"
 
 static bale_opts_t opt = {.n = 1000000, .T = 1000, .seed = 1};
-static rv_handler_id_t incr_h, mark_h;
+static rv_handler_id_t incr_h;
 
 /* The counters of each worker of this process, by rv_worker_local. */
 static uint64_t **counters;
@@ -58,48 +58,6 @@ static rv_status_t on_incr(rv_worker_t *w, rv_call_t *call, void *arg)
     }
     counters[local][idx]++;
     return RV_OK;
-}
-
-/* The marker of all_calls_done: its running is the news. */
-static rv_status_t on_mark(rv_worker_t *w, rv_call_t *call, void *arg)
-{
-    (void)w;
-    (void)call;
-    (void)arg;
-    return RV_OK;
-}
-
-/*
- * Returns once every call any worker made before it has run at its
- * target. It flushes what aggregation holds, then sends every worker
- * (itself included) one marker call whose synchronizer completes when the
- * marker has run (RV_NOTIFY_CONSUMED): calls from one worker to another
- * run in the order they were made, so when the marker has run at a worker
- * all this worker's earlier calls to it have run too. The final barrier
- * waits until every worker knows that of its own calls.
- *
- * This is the only place that knows how the kernel reaches quiescence, so
- * that a quiescence call of the API can replace it alone.
- */
-static rv_status_t all_calls_done(rv_worker_t *w)
-{
-    rv_context_t *ctx = rv_worker_context(w);
-    uint64_t token = 0;
-    rv_sync_t sync;
-    rv_status_t st;
-    rv_sync_init(&sync, 0);
-    if ((st = rv_flush(w, RV_TID_ALL)) != RV_OK)
-        return st;
-    for (rv_tid_t t = 0; t < rv_nworkers(ctx); t++)
-        if ((st = bale_call(w, t, mark_h, &token, sizeof(token), &sync,
-                            RV_NOTIFY_CONSUMED)) != RV_OK)
-            return st;
-    /* The markers themselves may sit in a batch (am.aggregation trad). */
-    if ((st = rv_flush(w, RV_TID_ALL)) != RV_OK)
-        return st;
-    if ((st = rv_sync_wait(w, &sync)) != RV_OK)
-        return st;
-    return rv_barrier(w);
 }
 
 /* Replays every worker's index stream and counts, against this worker's
@@ -167,8 +125,9 @@ static int worker(rv_worker_t *w, void *arg)
         if ((st = bale_call(w, dest[i], incr_h, &idx[i], sizeof(idx[i]),
                             NULL, 0)) != RV_OK)
             bale_fail(w, "rv-histo", "an update", st);
-    if ((st = all_calls_done(w)) != RV_OK)
-        bale_fail(w, "rv-histo", "all_calls_done", st);
+    /* Every update has run everywhere (the barrier of calls). */
+    if ((st = rv_quiesce(w)) != RV_OK)
+        bale_fail(w, "rv-histo", "rv_quiesce", st);
     double t = bench_now_s() - t0;
 
     bale_report_t mine = {.time_s = t, .errors = bad_updates[local]};
@@ -219,7 +178,6 @@ int main(int argc, char **argv)
         if ((counters[i] = calloc((size_t)opt.T, sizeof(uint64_t))) == NULL)
             return 1;
     if (rv_am_register(ctx, "histo.incr", on_incr, NULL, &incr_h) ||
-        rv_am_register(ctx, "histo.mark", on_mark, NULL, &mark_h) ||
         bale_report_init(ctx))
         return 1;
 

@@ -1,0 +1,132 @@
+/*
+ * The local bypass: calls between the threads of one process, a thread's
+ * calls to itself included, through blocks of call records on a
+ * wait-free queue per thread pair (see am_lblock_t).
+ *
+ * Sender: records are appended to the open block of the destination
+ * thread with no atomics; the block is published (one wait-free enqueue)
+ * when it is full, at the end of the sender's progress call, and on
+ * rv_flush, so a call costs a function call and the copy of its
+ * arguments, and a published block carries every call made since the
+ * last one.
+ *
+ * Receiver: the block being run is kept per source thread, with its
+ * cursor advanced before each call runs, so that a handler that
+ * progresses continues the same block in order instead of overtaking it
+ * with the next one (FIFO order of starting calls, as for every other
+ * source). A block is freed once it is consumed and none of its calls
+ * is still executing.
+ */
+#include <stdlib.h>
+
+#include "am_internal.h"
+
+/* Bytes of a block: a few hundred small calls per published block. */
+#define AM_LBLOCK_BYTES ((size_t)16 << 10)
+
+static void local_publish(am_worker_t *aw, int dst)
+{
+    am_lblock_t *b = aw->lout[dst];
+    aw->lout[dst] = NULL;
+    cds_wfcq_node_init(&b->node);
+    am_lqueue_t *q = am_lqueue(aw, dst, rv_worker_local(aw->w));
+    cds_wfcq_enqueue(&q->head, &q->tail, &b->node);
+}
+
+uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size)
+{
+    if (aw->lout[dst] != NULL)
+        local_publish(aw, dst);
+    size_t cap = size > AM_LBLOCK_BYTES ? size : AM_LBLOCK_BYTES;
+    am_lblock_t *b = malloc(sizeof(*b) + cap);
+    if (b == NULL)
+        return NULL;
+    b->head = b->tail = 0;
+    b->cap = cap;
+    b->refs = 0;
+    aw->lout[dst] = b;
+    uint8_t *at = b->data + b->tail;
+    b->tail += size;
+    aw->lpending = true;
+    return at;
+}
+
+void am_local_flush(am_worker_t *aw)
+{
+    if (!aw->lpending)
+        return;
+    aw->lpending = false;
+    for (int t = 0; t < aw->threads; t++)
+        if (aw->lout[t] != NULL)
+            local_publish(aw, t);
+}
+
+/* Runs the calls of source thread @p s's blocks; stops early at
+ * am.max_nesting. */
+static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
+{
+    unsigned n = 0;
+    rv_tid_t src = (rv_tid_t)(aw->rank * aw->threads + s);
+    for (;;) {
+        am_lblock_t *b = aw->lcur[s];
+        if (b == NULL) {
+            struct cds_wfcq_node *node =
+                __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail);
+            if (node == NULL || node == CDS_WFCQ_WOULDBLOCK)
+                return n;
+            b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
+        }
+        while (b->head < b->tail) {
+            if (!am_may_run(aw))
+                return n;
+            am_rec_t rec;
+            am_call_t c;
+            const uint8_t *at = b->data + b->head;
+            memcpy(&rec, at, sizeof(rec));
+            b->head += sizeof(rec) + AM_ALIGN8(rec.len);
+            if (!am_call_decode(&c, src, &rec, at + sizeof(rec)))
+                continue;
+            b->refs++;
+            am_run_call(aw, &c);
+            b->refs--;
+            n++;
+        }
+        /* Consumed. A frame further out that still runs one of its calls
+         * frees it when that call returns (it finds it consumed and no
+         * longer current). */
+        if (aw->lcur[s] == b)
+            aw->lcur[s] = NULL;
+        if (b->refs == 0)
+            free(b);
+    }
+}
+
+unsigned am_local_poll(am_worker_t *aw)
+{
+    unsigned n = 0;
+    int me = rv_worker_local(aw->w);
+    for (int s = 0; s < aw->threads && am_may_run(aw); s++)
+        n += local_run(aw, s, am_lqueue(aw, me, s));
+    return n;
+}
+
+void am_local_fini(am_worker_t *aw)
+{
+    for (int t = 0; aw->lout != NULL && t < aw->threads; t++)
+        free(aw->lout[t]);
+    for (int t = 0; aw->lcur != NULL && t < aw->threads; t++)
+        free(aw->lcur[t]);
+}
+
+void am_local_drop(am_proc_t *proc)
+{
+    /* Calls still queued locally at the end are dropped with the job. */
+    for (int i = 0; i < proc->threads * proc->threads; i++) {
+        struct cds_wfcq_node *node;
+        am_lqueue_t *q = &proc->queues[i];
+        while ((node = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail)) !=
+                   NULL &&
+               node != CDS_WFCQ_WOULDBLOCK)
+            free(caa_container_of(node, am_lblock_t, node));
+    }
+}
