@@ -108,7 +108,11 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     if (am_path_write(aw)) {
         am_rec_t first;
         memcpy(&first, recs, sizeof(first));
-        if (len == am_rec_size(first.len)) {
+        /* A lone record goes as a ring record of its own, but for a run
+         * record, which goes inside a batch (a ring record outside
+         * batches is one call). */
+        if (len == am_rec_size(first.len) &&
+            (first.meta & AM_REC_KIND_MASK) != AM_REC_RUN) {
             st = am_ring_write(aw, d, b, recs, len);
         } else {
             am_rec_t batch = {.len = (uint32_t)len, .meta = AM_REC_BATCH};
@@ -143,7 +147,10 @@ static uint64_t run_calls(const am_buf_t *b, size_t off)
     while (p + sizeof(am_rec_t) <= end) {
         am_rec_t rec;
         memcpy(&rec, p, sizeof(rec));
-        n += (rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL;
+        if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL)
+            n++;
+        else if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_RUN)
+            n += rec.len / am_run_stride(rec.meta >> AM_REC_ALEN_SHIFT);
         p += am_rec_size(rec.len);
     }
     return n;

@@ -196,22 +196,72 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
 }
 
 /* The record paths: aggregation and/or the write path. */
+/* Extends @p d's open run record (AM_REC_RUN) by one call when it is the
+ * last record of the open run and of handler @p h with @p len-byte
+ * arguments: 8 bytes per 8-byte call instead of a record each. */
+static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
+                        rv_handler_id_t h, const void *args, size_t len,
+                        size_t stride)
+{
+    if (d->run_buf != b || b->used != d->run_end || b->open >= d->run_at)
+        return false;
+    am_rec_t rec;
+    memcpy(&rec, b->base + d->run_at, sizeof(rec));
+    if (rec.handler != h || rec.meta >> AM_REC_ALEN_SHIFT != len)
+        return false;
+    size_t run = am_run_len(b, b->open) + stride;
+    if (run > aw->run_max || d->pending + stride > aw->trad_limit ||
+        b->used + stride > b->cap)
+        return false;
+    /* The run of records ends [record's footer][run's reserve]: the new
+     * call goes where the record's footer was; both move behind it. */
+    uint8_t *at = b->base + b->used - 2 * AM_REC_FOOTER;
+    memcpy(at, args, len);
+    if (stride > len)
+        memset(at + len, 0, stride - len);
+    rec.len += (uint32_t)stride;
+    memcpy(b->base + d->run_at, &rec, sizeof(rec));
+    am_run_set_len(b, b->open, run);
+    b->used += stride;
+    d->run_end = b->used;
+    d->pending += stride;
+    if (run >= aw->cfg->flush_bytes)
+        am_dest_push(aw, d, false, true);
+    else
+        aw->idle_flush = true;
+    return true;
+}
+
 /* The common case of trad aggregation, kept short: a plain call appended
- * to the open run of its destination, which has room. */
+ * to the open run of its destination, which has room: as one more call
+ * of the run record at its end, or as a new run record. */
 static bool trad_append(am_worker_t *aw, am_dest_t *d, rv_handler_id_t h,
                         const void *args, size_t len)
 {
     am_buf_t *b = d->last;
-    size_t size = am_rec_size(len);
-    if (b == NULL || b->open == SIZE_MAX || b->used + size > b->cap)
+    size_t stride = am_run_stride(len);
+    if (b == NULL || b->open == SIZE_MAX)
+        return false;
+    if (trad_extend(aw, d, b, h, args, len, stride))
+        return true;
+    size_t size = sizeof(am_rec_t) + stride + AM_REC_FOOTER;
+    if (b->used + size > b->cap)
         return false;
     size_t run = am_run_len(b, b->open) + size;
     if (run > aw->run_max || d->pending + size > aw->trad_limit)
         return false;
     uint8_t *at = b->base + b->used - AM_REC_FOOTER;
-    am_rec_write(at, h, NULL, args, len, NULL, 0);
+    am_rec_t rec = {.handler = h, .len = (uint32_t)stride,
+                    .meta = AM_REC_RUN | (uint32_t)len << AM_REC_ALEN_SHIFT};
+    memcpy(at, &rec, sizeof(rec));
+    memcpy(at + sizeof(rec), args, len);
+    if (stride > len)
+        memset(at + sizeof(rec) + len, 0, stride - len);
     am_run_set_len(b, b->open, run);
+    d->run_buf = b;
+    d->run_at = (size_t)(at - b->base);
     b->used += size;
+    d->run_end = b->used;
     d->pending += size;
     if (run >= aw->cfg->flush_bytes)
         am_dest_push(aw, d, false, true);
@@ -409,13 +459,8 @@ rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         int local = am_local_thread(aw, dest);
         bool done = false;
         if (local >= 0) {
-            uint8_t *at = am_local_reserve(aw, local, sizeof(am_rec_t) +
-                                                          AM_ALIGN8(len));
-            if (at != NULL) {
-                am_rec_write(at, h, NULL, args, len, NULL, 0);
-                aw->stats.calls_local++;
-                done = true;
-            }
+            done = am_local_call(aw, local, h, args, len);
+            aw->stats.calls_local += done;
         } else if (aw->cfg->aggregation == RV_AGG_TRAD &&
                    aw->dests[dest] != NULL) {
             done = trad_append(aw, aw->dests[dest], h, args, len);

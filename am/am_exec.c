@@ -55,6 +55,45 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
     return true;
 }
 
+int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
+{
+    while (r->rp >= r->rend) {
+        am_rec_t rec;
+        size_t left = (size_t)(r->end - r->p);
+        if (left == 0)
+            return 1;
+        if (left < sizeof(rec))
+            return -1;
+        memcpy(&rec, r->p, sizeof(rec));
+        size_t size = sizeof(rec) + AM_ALIGN8(rec.len) + footer;
+        const uint8_t *body = r->p + sizeof(rec);
+        if (size > left)
+            return -1;
+        if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL) {
+            if (!am_call_decode(c, src, &rec, body))
+                return -1;
+            r->p += size;
+            return 0;
+        }
+        uint32_t alen = rec.meta >> AM_REC_ALEN_SHIFT;
+        size_t stride = am_run_stride(alen);
+        if ((rec.meta & AM_REC_KIND_MASK) != AM_REC_RUN ||
+            rec.len % stride != 0)
+            return -1;
+        r->rp = body;
+        r->rend = body + rec.len;
+        r->rh = rec.handler;
+        r->ralen = alen;
+        r->rstride = (uint32_t)stride;
+        r->p += size;
+    }
+    *c = (am_call_t){.src = src, .handler = r->rh,
+                     .hdr = {.args_len = r->ralen}, .args = r->rp,
+                     .args_len = r->ralen};
+    r->rp += r->rstride;
+    return 0;
+}
+
 /* Sends a message from inside a call's execution without ever waiting
  * (RV_SEND_COPY): a handler's reply or forward that waited would
  * progress, run the next call, whose reply would wait in turn, and under
@@ -242,25 +281,19 @@ unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
 {
     unsigned n = 0;
     for (am_run_t *r = s->head; r != NULL && !s->fetching && am_may_run(aw);) {
-        if (r->p >= r->end) {
+        am_call_t c;
+        int k = am_run_next(r, src, AM_REC_FOOTER, &c);
+        if (k > 0) {
             r = r->next;
             continue;
         }
-        am_rec_t rec;
-        am_call_t c;
-        size_t left = (size_t)(r->end - r->p);
-        memcpy(&rec, r->p, sizeof(rec));
-        size_t size = am_rec_size(rec.len);
-        if (left < sizeof(rec) || size > left ||
-            (rec.meta & AM_REC_KIND_MASK) != AM_REC_CALL ||
-            !am_call_decode(&c, src, &rec, r->p + sizeof(rec))) {
+        if (k < 0) {
             rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
             rv_warn("dropped the rest of a malformed batch of calls from "
                     "worker %u", src);
             r->p = r->end;
             continue;
         }
-        r->p += size;
         r->refs++;
         am_run_call(aw, &c);
         r->refs--;
@@ -268,7 +301,7 @@ unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
     }
     /* Runs are released in order, once done. */
     am_run_t *r;
-    while ((r = s->head) != NULL && r->p >= r->end && r->refs == 0) {
+    while ((r = s->head) != NULL && !am_run_more(r) && r->refs == 0) {
         s->head = r->next;
         if (s->head == NULL) {
             s->tail = NULL;

@@ -46,12 +46,24 @@ enum {
     AM_REC_BATCH = 1,  /* body: a run of call records */
     AM_REC_ROTATE = 2, /* body: u32 chunks spliced in after this one */
     AM_REC_DETOUR = 3, /* body: u64 token of a call sent over send */
+    AM_REC_RUN = 4,    /* body: plain calls of one handler with the same
+                          argument length (meta >> AM_REC_ALEN_SHIFT), one
+                          after another, each padded to am_run_stride */
     AM_REC_KIND_MASK = 0xff,
     AM_REC_XHDR = 1u << 8,  /* the body starts with an am_hdr_t */
     AM_REC_LARGE = 1u << 9, /* body written first, header after a fence */
 };
 
 #define AM_REC_FOOTER 8u
+/* A run record's argument length, in its meta. */
+#define AM_REC_ALEN_SHIFT 16
+
+/* Bytes one call of a run takes: its arguments, padded to 8 (and at
+ * least 8, so that a run's length counts its calls). */
+static inline size_t am_run_stride(size_t alen)
+{
+    return alen <= 8 ? 8 : (alen + 7u) & ~(size_t)7u;
+}
 #define AM_ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 
 static inline size_t am_rec_size(size_t len)
@@ -116,6 +128,7 @@ typedef struct am_call {
 bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
                     const uint8_t *body);
 
+
 /* ---------------------------------------------------------------------- */
 /* Sender side                                                             */
 
@@ -175,6 +188,10 @@ typedef struct am_dest {
     rv_tid_t tid;
     am_buf_t *bufs, *last;  /* oldest first */
     am_buf_t *unsent;       /* first that may hold unsent runs (or NULL) */
+    /* the last AM_REC_RUN record written (trad), at run_at in run_buf;
+     * still open for more calls while run_buf's used is run_end */
+    am_buf_t *run_buf;
+    size_t run_at, run_end;
     size_t pending;         /* bytes in runs not yet transmitted */
     bool warned_limit;
     bool pushing;           /* inside am_dest_push */
@@ -195,6 +212,11 @@ typedef struct am_dest {
  * in order instead of overtaking it. */
 typedef struct am_run {
     const uint8_t *p, *end;
+    /* the calls of the run record being taken (AM_REC_RUN): they come
+     * before the record at p */
+    const uint8_t *rp, *rend;
+    rv_handler_id_t rh;
+    uint32_t ralen, rstride;
     unsigned refs;          /* calls of the run still executing */
     bool has_msg;
     rv_msg_t msg;           /* released when the run is done */
@@ -202,6 +224,17 @@ typedef struct am_run {
     bool detour;
     struct am_run *next;
 } am_run_t;
+
+/* Whether @p r has calls left to take. */
+static inline bool am_run_more(const am_run_t *r)
+{
+    return r->rp < r->rend || r->p < r->end;
+}
+
+/* Takes the next call of @p r (records of @p footer bytes of footer):
+ * 0 with *c decoded and the cursor past it, 1 when none is left, -1 when
+ * the next record is malformed (the cursor is not moved). */
+int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c);
 
 typedef struct am_ichunk {
     uint8_t *addr;
@@ -251,9 +284,9 @@ typedef struct am_src {
  * the cost of a function call and a copy of its arguments. */
 typedef struct am_lblock {
     struct cds_wfcq_node node;
-    size_t head;            /* receiver: the next record */
+    am_run_t run;           /* receiver: its records, as a run */
     size_t tail, cap;       /* sender: bytes written, bytes room */
-    unsigned refs;          /* receiver: its calls still executing */
+    size_t run_at;          /* sender: the open AM_REC_RUN, or SIZE_MAX */
     _Alignas(8) uint8_t data[];
 } am_lblock_t;
 
@@ -500,6 +533,11 @@ static inline uint8_t *am_local_reserve(am_worker_t *aw, int dst,
     aw->lpending = true;
     return at;
 }
+/* Appends a plain call (no header) to local thread @p dst, sharing the
+ * previous record's header when it is a run of the same handler and
+ * argument length; false when out of memory. */
+bool am_local_call(am_worker_t *aw, int dst, rv_handler_id_t h,
+                   const void *args, size_t len);
 /* Publishes every open block (all destinations). */
 void am_local_flush(am_worker_t *aw);
 /* Runs the calls that other threads (and this one) published here. */

@@ -18,6 +18,7 @@
  * is still executing.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "am_internal.h"
 
@@ -41,14 +42,50 @@ uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size)
     am_lblock_t *b = malloc(sizeof(*b) + cap);
     if (b == NULL)
         return NULL;
-    b->head = b->tail = 0;
+    b->tail = 0;
     b->cap = cap;
-    b->refs = 0;
+    b->run_at = SIZE_MAX;
     aw->lout[dst] = b;
     uint8_t *at = b->data + b->tail;
     b->tail += size;
     aw->lpending = true;
     return at;
+}
+
+bool am_local_call(am_worker_t *aw, int dst, rv_handler_id_t h,
+                   const void *args, size_t len)
+{
+    /* Consecutive calls of one handler with the same argument length
+     * share one record header (AM_REC_RUN): 8 bytes per 8-byte call. */
+    size_t stride = am_run_stride(len);
+    am_lblock_t *b = aw->lout[dst];
+    if (b != NULL && b->run_at != SIZE_MAX && b->tail + stride <= b->cap) {
+        am_rec_t rec;
+        memcpy(&rec, b->data + b->run_at, sizeof(rec));
+        if (rec.handler == h && rec.meta >> AM_REC_ALEN_SHIFT == len &&
+            b->run_at + sizeof(rec) + rec.len == b->tail) {
+            uint8_t *at = b->data + b->tail;
+            memcpy(at, args, len);
+            if (stride > len)
+                memset(at + len, 0, stride - len);
+            rec.len += (uint32_t)stride;
+            memcpy(b->data + b->run_at, &rec, sizeof(rec));
+            b->tail += stride;
+            return true;
+        }
+    }
+    uint8_t *at = am_local_reserve(aw, dst, sizeof(am_rec_t) + stride);
+    if (at == NULL)
+        return false;
+    am_rec_t rec = {.handler = h, .len = (uint32_t)stride,
+                    .meta = AM_REC_RUN | (uint32_t)len << AM_REC_ALEN_SHIFT};
+    memcpy(at, &rec, sizeof(rec));
+    memcpy(at + sizeof(rec), args, len);
+    if (stride > len)
+        memset(at + sizeof(rec) + len, 0, stride - len);
+    b = aw->lout[dst];
+    b->run_at = (size_t)(at - b->data);
+    return true;
 }
 
 void am_local_flush(am_worker_t *aw)
@@ -66,7 +103,7 @@ void am_local_flush(am_worker_t *aw)
 static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
 {
     unsigned n = 0;
-    rv_tid_t src = (rv_tid_t)(aw->rank * aw->threads + s);
+    rv_tid_t src = aw->first_local + (rv_tid_t)s;
     for (;;) {
         am_lblock_t *b = aw->lcur[s];
         if (b == NULL) {
@@ -75,28 +112,30 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
             if (node == NULL || node == CDS_WFCQ_WOULDBLOCK)
                 return n;
             b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
+            b->run = (am_run_t){.p = b->data, .end = b->data + b->tail};
         }
-        while (b->head < b->tail) {
-            if (!am_may_run(aw))
-                return n;
-            am_rec_t rec;
-            am_call_t c;
-            const uint8_t *at = b->data + b->head;
-            memcpy(&rec, at, sizeof(rec));
-            b->head += sizeof(rec) + AM_ALIGN8(rec.len);
-            if (!am_call_decode(&c, src, &rec, at + sizeof(rec)))
-                continue;
-            b->refs++;
+        am_call_t c;
+        int k = 0;
+        while (am_may_run(aw) && (k = am_run_next(&b->run, src, 0, &c)) == 0) {
+            b->run.refs++;
             am_run_call(aw, &c);
-            b->refs--;
+            b->run.refs--;
             n++;
         }
+        if (k < 0) {
+            rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
+            rv_warn("dropped the rest of a malformed block of local calls "
+                    "from worker %u", src);
+            b->run.p = b->run.end;
+        }
+        if (am_run_more(&b->run))
+            return n; /* at am.max_nesting */
         /* Consumed. A frame further out that still runs one of its calls
          * frees it when that call returns (it finds it consumed and no
          * longer current). */
         if (aw->lcur[s] == b)
             aw->lcur[s] = NULL;
-        if (b->refs == 0)
+        if (b->run.refs == 0)
             free(b);
     }
 }

@@ -331,7 +331,7 @@ static void ring_push(am_worker_t *aw, am_iring_t *r)
 {
     if (!r->push_due || r->push_busy)
         return;
-    bool idle = r->depth == 0 && r->batch.p >= r->batch.end &&
+    bool idle = r->depth == 0 && !am_run_more(&r->batch) &&
                 r->batch.refs == 0;
     if (idle)
         r->pushed = r->drained;
@@ -402,19 +402,17 @@ static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
 static unsigned batch_step(am_worker_t *aw, am_iring_t *r)
 {
     am_run_t *b = &r->batch;
-    am_rec_t rec;
     am_call_t c;
-    memcpy(&rec, b->p, sizeof(rec));
-    size_t size = am_rec_size(rec.len);
-    if (size > (size_t)(b->end - b->p) ||
-        !am_call_decode(&c, r->src, &rec, b->p + sizeof(rec))) {
-        rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
-        rv_warn("dropped the rest of a malformed batch from worker %u",
-                r->src);
+    int k = am_run_next(b, r->src, AM_REC_FOOTER, &c);
+    if (k != 0) {
+        if (k < 0) {
+            rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
+            rv_warn("dropped the rest of a malformed batch from worker %u",
+                    r->src);
+        }
         b->p = b->end;
         return 0;
     }
-    b->p += size;
     b->refs++;
     am_run_call(aw, &c);
     b->refs--;
@@ -509,7 +507,7 @@ static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
     am_src_t *s = aw->srcs[r->src];
     while (n < POLL_BUDGET && r->nchunks > 0 && !r->stopped &&
            !(s != NULL && s->fetching) && am_may_run(aw)) {
-        if (r->batch.p < r->batch.end) {
+        if (am_run_more(&r->batch)) {
             n += batch_step(aw, r);
             continue;
         }
