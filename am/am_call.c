@@ -196,18 +196,20 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
 }
 
 /* The record paths: aggregation and/or the write path. */
-/* Extends @p d's open run record (AM_REC_RUN) by one call when it is the
- * last record of the open run and of handler @p h with @p len-byte
- * arguments: 8 bytes per 8-byte call instead of a record each. */
+/* The arguments (and result) the fast path of the call takes at most. */
+#define AM_FAST_ARGS 256
+
+/* Extends @p d's open run record by call @p e when it is the last record
+ * of the open run and of the same handler, kind and lengths: 8 bytes per
+ * 8-byte plain call instead of a record each. */
 static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
-                        rv_handler_id_t h, const void *args, size_t len,
-                        size_t stride)
+                        const am_elem_t *e, size_t stride)
 {
     if (d->run_buf != b || b->used != d->run_end || b->open >= d->run_at)
         return false;
     am_rec_t rec;
     memcpy(&rec, b->base + d->run_at, sizeof(rec));
-    if (rec.handler != h || rec.meta >> AM_REC_ALEN_SHIFT != len)
+    if (!am_elem_matches(&rec, e))
         return false;
     size_t run = am_run_len(b, b->open) + stride;
     if (run > aw->run_max || d->pending + stride > aw->trad_limit ||
@@ -215,10 +217,7 @@ static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
         return false;
     /* The run of records ends [record's footer][run's reserve]: the new
      * call goes where the record's footer was; both move behind it. */
-    uint8_t *at = b->base + b->used - 2 * AM_REC_FOOTER;
-    memcpy(at, args, len);
-    if (stride > len)
-        memset(at + len, 0, stride - len);
+    am_elem_write(b->base + b->used - 2 * AM_REC_FOOTER, e, stride);
     rec.len += (uint32_t)stride;
     memcpy(b->base + d->run_at, &rec, sizeof(rec));
     am_run_set_len(b, b->open, run);
@@ -232,17 +231,16 @@ static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     return true;
 }
 
-/* The common case of trad aggregation, kept short: a plain call appended
- * to the open run of its destination, which has room: as one more call
- * of the run record at its end, or as a new run record. */
-static bool trad_append(am_worker_t *aw, am_dest_t *d, rv_handler_id_t h,
-                        const void *args, size_t len)
+/* The common case of trad aggregation, kept short: call @p e appended to
+ * the open run of its destination, which has room: as one more call of
+ * the run record at its end, or as a new run record. */
+static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
 {
     am_buf_t *b = d->last;
-    size_t stride = am_run_stride(len);
+    size_t stride = am_elem_stride(e->kind, e->alen);
     if (b == NULL || b->open == SIZE_MAX)
         return false;
-    if (trad_extend(aw, d, b, h, args, len, stride))
+    if (trad_extend(aw, d, b, e, stride))
         return true;
     size_t size = sizeof(am_rec_t) + stride + AM_REC_FOOTER;
     if (b->used + size > b->cap)
@@ -251,12 +249,9 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, rv_handler_id_t h,
     if (run > aw->run_max || d->pending + size > aw->trad_limit)
         return false;
     uint8_t *at = b->base + b->used - AM_REC_FOOTER;
-    am_rec_t rec = {.handler = h, .len = (uint32_t)stride,
-                    .meta = AM_REC_RUN | (uint32_t)len << AM_REC_ALEN_SHIFT};
+    am_rec_t rec = am_elem_rec(e, stride);
     memcpy(at, &rec, sizeof(rec));
-    memcpy(at + sizeof(rec), args, len);
-    if (stride > len)
-        memset(at + sizeof(rec) + len, 0, stride - len);
+    am_elem_write(at + sizeof(rec), e, stride);
     am_run_set_len(b, b->open, run);
     d->run_buf = b;
     d->run_at = (size_t)(at - b->base);
@@ -267,6 +262,26 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, rv_handler_id_t h,
         am_dest_push(aw, d, false, true);
     else
         aw->idle_flush = true;
+    return true;
+}
+
+/* The fast path of rv_call and rv_call_return: call @p e to @p dest,
+ * written straight into a local block or a trad batch without building a
+ * descriptor. False when it cannot (the caller takes call_out). */
+static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
+{
+    int local = am_local_thread(aw, dest);
+    if (local >= 0) {
+        if (!am_local_call(aw, local, e))
+            return false;
+        aw->stats.calls_local++;
+    } else if (aw->cfg->aggregation != RV_AGG_TRAD ||
+               aw->dests[dest] == NULL ||
+               !trad_append(aw, aw->dests[dest], e)) {
+        return false;
+    }
+    aw->stats.calls_sent++;
+    aw->stats.bytes_sent += e->alen;
     return true;
 }
 
@@ -330,7 +345,10 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
     if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
-        cd->am_flags == 0 && trad_append(aw, d, cd->h, cd->args, cd->len))
+        cd->am_flags == 0 &&
+        trad_append(aw, d, &(am_elem_t){.kind = AM_REC_RUN, .h = cd->h,
+                                       .alen = (uint32_t)cd->len,
+                                       .args = cd->args}))
         return RV_OK;
     rv_aggregation_t agg = aw->cfg->aggregation;
     am_hdr_t hdr = hdr_of(aw, cd);
@@ -443,34 +461,20 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     return wait_local(w, &local, cd->sync);
 }
 
-/* The arguments the inline fast path of rv_call takes at most. */
-#define AM_FAST_ARGS 256
 
 rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
                     unsigned flags)
 {
     /* The call of irregular traffic (Bale's histogram: 8 bytes, no
-     * synchronizer), written straight into a local block or a trad batch
-     * without building a descriptor; anything else takes call_out. */
+     * synchronizer); anything else takes call_out. */
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
-        dest < aw->nworkers) {
-        int local = am_local_thread(aw, dest);
-        bool done = false;
-        if (local >= 0) {
-            done = am_local_call(aw, local, h, args, len);
-            aw->stats.calls_local += done;
-        } else if (aw->cfg->aggregation == RV_AGG_TRAD &&
-                   aw->dests[dest] != NULL) {
-            done = trad_append(aw, aw->dests[dest], h, args, len);
-        }
-        if (done) {
-            aw->stats.calls_sent++;
-            aw->stats.bytes_sent += len;
-            return RV_OK;
-        }
-    }
+        dest < aw->nworkers &&
+        call_fast(aw, dest, &(am_elem_t){.kind = AM_REC_RUN, .h = h,
+                                         .alen = (uint32_t)len,
+                                         .args = args}))
+        return RV_OK;
     call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
                       .sync = sync, .flags = flags, .notifications = 1};
     return call_out(w, &cd);
@@ -492,6 +496,21 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
 {
     if (ret == NULL)
         return RV_ERR_INVALID;
+    /* Index-gather's call (Bale): small arguments and result, one
+     * synchronizer for many calls. The count is raised first: the local
+     * bypass may run it before call_fast returns (another thread). */
+    am_worker_t *aw = am_of(w);
+    if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
+        len <= AM_FAST_ARGS && ret_len <= AM_FAST_ARGS &&
+        dest < aw->nworkers) {
+        am_elem_t e = {.kind = AM_REC_RETRUN, .h = h, .alen = (uint32_t)len,
+                       .ret_len = (uint32_t)ret_len,
+                       .pre = {(uintptr_t)sync, (uintptr_t)ret}, .args = args};
+        atomic_fetch_add_explicit(&sync->pending, 1, memory_order_relaxed);
+        if (call_fast(aw, dest, &e))
+            return RV_OK;
+        atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
+    }
     call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
                       .ret = ret, .ret_len = ret_len, .sync = sync,
                       .flags = flags, .notifications = 1};

@@ -75,9 +75,10 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
             r->p += size;
             return 0;
         }
+        uint32_t kind = rec.meta & AM_REC_KIND_MASK;
         uint32_t alen = rec.meta >> AM_REC_ALEN_SHIFT;
-        size_t stride = am_run_stride(alen);
-        if ((rec.meta & AM_REC_KIND_MASK) != AM_REC_RUN ||
+        size_t stride = am_elem_stride(kind, alen);
+        if ((kind != AM_REC_RUN && kind != AM_REC_RETRUN) ||
             rec.len % stride != 0)
             return -1;
         r->rp = body;
@@ -85,11 +86,20 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         r->rh = rec.handler;
         r->ralen = alen;
         r->rstride = (uint32_t)stride;
+        r->rkind = kind;
+        r->rret_len = rec.seq;
         r->p += size;
     }
     *c = (am_call_t){.src = src, .handler = r->rh,
                      .hdr = {.args_len = r->ralen}, .args = r->rp,
                      .args_len = r->ralen};
+    if (r->rkind == AM_REC_RETRUN) {
+        memcpy(&c->hdr.sync, r->rp, sizeof(c->hdr.sync));
+        memcpy(&c->hdr.ret, r->rp + 8, sizeof(c->hdr.ret));
+        c->hdr.ret_len = r->rret_len;
+        c->hdr.flags = AM_NOTIFY | AM_RETURN | (r->local ? AM_LOCAL : 0);
+        c->args = r->rp + 16;
+    }
     r->rp += r->rstride;
     return 0;
 }

@@ -49,12 +49,16 @@ enum {
     AM_REC_RUN = 4,    /* body: plain calls of one handler with the same
                           argument length (meta >> AM_REC_ALEN_SHIFT), one
                           after another, each padded to am_run_stride */
+    AM_REC_RETRUN = 5, /* as RUN, of rv_call_return calls with the same
+                          result length (the record's seq): each call is
+                          [sync 8][ret 8][arguments, padded to 8] */
     AM_REC_KIND_MASK = 0xff,
     AM_REC_XHDR = 1u << 8,  /* the body starts with an am_hdr_t */
     AM_REC_LARGE = 1u << 9, /* body written first, header after a fence */
 };
 
 #define AM_REC_FOOTER 8u
+#define AM_ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 /* A run record's argument length, in its meta. */
 #define AM_REC_ALEN_SHIFT 16
 
@@ -64,7 +68,47 @@ static inline size_t am_run_stride(size_t alen)
 {
     return alen <= 8 ? 8 : (alen + 7u) & ~(size_t)7u;
 }
-#define AM_ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+
+/* One call of a run record (AM_REC_RUN or AM_REC_RETRUN), to write. */
+typedef struct am_elem {
+    uint32_t kind;
+    rv_handler_id_t h;
+    uint32_t alen, ret_len;
+    uint64_t pre[2];        /* RETRUN: the caller's sync and ret */
+    const void *args;
+} am_elem_t;
+
+static inline size_t am_elem_stride(uint32_t kind, size_t alen)
+{
+    return kind == AM_REC_RUN ? am_run_stride(alen)
+                              : sizeof(uint64_t[2]) + AM_ALIGN8(alen);
+}
+
+/* The header of a run record of @p e's kind holding one call. */
+static inline am_rec_t am_elem_rec(const am_elem_t *e, size_t stride)
+{
+    return (am_rec_t){.seq = e->ret_len, .handler = e->h,
+                      .len = (uint32_t)stride,
+                      .meta = e->kind | e->alen << AM_REC_ALEN_SHIFT};
+}
+
+/* Whether the run record @p rec takes @p e as one more call. */
+static inline bool am_elem_matches(const am_rec_t *rec, const am_elem_t *e)
+{
+    return rec->handler == e->h &&
+           rec->meta == (e->kind | e->alen << AM_REC_ALEN_SHIFT) &&
+           rec->seq == e->ret_len;
+}
+
+static inline void am_elem_write(uint8_t *at, const am_elem_t *e,
+                                 size_t stride)
+{
+    size_t pre = e->kind == AM_REC_RUN ? 0 : sizeof(e->pre);
+    memcpy(at, e->pre, pre);
+    memcpy(at + pre, e->args, e->alen);
+    if (stride > pre + e->alen)
+        memset(at + pre + e->alen, 0, stride - pre - e->alen);
+}
 
 static inline size_t am_rec_size(size_t len)
 {
@@ -217,6 +261,8 @@ typedef struct am_run {
     const uint8_t *rp, *rend;
     rv_handler_id_t rh;
     uint32_t ralen, rstride;
+    uint32_t rkind, rret_len;
+    bool local;             /* a local block: results go straight back */
     unsigned refs;          /* calls of the run still executing */
     bool has_msg;
     rv_msg_t msg;           /* released when the run is done */
@@ -536,8 +582,7 @@ static inline uint8_t *am_local_reserve(am_worker_t *aw, int dst,
 /* Appends a plain call (no header) to local thread @p dst, sharing the
  * previous record's header when it is a run of the same handler and
  * argument length; false when out of memory. */
-bool am_local_call(am_worker_t *aw, int dst, rv_handler_id_t h,
-                   const void *args, size_t len);
+bool am_local_call(am_worker_t *aw, int dst, const am_elem_t *e);
 /* Publishes every open block (all destinations). */
 void am_local_flush(am_worker_t *aw);
 /* Runs the calls that other threads (and this one) published here. */

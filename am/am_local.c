@@ -52,22 +52,19 @@ uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size)
     return at;
 }
 
-bool am_local_call(am_worker_t *aw, int dst, rv_handler_id_t h,
-                   const void *args, size_t len)
+bool am_local_call(am_worker_t *aw, int dst, const am_elem_t *e)
 {
-    /* Consecutive calls of one handler with the same argument length
-     * share one record header (AM_REC_RUN): 8 bytes per 8-byte call. */
-    size_t stride = am_run_stride(len);
+    /* Consecutive calls of one handler with the same argument (and
+     * result) length share one record header (AM_REC_RUN, _RETRUN):
+     * 8 bytes per 8-byte call. */
+    size_t stride = am_elem_stride(e->kind, e->alen);
     am_lblock_t *b = aw->lout[dst];
     if (b != NULL && b->run_at != SIZE_MAX && b->tail + stride <= b->cap) {
         am_rec_t rec;
         memcpy(&rec, b->data + b->run_at, sizeof(rec));
-        if (rec.handler == h && rec.meta >> AM_REC_ALEN_SHIFT == len &&
+        if (am_elem_matches(&rec, e) &&
             b->run_at + sizeof(rec) + rec.len == b->tail) {
-            uint8_t *at = b->data + b->tail;
-            memcpy(at, args, len);
-            if (stride > len)
-                memset(at + len, 0, stride - len);
+            am_elem_write(b->data + b->tail, e, stride);
             rec.len += (uint32_t)stride;
             memcpy(b->data + b->run_at, &rec, sizeof(rec));
             b->tail += stride;
@@ -77,12 +74,9 @@ bool am_local_call(am_worker_t *aw, int dst, rv_handler_id_t h,
     uint8_t *at = am_local_reserve(aw, dst, sizeof(am_rec_t) + stride);
     if (at == NULL)
         return false;
-    am_rec_t rec = {.handler = h, .len = (uint32_t)stride,
-                    .meta = AM_REC_RUN | (uint32_t)len << AM_REC_ALEN_SHIFT};
+    am_rec_t rec = am_elem_rec(e, stride);
     memcpy(at, &rec, sizeof(rec));
-    memcpy(at + sizeof(rec), args, len);
-    if (stride > len)
-        memset(at + sizeof(rec) + len, 0, stride - len);
+    am_elem_write(at + sizeof(rec), e, stride);
     b = aw->lout[dst];
     b->run_at = (size_t)(at - b->data);
     return true;
@@ -112,7 +106,8 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
             if (node == NULL || node == CDS_WFCQ_WOULDBLOCK)
                 return n;
             b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
-            b->run = (am_run_t){.p = b->data, .end = b->data + b->tail};
+            b->run = (am_run_t){.p = b->data, .end = b->data + b->tail,
+                                .local = true};
         }
         am_call_t c;
         int k = 0;
