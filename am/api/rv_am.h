@@ -14,6 +14,25 @@
  * travel (Seriema, sections 3.1 and 4.3-4.4); calls between the threads of
  * one process take a lockless in-memory queue (am.local_bypass).
  *
+ * Choosing a completion style. Arguments of up to 256 bytes are copied
+ * when the call is made (into a batch, a ring record or a local block), so
+ * rv_call with sync NULL and no flag returns at once and is the fast form
+ * for streams of small calls; rv_quiesce then waits until they have all
+ * run. One synchronizer for many calls (rv_call_return into an array, one
+ * rv_sync_wait) is the form for gathering results. A synchronizer waited
+ * per call costs a round trip per call; RV_NOTIFY_CONSUMED adds a
+ * notification per call. Under am.aggregation trad, consecutive plain
+ * calls of one handler with the same argument length share one record
+ * header (8 bytes per 8-byte call), and rv_call_return calls with a
+ * synchronizer take their arguments plus 16 bytes.
+ *
+ * Outstanding calls. With am.on_full retry a caller blocks (progressing)
+ * while a destination holds more than am.ovfl_limit bytes its messenger
+ * cannot take; with retry_async every call is kept, in order, in
+ * registered memory (about 8 to 60 bytes per small call, unbounded); with
+ * fail the call returns RV_ERR_AGAIN. Calls made by handlers are always
+ * queued, never refused nor waited for (see rv_call_fn).
+ *
  * Vocabulary, for every call of this header and the layers above it:
  * a transfer names its destination before its source (memcpy order);
  * `w` is the calling worker, `dest` the target worker; `sync` is NULL
@@ -58,6 +77,17 @@ typedef struct rv_call {
  * @brief A call handler, registered with rv_am_register. Runs on the
  * target worker's thread, inside rv_progress; it may make calls, progress
  * and wait.
+ *
+ * Its calls and sends never wait for room: what cannot leave at once is
+ * queued in order, whatever am.on_full says, and the call returns (with
+ * sync NULL its arguments are copied). Its result (rv_call_return) and
+ * notifications leave at the end of the progress call, never behind
+ * queued calls. An explicit wait inside a handler (rv_sync_wait, a call
+ * with sync NULL that waits for the target) progresses, and that
+ * progress starts further handlers only while fewer than am.max_nesting
+ * are on the worker's stack: the stack stays bounded under any load, and
+ * a cycle of workers all at the limit, each waiting for a call to run at
+ * the next, does not end.
  * @param [in]     w    the target worker
  * @param [in,out] call the call; call->args and call->buf are valid until
  *                      the handler returns (copy what it keeps), the
