@@ -199,6 +199,16 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
 /* The arguments (and result) the fast path of the call takes at most. */
 #define AM_FAST_ARGS 256
 
+/* A trad run grew to @p run bytes: it leaves once it holds
+ * am.flush_bytes, else when the worker goes idle. */
+static void trad_grown(am_worker_t *aw, am_dest_t *d, size_t run)
+{
+    if (run >= aw->cfg->flush_bytes)
+        am_dest_push(aw, d, false, true);
+    else
+        aw->idle_flush = true;
+}
+
 /* Extends @p d's open run record by call @p e when it is the last record
  * of the open run and of the same handler, kind and lengths: 8 bytes per
  * 8-byte plain call instead of a record each. */
@@ -224,10 +234,7 @@ static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     b->used += stride;
     d->run_end = b->used;
     d->pending += stride;
-    if (run >= aw->cfg->flush_bytes)
-        am_dest_push(aw, d, false, true);
-    else
-        aw->idle_flush = true;
+    trad_grown(aw, d, run);
     return true;
 }
 
@@ -258,10 +265,7 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
     b->used += size;
     d->run_end = b->used;
     d->pending += size;
-    if (run >= aw->cfg->flush_bytes)
-        am_dest_push(aw, d, false, true);
-    else
-        aw->idle_flush = true;
+    trad_grown(aw, d, run);
     return true;
 }
 
