@@ -73,6 +73,7 @@ typedef struct {
     int csv;         /* --csv: CSV rows only */
     int echo;        /* --echo (rv-pingpong) */
     int api;         /* --api (rv-rma-bw): rma/'s rv_put/rv_get */
+    int both;        /* --both (rv-call-bw): both directions at once */
 } bench_opts_t;
 
 /* Monotonic time in seconds. */
@@ -96,7 +97,8 @@ static inline long bench_iters(const bench_opts_t *o, size_t size,
 
 
 /*
- * Parses -s SIZES, -n, -W, -w, --csv and --echo (those named in @p accept,
+ * Parses -s SIZES, -n, -W, -w, --csv, --echo, --api and --both (those
+ * named in @p accept by their letters, A for --api, B for --both,
  * e.g. "snW"), checks the job has two processes, and on a problem prints
  * @p usage and finalizes @p ctx.
  * @return -1 to go on, else the exit code to return from main.
@@ -109,6 +111,7 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
     static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
                                          {"echo", no_argument, NULL, 'E'},
                                          {"api", no_argument, NULL, 'A'},
+                                         {"both", no_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *sizes = default_sizes;
@@ -125,6 +128,7 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
         case 'C': o->csv = 1; break;
         case 'E': o->echo = 1; break;
         case 'A': o->api = 1; break;
+        case 'B': o->both = 1; break;
         default: rc = c == 'h' ? 0 : 2; break;
         }
     }

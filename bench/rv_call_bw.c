@@ -19,6 +19,10 @@
  *              sends that have not left yet, which would otherwise queue
  *              up in the transport without bound
  *   --csv      print "size,calls_per_s,mb_per_s" rows only (MB = 10^6 B)
+ *   --both     both directions at once: worker 0 of rank 1 streams the
+ *              same calls to worker 0 of rank 0 meanwhile, and each runs
+ *              the other's calls while it sends; the figures are rank 0's
+ *              direction
  *
  * The receiver checks that it ran every call of a round, in order (calls
  * of 8 bytes and more carry their sequence number), and fails the job
@@ -149,12 +153,13 @@ static int receiver(rv_worker_t *w)
     return rx.failed;
 }
 
-static int sender(rv_worker_t *w)
+static int sender(rv_worker_t *w, rv_tid_t peer)
 {
     rv_context_t *ctx = rv_worker_context(w);
     const rv_config_t *cfg = rv_context_config(ctx);
-    rv_tid_t peer = rv_tid_make(ctx, 1, 0);
-    if (!opt.csv) {
+    bool quiet = rv_rank(ctx) != 0;
+    if (quiet) {
+    } else if (!opt.csv) {
         char path[RV_CONFIG_STR_MAX], agg[RV_CONFIG_STR_MAX];
         rv_config_get(cfg, "am.path", path, sizeof(path));
         rv_config_get(cfg, "am.aggregation", agg, sizeof(agg));
@@ -191,6 +196,8 @@ static int sender(rv_worker_t *w)
             rv_abort(ctx, 1, "rv-call-bw: a call failed");
         }
         double rate = (double)n / t;
+        if (quiet)
+            continue;
         if (opt.csv)
             printf("%zu,%.0f,%.1f\n", size, rate, rate * (double)size / 1e6);
         else
@@ -205,11 +212,13 @@ static int worker(rv_worker_t *w, void *arg)
 {
     rv_context_t *ctx = rv_worker_context(w);
     (void)arg;
-    if (rv_worker_tid(w) == 0)
-        return sender(w);
-    if (rv_worker_tid(w) == rv_tid_make(ctx, 1, 0))
+    rv_tid_t first = 0, second = rv_tid_make(ctx, 1, 0);
+    if (rv_worker_tid(w) != first && rv_worker_tid(w) != second)
+        return 0;
+    if (rv_worker_tid(w) == second && !opt.both)
         return receiver(w);
-    return 0;
+    int rc = sender(w, rv_worker_tid(w) == first ? second : first);
+    return opt.both ? rc | receiver(w) : rc;
 }
 
 int main(int argc, char **argv)
@@ -218,9 +227,9 @@ int main(int argc, char **argv)
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
 
-    int rc = bench_options(ctx, argc, argv, "snwW",
+    int rc = bench_options(ctx, argc, argv, "snwWB",
                            "[-s SIZES] [-n ITERS] [-w WARMUP] [-W WINDOW] "
-                           "[--csv]",
+                           "[--csv] [--both]",
                            "8,64,256", 0, &opt);
     if (rc >= 0)
         return rc;
