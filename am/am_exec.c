@@ -207,6 +207,21 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
     }
     const am_entry_t *ae = e->arg;
     const am_hdr_t *h = &c->hdr;
+    if (h->flags == 0 && c->buf_len == 0) {
+        /* A plain call (most of irregular traffic): nothing to forward,
+         * extend or answer. */
+        rv_call_t call = {.src = c->src, .args = c->args,
+                          .args_len = c->args_len};
+        aw->stats.calls_received++;
+        aw->stats.bytes_received += c->args_len;
+        if (++aw->depth > aw->stats.max_nesting)
+            aw->stats.max_nesting = aw->depth;
+        rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+        aw->depth--;
+        if (st < 0)
+            rv_warn("a call handler returned %s", rv_status_str(st));
+        return;
+    }
     if (h->flags & AM_BCAST)
         forward(aw, c);
     rv_am_xrun_t x = {.src = c->src, .buf = c->buf, .buf_len = c->buf_len};

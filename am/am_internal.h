@@ -103,6 +103,10 @@ static inline bool am_elem_matches(const am_rec_t *rec, const am_elem_t *e)
 static inline void am_elem_write(uint8_t *at, const am_elem_t *e,
                                  size_t stride)
 {
+    if (e->kind == AM_REC_RUN && e->alen == 8) {
+        memcpy(at, e->args, 8); /* a fixed-size copy: one move */
+        return;
+    }
     size_t pre = e->kind == AM_REC_RUN ? 0 : sizeof(e->pre);
     memcpy(at, e->pre, pre);
     memcpy(at + pre, e->args, e->alen);
@@ -401,6 +405,8 @@ typedef struct am_worker {
     am_lblock_t **lcur;          /* local bypass: block being run, per
                                     local source thread */
     bool lpending;               /* some open block holds records */
+    am_lblock_t *lspare[8];      /* consumed blocks kept for reuse */
+    unsigned nlspare;
     uint32_t srcs_busy;          /* sources with queued runs */
     am_src_t **srcs;             /* per source, on first use */
     am_iring_t **rings;          /* incoming rings, scanned in progress */

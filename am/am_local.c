@@ -39,7 +39,9 @@ uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size)
     if (aw->lout[dst] != NULL)
         local_publish(aw, dst);
     size_t cap = size > AM_LBLOCK_BYTES ? size : AM_LBLOCK_BYTES;
-    am_lblock_t *b = malloc(sizeof(*b) + cap);
+    am_lblock_t *b = cap == AM_LBLOCK_BYTES && aw->nlspare > 0
+                         ? aw->lspare[--aw->nlspare]
+                         : malloc(sizeof(*b) + cap);
     if (b == NULL)
         return NULL;
     b->tail = 0;
@@ -92,6 +94,18 @@ void am_local_flush(am_worker_t *aw)
             local_publish(aw, t);
 }
 
+/* A consumed block: kept for this worker's next one (a worker receives
+ * about as many blocks as it sends), so that blocks are not faulted in
+ * afresh from the allocator. */
+static void block_free(am_worker_t *aw, am_lblock_t *b)
+{
+    size_t most = sizeof(aw->lspare) / sizeof(aw->lspare[0]);
+    if (b->cap == AM_LBLOCK_BYTES && aw->nlspare < most)
+        aw->lspare[aw->nlspare++] = b;
+    else
+        free(b);
+}
+
 /* Runs the calls of source thread @p s's blocks; stops early at
  * am.max_nesting. */
 static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
@@ -131,7 +145,7 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
         if (aw->lcur[s] == b)
             aw->lcur[s] = NULL;
         if (b->run.refs == 0)
-            free(b);
+            block_free(aw, b);
     }
 }
 
@@ -150,6 +164,8 @@ void am_local_fini(am_worker_t *aw)
         free(aw->lout[t]);
     for (int t = 0; aw->lcur != NULL && t < aw->threads; t++)
         free(aw->lcur[t]);
+    while (aw->nlspare > 0)
+        free(aw->lspare[--aw->nlspare]);
 }
 
 void am_local_drop(am_proc_t *proc)
