@@ -92,7 +92,7 @@ while getopts "r:t:b:p:g:P:sh" o; do
     b) build=$OPTARG ;;
     g) gasnet_dir=$OPTARG ;;
     P) peers=$OPTARG ;;
-    *) sed -n "2,76p" "$0"; exit 2 ;;
+    *) sed -n "2,73p" "$0"; exit 2 ;;
   esac
 done
 
@@ -265,7 +265,7 @@ if [ $summary_only -eq 0 ] && part amlong; then
           >> "$tmp/rivet"
       done
       st=$(state_of "$s0" "$(probe "$pp_state" "$rep" "$tl" after)")
-      awk -F, -v st="$st" 'NR == FNR { g[$1] = $2; next }
+      awk -F, -v st="$st" 'FILENAME == ARGV[1] { g[$1] = $2; next }
         { print $0 "," ($3 in g ? g[$3] : "") "," st }' \
         "$tmp/gasnet" "$tmp/rivet" >> "$runs"
     done
@@ -471,7 +471,7 @@ if [ $summary_only -eq 0 ] && part inject; then
         echo "$rows" >> "$tmp/rivet"
       done
       st=$(state_of "$s0" "$(probe "$inj_state" "$rep" "$tl" after)")
-      awk -F, -v st="$st" 'NR == FNR { g[$1 "," $2] = $3; next }
+      awk -F, -v st="$st" 'FILENAME == ARGV[1] { g[$1 "," $2] = $3; next }
         { k = $3 "," $4; print $0 "," (k in g ? g[k] : "") "," st }' \
         "$tmp/gasnet" "$tmp/rivet" >> "$inj_runs"
     done
@@ -505,7 +505,12 @@ elif part inject; then
        "(median us per message; rivet/GASNet ratio):"
   for tl in $(awk -F, 'NR > 1 { print $2 }' "$inj_csv" | sort -u); do
     c=smp; [ "$tl" = tcp ] && c=udp
-    echo "$tl (GASNet-EX $c):"
+    if awk -F, -v tl="$tl" 'NR > 1 && $2 == tl && $7 != "" { found = 1 }
+                            END { exit !found }' "$inj_csv"; then
+      echo "$tl (GASNet-EX $c):"
+    else
+      echo "$tl (no GASNet-EX figures: run with -g GASNET_BUILD -P PEERS_DIR):"
+    fi
     awk -F, -v tl="$tl" 'NR > 1 && $2 == tl { v[$1 "," $3 "," $4] = $5
                                               g[$3 "," $4] = $7
                                               q[$1 "," $3 "," $4] = $8
