@@ -218,6 +218,18 @@ human() {
   elif [ "$1" -ge 1024 ] && [ $(($1 % 1024)) -eq 0 ]; then echo "$(($1 >> 10)) KiB"
   else echo "$1 B"; fi
 }
+# color "TRANSPORT SERIES" -> its line colour, the same in every panel
+color() {
+  case $1 in
+    "shm reassembly") echo '"#9400d3"' ;;
+    "shm put_sync_send") echo '"#009e73"' ;;
+    "shm gasnet") echo '"#56b4e9"' ;;
+    "tcp reassembly") echo '"#e69f00"' ;;
+    "tcp put_sync_send") echo '"#d55e00"' ;;
+    "tcp gasnet") echo '"#0072b2"' ;;
+    *) echo '"#000000"' ;;
+  esac
+}
 gp_term() {
   local term=png
   gnuplot -e "set terminal" 2>&1 | grep -w pngcairo > /dev/null && term=pngcairo
@@ -360,12 +372,12 @@ if part amlong && command -v gnuplot > /dev/null; then
             bw) y='$4' ;; rtt) y='$5' ;; ratio) y='$7' ;;
           esac
           f=$(series "$csv" "\$1 == \"$p\" && \$2 == \"$tl\" && \$3 > 0" 3 "$y")
-          if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints title \"rivet $tl $p\""; fi
+          if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints lc rgb $(color "$tl $p") title \"rivet $tl $p\""; fi
         done
         [ $what = ratio ] && continue
         y='2 * $3 / $6'; [ $what = rtt ] && y='$6'
         f=$(series "$csv" "\$1 == \"reassembly\" && \$2 == \"$tl\" && \$3 > 0 && \$6 != \"\"" 3 "$y")
-        if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints dashtype 2 title \"GASNet-EX $c\""; fi
+        if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints dashtype 2 lc rgb $(color "$tl gasnet") title \"GASNet-EX $c\""; fi
       done
       [ $what = ratio ] && plots="$plots${plots:+, }1 with lines lc rgb \"black\" notitle"
       [ -n "$plots" ] && echo "plot $plots" || echo "plot 1 notitle"
@@ -556,10 +568,10 @@ elif part inject; then
           c=smp; [ "$tl" = tcp ] && c=udp
           for p in $protocols; do
             f=$(series "$inj_csv" "\$1 == \"$p\" && \$2 == \"$tl\" && \$3 == $z" 4 '$5')
-            if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints title \"rivet $tl $p\""; fi
+            if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints lc rgb $(color "$tl $p") title \"rivet $tl $p\""; fi
           done
           f=$(series "$inj_csv" "\$1 == \"reassembly\" && \$2 == \"$tl\" && \$3 == $z && \$7 != \"\"" 4 '$7')
-          if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints dashtype 2 title \"GASNet-EX $c\""; fi
+          if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints dashtype 2 lc rgb $(color "$tl gasnet") title \"GASNet-EX $c\""; fi
         done
         [ -n "$plots" ] && echo "plot $plots" || echo "plot 1 notitle"
       done
