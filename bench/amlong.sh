@@ -9,7 +9,7 @@
 #
 #   bench/amlong.sh [-r REPS] [-t "shm tcp"] [-b BUILD_DIR]
 #                   [-g GASNET_BUILD] [-P PEERS_DIR]
-#                   [-p "amlong rma inject"] [-s]
+#                   [-p "amlong rma inject"] [-a] [-s]
 #
 # -g GASNET_BUILD (or $GASNET_DIR): a GASNet-EX build made by the peer
 # script `gasnet.sh build GASNET_BUILD`; -P PEERS_DIR (or $PEERS_DIR): the
@@ -70,7 +70,16 @@
 # bench/results/amlong-injection.png. It prints rivet's and GASNet's
 # injection time per size at the shallowest and deepest queue.
 #
-# With -s, it only summarizes the selected parts' earlier runs files.
+# Beside each medians file, *-by-state.csv holds the same medians per
+# machine state (the runs' state label first, then the key columns, the
+# number of runs, rivet's and GASNet's figures and the ratio), and the
+# script prints the ping-pong's by state.
+#
+# With -a, the amlong and inject parts add their repetitions to the
+# earlier runs and state files (numbered after them) instead of starting
+# new ones, so that runs of several sessions, in whatever states the
+# machine was in, are summarized together. With -s, it only summarizes the
+# selected parts' earlier runs files.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,10 +92,12 @@ summary_only=0
 parts="amlong rma inject"
 gasnet_dir=${GASNET_DIR:-}
 peers=${PEERS_DIR:-}
-while getopts "r:t:b:p:g:P:sh" o; do
+append=0
+while getopts "r:t:b:p:g:P:ash" o; do
   case $o in
     p) parts=$OPTARG ;;
     s) summary_only=1 ;;
+    a) append=1 ;;
     r) reps=$OPTARG ;;
     t) transports=$OPTARG ;;
     b) build=$OPTARG ;;
@@ -169,7 +180,41 @@ probe() {
       print st }'
 }
 state_of() { [ "$1" = "$2" ] && echo "$1" || echo "$1>$2"; }
+
+# start_runs RUNS HEADER STATE_FILE -> the first repetition's number: 1
+# after writing fresh headers, or (-a) the one after the runs file's last
+start_runs() {
+  if [ $append -eq 1 ] && [ -s "$1" ]; then
+    [ "$(head -1 "$1")" = "$2" ] ||
+      fail "cannot add to $1: its columns are not $2"
+    [ -s "$3" ] || echo "$state_header" > "$3"
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "rep") c = i; next }
+             $c > m { m = $c } END { print m + 1 }' "$1"
+  else
+    echo "$2" > "$1"
+    echo "$state_header" > "$3"
+    echo 1
+  fi
+}
 state_header="rep,transport,when,line_rtt_ns,xcore_copy1M_us,local_copy1M_us,zeropage_copy1M_us,state"
+
+# by_state RUNS NKEY RIVET GASNET STATE HEADER -> medians per (state, the
+# runs file's first NKEY columns): runs, rivet's figure (column RIVET),
+# GASNet's (column GASNET) and the median of their side-by-side ratios
+by_state() {
+  echo "$6"
+  awk -F, -v nk="$2" -v rc="$3" -v gc="$4" -v sc="$5" "$median_awk"'
+    NR > 1 { k = ($sc == "" ? "unprobed" : $sc)
+             for (i = 1; i <= nk; i++) k = k "," $i
+             n[k]++; r[k] = r[k] " " $rc
+             if ($gc != "" && $gc > 0) { g[k] = g[k] " " $gc
+                                         q[k] = q[k] " " $rc / $gc } }
+    END { for (k in n)
+            printf "%s,%d,%.3f,%s,%s\n", k, n[k], median(r[k]),
+                   g[k] == "" ? "" : sprintf("%.3f", median(g[k])),
+                   q[k] == "" ? "" : sprintf("%.3f", median(q[k])) }' "$1" |
+    sort -t, -k1,1 -k3,3 -k2,2 -k4,4n -k5,5n
+}
 
 # testam CONDUIT -> "size,rtt_us" rows of GASNet's AM Long request/reply
 # ping-pong (section G)
@@ -250,12 +295,13 @@ series() {
 pp_state=$results/amlong-pingpong-state.csv
 if [ $summary_only -eq 0 ] && part amlong; then
   [ -x "$build/bin/rv-amlong" ] || fail "$build/bin/rv-amlong not built"
-  echo "protocol,transport,size,rep,bw_mb_per_s,rtt_us,gasnet_rtt_us,state" > "$runs"
-  echo "$state_header" > "$pp_state"
-  for rep in $(seq 1 "$reps"); do
+  r0=$(start_runs "$runs" \
+        "protocol,transport,size,rep,bw_mb_per_s,rtt_us,gasnet_rtt_us,state" \
+        "$pp_state")
+  for rep in $(seq "$r0" $((r0 + reps - 1))); do
     for tl in $transports; do
       c=$(conduit "$tl")
-      echo "== repetition $rep/$reps, $tl${c:+ beside GASNet-EX $c}"
+      echo "== repetition $rep ($((rep - r0 + 1))/$reps), $tl${c:+ beside GASNet-EX $c}"
       s0=$(probe "$pp_state" "$rep" "$tl" before)
       : > "$tmp/rivet"; : > "$tmp/gasnet"
       sizes=$pp_sizes; [ "$tl" = tcp ] && sizes=$pp_sizes_tcp
@@ -305,6 +351,9 @@ if part amlong; then
                      r[k] == "" ? "" : sprintf("%.3f", median(r[k])), s } }' "$runs" |
       sort -t, -k2,2 -k1,1 -k3,3n
   } > "$csv"
+  by_state "$runs" 3 6 7 8 \
+    "state,protocol,transport,size,runs,rtt_us,gasnet_rtt_us,rtt_ratio_rivet_over_gasnet" \
+    > "$results/amlong-pingpong-by-state.csv"
 
   echo
   echo "reassembly / put_sync_send (median bandwidth; round trip):"
@@ -340,6 +389,22 @@ if part amlong; then
                        z, rtt["reassembly," z], q["reassembly," z],
                        rtt["put_sync_send," z], q["put_sync_send," z], g[z], st[z] } }' "$csv"
     done
+    echo
+    echo "the same by machine state (runs whose probes before and after" \
+         "agree; bench/results/amlong-pingpong-by-state.csv):"
+    awk -F, 'NR > 1 && $1 !~ />/ && $7 != "" {
+        k = $1 "," $3 "," $4; rtt[k "," $2] = $6; q[k "," $2] = $8; g[k] = $7
+        runs[k] = runs[k] == "" ? $5 : runs[k]; keys[k] = 1 }
+      END { for (k in keys) {
+              split(k, a, ",")
+              printf "%s,%s,%d,%s,%.2f,%.2f,%.2f,%.2f,%.2f\n", a[1], a[2], a[3],
+                     runs[k], rtt[k ",reassembly"], q[k ",reassembly"],
+                     rtt[k ",put_sync_send"], q[k ",put_sync_send"], g[k] } }' \
+      "$results/amlong-pingpong-by-state.csv" | sort -t, -k1,1 -k2,2 -k3,3n |
+      awk -F, '{ if ($1 "," $2 != last) { printf "%s, %s (runs: %s):\n", $1, $2, $4
+                                          last = $1 "," $2 }
+                 printf "  %8d B  reassembly %9.2f (%5.2f)  put_sync_send %9.2f (%5.2f)  GASNet %9.2f\n",
+                        $3, $5, $6, $7, $8, $9 }'
   else
     echo "  (no GASNet-EX figures: run with -g GASNET_BUILD -P PEERS_DIR)"
   fi
@@ -451,12 +516,13 @@ inj_depth=256
 if [ $summary_only -eq 0 ] && part inject; then
   [ -x "$build/bin/rv-amlong-queue" ] ||
     fail "$build/bin/rv-amlong-queue not built"
-  echo "protocol,transport,size,depth,rep,inject_us,complete_us,gasnet_inject_us,state" > "$inj_runs"
-  echo "$state_header" > "$inj_state"
-  for rep in $(seq 1 "$reps"); do
+  r0=$(start_runs "$inj_runs" \
+        "protocol,transport,size,depth,rep,inject_us,complete_us,gasnet_inject_us,state" \
+        "$inj_state")
+  for rep in $(seq "$r0" $((r0 + reps - 1))); do
     for tl in $transports; do
       c=$(conduit "$tl")
-      echo "== injection repetition $rep/$reps, $tl${c:+ beside GASNet-EX $c}"
+      echo "== injection repetition $rep ($((rep - r0 + 1))/$reps), $tl${c:+ beside GASNet-EX $c}"
       s0=$(probe "$inj_state" "$rep" "$tl" before)
       : > "$tmp/rivet"; : > "$tmp/gasnet"
       for p in $(order "$rep"); do
@@ -511,6 +577,9 @@ elif part inject; then
                      r[k] == "" ? "" : sprintf("%.3f", median(r[k])), s } }' "$inj_runs" |
       sort -t, -k2,2 -k1,1 -k3,3n -k4,4n
   } > "$inj_csv"
+  by_state "$inj_runs" 4 6 8 9 \
+    "state,protocol,transport,size,depth,runs,inject_us,gasnet_inject_us,inject_ratio_rivet_over_gasnet" \
+    > "$results/amlong-injection-by-state.csv"
 
   echo
   echo "AM Long injection, reassembly / put_sync_send / GASNet-EX testqueue" \
