@@ -412,11 +412,13 @@ fi
 
 if part amlong && command -v gnuplot > /dev/null; then
   tls=$(awk -F, 'NR > 1 { print $2 }' "$csv" | sort -u)
+  by_state=$results/amlong-pingpong-by-state.csv
+  states=$(awk -F, 'NR > 1 && $1 !~ />/ && $7 != "" { print $1 }' "$by_state" | sort -u)
   xt='("1 B" 1, "16 B" 16, "256 B" 256, "4 KiB" 4096, "64 KiB" 65536, "1 MiB" 1048576)'
   {
     echo "set terminal $(gp_term) size 1900,700 noenhanced"
     echo "set output \"$png\""
-    echo "set multiplot layout 1,3 title \"AM Long request/reply ping-pong, testam's G pattern (rv-amlong beside GASNet-EX testam; medians)\""
+    echo "set multiplot layout 1,3 title \"AM Long ping-pong, testam G: rv-amlong beside GASNet-EX testam (medians; ratio per machine state)\""
     echo "set logscale x 2"
     echo "set logscale y"
     echo "set grid"
@@ -427,19 +429,26 @@ if part amlong && command -v gnuplot > /dev/null; then
       case $what in
         bw) echo "set ylabel \"MB/s (10^6 B, both ways)\"" ;;
         rtt) echo "set ylabel \"round trip (us)\"" ;;
-        ratio) echo "set ylabel \"rivet round trip / GASNet-EX round trip (> 1: GASNet faster)\"" ;;
+        ratio) echo "set ylabel \"rivet reassembly / GASNet-EX round trip (> 1: GASNet faster)\"" ;;
       esac
       plots=""
       for tl in $tls; do
         c=smp; [ "$tl" = tcp ] && c=udp
+        if [ $what = ratio ]; then
+          dt=0
+          for st in $states; do
+            dt=$((dt + 1))
+            f=$(series "$by_state" "\$1 == \"$st\" && \$2 == \"reassembly\" && \$3 == \"$tl\" && \$4 > 0" 4 '$8')
+            n=$(awk -F, -v st="$st" -v tl="$tl" '$1 == st && $3 == tl { print $5; exit }' "$by_state")
+            if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints dashtype $dt lc rgb $(color "$tl reassembly") title \"$tl / $c, $st ($n runs)\""; fi
+          done
+          continue
+        fi
         for p in $protocols; do
-          case $what in
-            bw) y='$4' ;; rtt) y='$5' ;; ratio) y='$7' ;;
-          esac
+          y='$4'; [ $what = rtt ] && y='$5'
           f=$(series "$csv" "\$1 == \"$p\" && \$2 == \"$tl\" && \$3 > 0" 3 "$y")
           if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints lc rgb $(color "$tl $p") title \"rivet $tl $p\""; fi
         done
-        [ $what = ratio ] && continue
         y='2 * $3 / $6'; [ $what = rtt ] && y='$6'
         f=$(series "$csv" "\$1 == \"reassembly\" && \$2 == \"$tl\" && \$3 > 0 && \$6 != \"\"" 3 "$y")
         if [ -n "$f" ]; then plots="$plots${plots:+, }\"$f\" using 1:2 with linespoints dashtype 2 lc rgb $(color "$tl gasnet") title \"GASNet-EX $c\""; fi
