@@ -1,10 +1,14 @@
 /*
  * rv-amlong: GASNet testam's "G" pattern for rivet's AM Long
  * (rv_put_handler): worker 0 of rank 0 sends an AM Long request of SIZE
- * bytes into rank 1's buffer, whose handler answers with an AM Long reply
- * of SIZE bytes into rank 0's buffer; the next request goes when the
- * reply's handler has run. The protocol is the job's
- * rma.am_long_protocol (reassembly | put_sync_send).
+ * bytes from its registered buffer into rank 1's, whose handler answers
+ * with an AM Long reply of SIZE bytes sent from the buffer the request
+ * just landed in (call->buf) into rank 0's buffer, the one its requests
+ * leave from; the next request goes when the reply's handler has run.
+ * As in testam, each payload is sent from memory the other side just
+ * wrote, so it crosses between the processes' cores both ways every round
+ * trip, and the payload is neither initialised nor checked. The protocol
+ * is the job's rma.am_long_protocol (reassembly | put_sync_send).
  *
  *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-amlong [options]
  *   -s SIZES   comma-separated payload sizes (default 0,1,...,1048576:
@@ -25,9 +29,10 @@
 static bench_opts_t opt = {.warmup = 1000, .window = 1};
 static struct {
     rv_handler_id_t req, rep, addr;
-    void *mine;            /* this worker's landing buffer */
+    void *mine;            /* this worker's buffer: requests (rank 0) and
+                              replies (rank 1) leave from it, replies
+                              (rank 0) and requests (rank 1) land in it */
     rv_rptr_t mine_p, peer_p;
-    void *src;
     volatile long replies;
 } al;
 
@@ -40,11 +45,13 @@ static rv_status_t on_addr(rv_worker_t *w, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
+/** Rank 1: replies from the buffer the request landed in (testam's
+ * ping_longhandler: ReplyLong(token, ..., buf, nbytes, reply_addr)). */
 static rv_status_t on_req(rv_worker_t *w, rv_call_t *call, void *arg)
 {
     (void)arg;
     return rv_put_handler(w, call->src, al.rep, NULL, 0, al.peer_p,
-                          al.src, call->buf_len, NULL, 0);
+                          call->buf, call->buf_len, NULL, 0);
 }
 
 static rv_status_t on_rep(rv_worker_t *w, rv_call_t *call, void *arg)
@@ -72,8 +79,7 @@ static int worker(rv_worker_t *w, void *arg)
         return 0;
     rv_tid_t peer = rv_tid_make(ctx, 1 - rv_rank(ctx), 0);
     al.mine = rv_mem_alloc(w, max_size(), &al.mine_p);
-    al.src = calloc(1, max_size());
-    if (al.mine == NULL || al.src == NULL)
+    if (al.mine == NULL)
         return 1;
     rv_barrier(w);
     if (rv_call_return(w, peer, al.addr, NULL, 0, &al.peer_p,
@@ -104,7 +110,7 @@ static int worker(rv_worker_t *w, void *arg)
                 t0 = bench_now_s();
             long want = al.replies + 1;
             if (rv_put_handler(w, peer, al.req, NULL, 0, al.peer_p,
-                               al.src, size, NULL, 0) != RV_OK)
+                               al.mine, size, NULL, 0) != RV_OK)
                 return 1;
             while (al.replies < want)
                 rv_progress(w);

@@ -1,17 +1,17 @@
 /*
- * rv-amlong-queue: GASNet testqueue's pattern for rivet's AM Long
- * (rv_put_handler): the injection overhead of DEPTH back-to-back AM Long
- * requests, for DEPTH = 1, 2, 4, ... and each payload SIZE. Worker 0 of
- * rank 0 issues DEPTH requests with one synchronizer (non-blocking: the
- * call returns before the source is reusable where the protocol allows;
- * testqueue's "explicit handle for LC"), each into its own slot of a
- * ring at rank 1 (rv_remote_alloc'd there: min(DEPTH, 64 MiB / SIZE) slots,
- * so deep rounds of large payloads reuse slots, as testqueue lands every
- * message at one address). It times the DEPTH calls (injection), then
- * waits for the synchronizer and for rank 1's reply, sent by the handler
- * that completes the round (completion: every handler ran). Both are
- * reported per message, averaged over the rounds. The protocol is the
- * job's rma.am_long_protocol (reassembly | put_sync_send).
+ * rv-amlong-queue: GASNet testqueue's pattern (-l -i, "gex_AM_RequestLong0
+ * (implicit handle for LC)") for rivet's AM Long (rv_put_handler): the
+ * injection overhead of DEPTH back-to-back AM Long requests, for DEPTH =
+ * 1, 2, 4, ... and each payload SIZE. Worker 0 of rank 0 issues DEPTH
+ * requests from one registered buffer, all with one synchronizer
+ * (non-blocking: the call returns before the source is reusable where the
+ * protocol allows; testqueue's implicit handle), and every one lands at
+ * the same address at rank 1 (one buffer of SIZE bytes there, as
+ * testqueue lands every op at one address). It times the DEPTH calls
+ * (injection), then waits for the synchronizer and for rank 1's reply,
+ * sent by the handler that completes the round (completion: every handler
+ * ran). Both are reported per message, averaged over the rounds. The
+ * protocol is the job's rma.am_long_protocol (reassembly | put_sync_send).
  *
  *   rivetrun -c configs/pingpong-shm.yaml build/bin/rv-amlong-queue [options]
  *   -s SIZES   comma-separated payload sizes (default 4096,65536,1048576)
@@ -29,9 +29,6 @@
 
 #include "bench_util.h"
 #include "rv_rma.h"
-
-/** Most memory of the slot ring at rank 1. */
-#define RING_MAX ((size_t)64 << 20)
 
 static bench_opts_t opt = {.warmup = 1, .window = 256};
 static struct {
@@ -64,27 +61,18 @@ static rv_status_t on_done(rv_worker_t *w, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
-/** Slots of the ring for @p size-byte payloads. */
-static size_t ring_slots(size_t size)
+/** One round: @p depth requests of @p size bytes from @p src, all into
+ * @p dst; adds the injection and completion times (seconds) to @p inject
+ * and @p complete. */
+static int run_round(rv_worker_t *w, rv_tid_t peer, rv_rptr_t dst,
+                     const void *src, size_t size, uint32_t depth,
+                     double *inject, double *complete)
 {
-    size_t n = RING_MAX / (size ? size : 1);
-    n = n < (size_t)opt.window ? n : (size_t)opt.window;
-    return n ? n : 1;
-}
-
-/** One round: @p depth requests of @p size bytes; adds the injection and
- * completion times (seconds) to @p inject and @p complete. */
-static int run_round(rv_worker_t *w, rv_tid_t peer, rv_rptr_t ring,
-                      const void *src, size_t size, uint32_t depth,
-                      double *inject, double *complete)
-{
-    size_t slots = ring_slots(size);
     long want = q.rounds + 1;
     rv_sync_t sync;
     rv_sync_init(&sync, 0);
     double t0 = bench_now_s();
     for (uint32_t i = 0; i < depth; i++) {
-        rv_rptr_t dst = rv_rptr_add(ring, (uint64_t)(i % slots) * size);
         if (rv_put_handler(w, peer, q.req, &depth, sizeof(depth), dst, src,
                            size, &sync, 0) != RV_OK) {
             rv_sync_wait(w, &sync); /* the ones issued still use it */
@@ -114,18 +102,14 @@ static int worker(rv_worker_t *w, void *arg)
         return 0;
     }
     rv_tid_t peer = rv_tid_make(ctx, 1, 0);
-    size_t ring_len = 1, src_len = 1;
-    for (int s = 0; s < opt.nsizes; s++) {
-        size_t size = opt.sizes[s], len = ring_slots(size) * size;
-        ring_len = len > ring_len ? len : ring_len;
-        src_len = size > src_len ? size : src_len;
-    }
-    rv_rptr_t ring;
-    void *src = calloc(1, src_len);
-    if (src == NULL || rv_remote_alloc(w, peer, ring_len, &ring) != RV_OK) {
-        fprintf(stderr, "rv-amlong-queue: cannot allocate %zu bytes at rank "
-                        "1\n", ring_len);
-        free(src);
+    size_t len = 1;
+    for (int s = 0; s < opt.nsizes; s++)
+        len = opt.sizes[s] > len ? opt.sizes[s] : len;
+    rv_rptr_t dst;
+    void *src = rv_mem_alloc(w, len, NULL);
+    if (src == NULL || rv_remote_alloc(w, peer, len, &dst) != RV_OK) {
+        fprintf(stderr, "rv-amlong-queue: cannot allocate %zu bytes\n", len);
+        rv_mem_free(w, src);
         rv_barrier(w); /* lets rank 1 go */
         return 1;
     }
@@ -149,11 +133,11 @@ static int worker(rv_worker_t *w, void *arg)
                                  10, 2000);
             double inj = 0, comp = 0;
             for (long i = 0; i < opt.warmup && rc == 0; i++)
-                rc = run_round(w, peer, ring, src, size, (uint32_t)d, &inj,
+                rc = run_round(w, peer, dst, src, size, (uint32_t)d, &inj,
                                &comp);
             inj = comp = 0;
             for (long i = 0; i < n && rc == 0; i++)
-                rc = run_round(w, peer, ring, src, size, (uint32_t)d, &inj,
+                rc = run_round(w, peer, dst, src, size, (uint32_t)d, &inj,
                                &comp);
             if (rc != 0)
                 break;
@@ -169,9 +153,9 @@ static int worker(rv_worker_t *w, void *arg)
     }
     if (rc != 0)
         fprintf(stderr, "rv-amlong-queue: an AM Long request failed\n");
-    else if (rv_remote_free(w, ring) != RV_OK)
+    else if (rv_remote_free(w, dst) != RV_OK)
         rc = 1;
-    free(src);
+    rv_mem_free(w, src);
     rv_barrier(w);
     return rc;
 }
