@@ -271,7 +271,7 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
 
     if (h->flags & AM_LOCAL) {
         if (h->flags & AM_NOTIFY)
-            rv_sync_complete((rv_sync_t *)(uintptr_t)h->sync, RV_OK);
+            am_owe(aw, (rv_sync_t *)(uintptr_t)h->sync);
     } else if (h->flags & AM_NOTIFY_RMA) {
         notify_rma(aw, c->src);
     } else if (h->flags & AM_NOTIFY) {

@@ -407,6 +407,10 @@ typedef struct am_worker {
     bool lpending;               /* some open block holds records */
     am_lblock_t *lspare[8];      /* consumed blocks kept for reuse */
     unsigned nlspare;
+    /* completions of local calls, owed to one synchronizer and made at
+     * once (am_owed_flush) */
+    rv_sync_t *owed;
+    long nowed;
     uint32_t srcs_busy;          /* sources with queued runs */
     am_src_t **srcs;             /* per source, on first use */
     am_iring_t **rings;          /* incoming rings, scanned in progress */
@@ -455,6 +459,27 @@ static inline bool am_may_run(const am_worker_t *aw)
 static inline bool am_in_handler(const am_worker_t *aw)
 {
     return rv_worker_progress_depth(aw->w) > 0 || rv_worker_in_callback(aw->w);
+}
+
+/* Completes what is owed to the synchronizer of local calls. */
+static inline void am_owed_flush(am_worker_t *aw)
+{
+    if (aw->nowed > 0)
+        rv_sync_complete_n(aw->owed, aw->nowed, RV_OK);
+    aw->nowed = 0;
+    aw->owed = NULL;
+}
+
+/* A local call for synchronizer @p s ran: its completion is made with
+ * those of the calls after it for the same synchronizer, in one atomic
+ * operation, by the end of the local poll (the caller is another thread,
+ * or this one waiting further out). */
+static inline void am_owe(am_worker_t *aw, rv_sync_t *s)
+{
+    if (aw->owed != s)
+        am_owed_flush(aw);
+    aw->owed = s;
+    aw->nowed++;
 }
 
 /* Internal handler ids (registered by rv_am_init). */

@@ -155,6 +155,7 @@ unsigned am_local_poll(am_worker_t *aw)
     int me = rv_worker_local(aw->w);
     for (int s = 0; s < aw->threads && am_may_run(aw); s++)
         n += local_run(aw, s, am_lqueue(aw, me, s));
+    am_owed_flush(aw);
     return n;
 }
 

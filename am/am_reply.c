@@ -93,12 +93,11 @@ rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
     return RV_OK;
 }
 
-/* Completes the call behind @p d, its result at @p data. */
-static void done_complete(const am_done_t *d, const void *data)
+/* Writes the result of the call behind @p d, at @p data. */
+static void done_result(const am_done_t *d, const void *data)
 {
     if (d->ret != 0 && d->ret_len > 0)
         memcpy((void *)(uintptr_t)d->ret, data, d->ret_len);
-    rv_sync_complete((rv_sync_t *)(uintptr_t)d->sync, RV_OK);
 }
 
 rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
@@ -113,13 +112,18 @@ rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
                 "bytes)", msg->xhdr_len, msg->len);
         return RV_OK;
     }
-    done_complete(&d, msg->data);
+    done_result(&d, msg->data);
+    rv_sync_complete((rv_sync_t *)(uintptr_t)d.sync, RV_OK);
     return RV_OK;
 }
 
 rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     const uint8_t *p = msg->data, *end = p + msg->len;
+    /* The answers to a batch of calls mostly share one synchronizer:
+     * their completions are made together, in one atomic operation. */
+    uint64_t sync = 0;
+    long n = 0;
     (void)arg;
     while (p < end) {
         am_done_t d;
@@ -129,9 +133,17 @@ rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
         size_t size = sizeof(d) + AM_ALIGN8(d.ret_len);
         if (size > (size_t)(end - p) || d.ret_len > size)
             break;
-        done_complete(&d, p + sizeof(d));
+        done_result(&d, p + sizeof(d));
+        if (d.sync != sync && n > 0) {
+            rv_sync_complete_n((rv_sync_t *)(uintptr_t)sync, n, RV_OK);
+            n = 0;
+        }
+        sync = d.sync;
+        n++;
         p += size;
     }
+    if (n > 0)
+        rv_sync_complete_n((rv_sync_t *)(uintptr_t)sync, n, RV_OK);
     if (p != end) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped the rest of a malformed batch of call completions "

@@ -86,7 +86,7 @@ rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
 
 /* ---------------------------------------------------------------------- */
 
-void rv_sync_complete(rv_sync_t *s, rv_status_t status)
+void rv_sync_complete_n(rv_sync_t *s, long n, rv_status_t status)
 {
     /* Completions may come from other threads (the local bypass): the
      * first error wins, and it is in place before the count drops. */
@@ -96,7 +96,12 @@ void rv_sync_complete(rv_sync_t *s, rv_status_t status)
                                                 (int)status,
                                                 memory_order_relaxed,
                                                 memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->pending, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&s->pending, n, memory_order_release);
+}
+
+void rv_sync_complete(rv_sync_t *s, rv_status_t status)
+{
+    rv_sync_complete_n(s, 1, status);
 }
 
 static void sync_completion(void *arg, rv_status_t status)

@@ -403,6 +403,17 @@ static inline bool rv_sync_done(rv_sync_t *s)
  * @note Thread-safe.
  */
 RV_EXPORT void rv_sync_complete(rv_sync_t *s, rv_status_t status);
+
+/**
+ * @brief Marks @p n operations of @p s complete with @p status at once,
+ * as @p n calls of rv_sync_complete would, with one atomic operation:
+ * for completions that come in batches (the answers to a batch of calls).
+ * @param [in,out] s      the synchronizer
+ * @param [in]     n      operations, 1 or more
+ * @param [in]     status their outcome; RV_OK leaves s->status unchanged
+ * @note Thread-safe.
+ */
+RV_EXPORT void rv_sync_complete_n(rv_sync_t *s, long n, rv_status_t status);
 /**
  * @brief Progresses @p w until every operation of @p s has completed.
  * @param [in]     w the calling worker
