@@ -281,6 +281,12 @@ static inline bool am_run_more(const am_run_t *r)
     return r->rp < r->rend || r->p < r->end;
 }
 
+/* Whether @p r is inside a run record of plain calls (AM_REC_RUN). */
+static inline bool am_run_in_plain(const am_run_t *r)
+{
+    return r->rp < r->rend && r->rkind == AM_REC_RUN;
+}
+
 /* Takes the next call of @p r (records of @p footer bytes of footer):
  * 0 with *c decoded and the cursor past it, 1 when none is left, -1 when
  * the next record is malformed (the cursor is not moved). */
@@ -555,6 +561,10 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
 void am_dest_unreserve(am_dest_t *d, size_t size);
 
 /* am_exec.c: running calls */
+/* Runs the rest of the run record of plain calls @p r is in, with one
+ * handler lookup; the calls run, 0 when the handler is not a call
+ * handler here (am_run_call then drops them one by one). */
+unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src);
 am_src_t *am_src(am_worker_t *aw, rv_tid_t src);
 void am_run_call(am_worker_t *aw, const am_call_t *c);
 unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src);

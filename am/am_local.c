@@ -125,7 +125,15 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
         }
         am_call_t c;
         int k = 0;
-        while (am_may_run(aw) && (k = am_run_next(&b->run, src, 0, &c)) == 0) {
+        while (am_may_run(aw)) {
+            unsigned plain = am_run_in_plain(&b->run)
+                                 ? am_run_plain(aw, &b->run, src)
+                                 : 0;
+            n += plain;
+            if (plain > 0)
+                continue;
+            if ((k = am_run_next(&b->run, src, 0, &c)) != 0)
+                break;
             b->run.refs++;
             am_run_call(aw, &c);
             b->run.refs--;

@@ -403,6 +403,9 @@ static unsigned batch_step(am_worker_t *aw, am_iring_t *r)
 {
     am_run_t *b = &r->batch;
     am_call_t c;
+    unsigned plain = am_run_in_plain(b) ? am_run_plain(aw, b, r->src) : 0;
+    if (plain > 0)
+        return plain;
     int k = am_run_next(b, r->src, AM_REC_FOOTER, &c);
     if (k != 0) {
         if (k < 0) {
