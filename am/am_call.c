@@ -4,8 +4,9 @@
  *
  * How a call travels, by configuration:
  *
- *   same process, am.local_bypass   a node on the (sender, receiver)
- *                                   thread pair's wait-free queue
+ *   same process, am.local_bypass   a record in the caller's block for
+ *                                   the destination thread, published
+ *                                   on a wait-free queue (am_local.c)
  *   am.path send, no aggregation    one transport AM: the call header in
  *                                   the AM header, [args][buffer] as
  *                                   payload, zero-copy

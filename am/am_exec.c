@@ -1,9 +1,9 @@
 /*
- * Running calls at the target: decoding records, the runs of calls that
- * came over send (kept for FIFO order), detour calls, completions, and
- * the local bypass's queues.
+ * Running calls at the target: decoding records (run records included),
+ * the runs of calls that came over send (kept for FIFO order) and detour
+ * calls. Completions are in am_reply.c, the local bypass in am_local.c.
  *
- * Every source of calls (a run of a batch, a ring, a local queue) is
+ * Every source of calls (a run of a batch, a ring, a local block) is
  * consumed one call at a time, with its cursor advanced *before* the
  * handler runs, so a nested rv_progress simply continues with the next
  * call of the same source: FIFO order of starting calls holds, nothing
