@@ -143,9 +143,12 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
 }
 
 /* Applies am.on_full to a call that found its destination's queue over
- * the limit. @p reserved: the call's record is already queued. */
+ * the limit. @p reserved: the call's record is already queued, and ends
+ * buffer @p mb at @p mark unless records were queued behind it
+ * meanwhile (by handlers run while this call waited for its ring). */
 static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
-                           size_t limit, bool reserved)
+                           size_t limit, bool reserved, const am_buf_t *mb,
+                           size_t mark)
 {
     /* A messenger being set up is not full: wait for it, unless this is
      * a handler, which must not wait (the call is queued instead). */
@@ -183,8 +186,13 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
     case RV_ON_FULL_FAIL:
         break;
     }
-    if (reserved)
+    if (reserved) {
+        /* Calls queued behind this one keep their order only if it stays:
+         * then it is accepted, as if queued by retry_async. */
+        if (d->last != mb || mb->used != mark)
+            return RV_OK;
         am_dest_unreserve(d, size);
+    }
     if (aw->cfg->aggregation == RV_AGG_OVFL && !d->warned_limit) {
         d->warned_limit = true;
         rv_error("calls to worker %u: its ring is full and %zu bytes of "
@@ -381,7 +389,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
         return RV_ERR_TRANSPORT;
     bool queued = false;
     if (d->pending + size > limit && agg != RV_AGG_NONE) {
-        rv_status_t st = on_full(aw, d, size, limit, false);
+        rv_status_t st = on_full(aw, d, size, limit, false, NULL, 0);
         if (st == RV_INPROGRESS)
             queued = true;
         else if (st != RV_OK)
@@ -391,6 +399,8 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     uint8_t *at = am_dest_reserve(aw, d, size, agg != RV_AGG_NONE);
     if (at == NULL)
         return RV_ERR_NO_MEMORY;
+    const am_buf_t *mb = d->last;
+    size_t mark = mb->used;
     am_rec_write(at, cd->h, need_hdr ? &hdr : NULL, cd->args, cd->len, cd->buf,
               cd->n);
 
@@ -409,7 +419,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
             am_dest_push(aw, d, agg == RV_AGG_OVFL, true) < 0)
             return RV_ERR_TRANSPORT;
         if (d->pending > limit || (agg == RV_AGG_NONE && d->pending > 0)) {
-            rv_status_t st = on_full(aw, d, size, limit, true);
+            rv_status_t st = on_full(aw, d, size, limit, true, mb, mark);
             if (st != RV_OK)
                 return st;
         }
