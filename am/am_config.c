@@ -70,7 +70,8 @@ static const rv_config_field_t am_fields[] = {
         .help = "When a messenger ring is full: fail (the call returns "
                 "RV_ERR_AGAIN), retry (the call blocks, progressing), "
                 "retry_async (the call is queued in registered memory and "
-                "sent later in FIFO order).",
+                "sent later in FIFO order). Calls made by handlers are "
+                "always queued.",
     },
     {
         .name = "chunks_per_request",

@@ -160,8 +160,8 @@ RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
  * @return RV_OK; RV_ERR_INVALID (logged) on a job without the layer, or
  *         for a @p dest outside the job, or (not logged) for arguments of
  *         2 GiB or more; RV_ERR_AGAIN when the destination's queue is full
- *         and am.on_full is fail (or retry, inside an RV_HANDLER_INLINE
- *         handler); RV_ERR_NO_MEMORY; the transport's error.
+ *         and am.on_full is fail (never from a handler, whose calls are
+ *         queued); RV_ERR_NO_MEMORY; the transport's error.
  *         With sync NULL, also the error the call completed with. After
  *         RV_ERR_INVALID, RV_ERR_AGAIN or RV_ERR_NO_MEMORY @p sync is
  *         unchanged; after the transport's error too, but for a call too
