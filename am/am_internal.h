@@ -109,7 +109,8 @@ static inline void am_elem_write(uint8_t *at, const am_elem_t *e,
     }
     size_t pre = e->kind == AM_REC_RUN ? 0 : sizeof(e->pre);
     memcpy(at, e->pre, pre);
-    memcpy(at + pre, e->args, e->alen);
+    if (e->alen > 0) /* args may be NULL then */
+        memcpy(at + pre, e->args, e->alen);
     if (stride > pre + e->alen)
         memset(at + pre + e->alen, 0, stride - pre - e->alen);
 }
