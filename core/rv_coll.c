@@ -52,6 +52,17 @@ static unsigned children(uint32_t r, uint32_t n)
     return c;
 }
 
+/* Sums wrap for the integer types (no signed overflow), as documented. */
+static inline uint64_t coll_add_u(uint64_t a, uint64_t b) { return a + b; }
+static inline int64_t coll_add_i(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+static inline double coll_add_d(double a, double b) { return a + b; }
+#define coll_add(a, b)                                                         \
+    _Generic((a), uint64_t: coll_add_u, int64_t: coll_add_i,                   \
+             double: coll_add_d)(a, b)
+
 #define COMBINE(T, a, b, count, op)                                            \
     do {                                                                       \
         T *x_ = (T *)(a);                                                      \
@@ -60,7 +71,7 @@ static unsigned children(uint32_t r, uint32_t n)
             T v_;                                                              \
             memcpy(&v_, &y_[i_], sizeof(v_));                                  \
             if ((op) == RV_COLL_SUM)                                           \
-                x_[i_] += v_;                                                  \
+                x_[i_] = coll_add(x_[i_], v_);                                 \
             else if ((op) == RV_COLL_MIN ? v_ < x_[i_] : v_ > x_[i_])          \
                 x_[i_] = v_;                                                   \
         }                                                                      \
