@@ -163,6 +163,7 @@ int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
                      bool open)
 {
     int n = 0;
+    am_cursor_seal(aw, d->tid);
     /* A transmission may progress (a ring request waits for its send);
      * the progress hook must not push the same runs meanwhile. */
     if (d->pushing)
@@ -224,6 +225,7 @@ size_t am_run_max(const am_worker_t *aw)
 uint8_t * am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
                              bool join)
 {
+    am_cursor_seal(aw, d->tid);
     am_buf_t *b = d->last;
     if (join && b != NULL && b->open != SIZE_MAX) {
         size_t len = am_run_len(b, b->open);

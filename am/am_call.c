@@ -283,15 +283,22 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
  * descriptor. False when it cannot (the caller takes call_out). */
 static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
+    size_t stride = am_elem_stride(e->kind, e->alen);
+    if (am_cursor_put(aw, dest, e, stride))
+        return true;
+    am_cursor_seal(aw, dest);
     int local = am_local_thread(aw, dest);
     if (local >= 0) {
         if (!am_local_call(aw, local, e))
             return false;
+        am_cursor_open_local(aw, dest, local);
         aw->stats.calls_local++;
     } else if (aw->cfg->aggregation != RV_AGG_TRAD ||
                aw->dests[dest] == NULL ||
                !trad_append(aw, aw->dests[dest], e)) {
         return false;
+    } else {
+        am_cursor_open_trad(aw, dest, aw->dests[dest]);
     }
     aw->stats.calls_sent++;
     aw->stats.bytes_sent += e->alen;
@@ -452,6 +459,7 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     if (cd->len > UINT32_MAX / 2 || cd->n > UINT32_MAX / 2 ||
         cd->ret_len > UINT32_MAX)
         return RV_ERR_INVALID;
+    am_cursor_seal(aw, cd->dest);
 
     rv_sync_t local;
     rv_sync_t *s = cd->sync;

@@ -391,6 +391,23 @@ typedef struct am_proc {
     int nflush_hooks;
 } am_proc_t;
 
+/* The open run record of a destination, extended by the fast path of the
+ * calls without bookkeeping (am_cursor.c). */
+typedef struct am_cursor {
+    uint8_t *wp;        /* where the run's next call goes */
+    uint8_t *lim;       /* calls are appended while they end by here */
+    uint8_t *start;     /* wp when opened: what lies between is unsealed */
+    uint64_t key;       /* am_cursor_key of the run; 0: none open */
+    uint32_t ret_len;   /* AM_REC_RETRUN: its calls' result length */
+    int local;          /* the local bypass thread, or -1: a trad batch */
+    bool listed;        /* in am_worker_t.copen */
+} am_cursor_t;
+
+static inline uint64_t am_cursor_key(rv_handler_id_t h, uint32_t meta)
+{
+    return (uint64_t)h << 32 | meta;
+}
+
 /* ---------------------------------------------------------------------- */
 
 typedef struct am_worker {
@@ -412,6 +429,10 @@ typedef struct am_worker {
     am_lblock_t **lcur;          /* local bypass: block being run, per
                                     local source thread */
     bool lpending;               /* some open block holds records */
+    am_cursor_t *cur;            /* append cursor per destination */
+    rv_tid_t *copen;             /* destinations whose cursor was opened
+                                    since am_cursors_seal */
+    uint32_t ncopen;
     am_lblock_t *lspare[8];      /* consumed blocks kept for reuse */
     unsigned nlspare;
     /* completions of local calls, owed to one synchronizer and made at
@@ -560,6 +581,37 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
                          bool join);
 /* Takes back the record just reserved by am_dest_reserve. */
 void am_dest_unreserve(am_dest_t *d, size_t size);
+
+/* am_cursor.c: append cursors */
+rv_status_t am_cursors_init(am_worker_t *aw);
+void am_cursors_fini(am_worker_t *aw);
+/* Brings the run record of @p dest's cursor up to date and closes it;
+ * every step that reads or transmits @p dest's records takes it first. */
+void am_cursor_seal(am_worker_t *aw, rv_tid_t dest);
+/* The same for every destination. */
+void am_cursors_seal(am_worker_t *aw);
+/* Opens @p dest's cursor at the end of the run record just written by
+ * trad_append (trad batch) or am_local_call (local thread @p local), when
+ * it is the last record and more calls fit before a limit. */
+void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d);
+void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local);
+
+/* Appends call @p e (of @p stride bytes) at @p dest's cursor when its
+ * open run takes it; the fast path of rv_call and rv_call_return. */
+static inline bool am_cursor_put(am_worker_t *aw, rv_tid_t dest,
+                                 const am_elem_t *e, size_t stride)
+{
+    am_cursor_t *c = &aw->cur[dest];
+    if (c->key != am_cursor_key(e->h, e->kind | e->alen << AM_REC_ALEN_SHIFT) ||
+        c->ret_len != e->ret_len || c->wp + stride > c->lim)
+        return false;
+    am_elem_write(c->wp, e, stride);
+    c->wp += stride;
+    aw->stats.calls_local += c->local >= 0;
+    aw->stats.calls_sent++;
+    aw->stats.bytes_sent += e->alen;
+    return true;
+}
 
 /* am_exec.c: running calls */
 /* Runs the rest of the run record of plain calls @p r is in, with one

@@ -60,6 +60,7 @@ static unsigned am_progress(rv_worker_t *w)
     }
     /* Queued runs go when the messenger takes them; trad batches once
      * full, or when the worker has nothing else to do. */
+    am_cursors_seal(aw);
     bool trad = aw->cfg->aggregation == RV_AGG_TRAD;
     bool flush_trad = trad && aw->idle_flush && n == 0 && rv_worker_idle_polls(w) > 0;
     if (flush_trad)
@@ -141,6 +142,7 @@ static void worker_free(am_worker_t *aw)
     free(aw->lcur);
     free(aw->srcs);
     free(aw->rings);
+    am_cursors_fini(aw);
     free(aw);
 }
 
@@ -175,6 +177,8 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     if (worker_memory(aw, ring_chunk) != RV_OK)
         goto err_free;
     worker_sizes(aw, ring_chunk);
+    if (am_cursors_init(aw) != RV_OK)
+        goto err_free;
     if (am_service_start(aw) != RV_OK)
         goto err_service;
     rv_worker_layer_set(w, am_slot, aw);
@@ -269,6 +273,7 @@ static void print_stats(am_worker_t *aw)
 static void am_worker_stop(rv_worker_t *w)
 {
     am_worker_t *aw = am_of(w);
+    am_cursors_seal(aw);
     print_stats(aw);
     am_service_stop(aw);
     am_ring_fini(aw);

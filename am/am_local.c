@@ -27,6 +27,7 @@
 
 static void local_publish(am_worker_t *aw, int dst)
 {
+    am_cursor_seal(aw, aw->first_local + (rv_tid_t)dst);
     am_lblock_t *b = aw->lout[dst];
     aw->lout[dst] = NULL;
     cds_wfcq_node_init(&b->node);
@@ -60,6 +61,7 @@ bool am_local_call(am_worker_t *aw, int dst, const am_elem_t *e)
      * result) length share one record header (AM_REC_RUN, _RETRUN):
      * 8 bytes per 8-byte call. */
     size_t stride = am_elem_stride(e->kind, e->alen);
+    am_cursor_seal(aw, aw->first_local + (rv_tid_t)dst);
     am_lblock_t *b = aw->lout[dst];
     if (b != NULL && b->run_at != SIZE_MAX && b->tail + stride <= b->cap) {
         am_rec_t rec;

@@ -1,0 +1,136 @@
+/*
+ * Append cursors: the open run record of each destination, which the
+ * next calls of the same handler and argument length extend by a copy of
+ * their arguments and a pointer bump (am_cursor_put).
+ *
+ * A run record's header, its run's length, the buffer's fill and the
+ * destination's pending bytes describe the calls appended so far. Keeping
+ * them exact on every call costs more than the call itself on irregular
+ * traffic (Bale's histogram: one 8-byte call per update). The cursor
+ * instead notes where the run's next call goes and how far it may go
+ * before any limit (buffer room, am.flush_bytes, the largest run, the
+ * trad limit) would need a decision; the records are brought up to date
+ * by am_cursor_seal, which every step that reads them or transmits them
+ * takes first: pushing or reserving in a destination's batches, publishing
+ * a local block, the progress hook's flush, and the slow paths of the
+ * calls. The bytes written past the sealed end are never seen before that.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "am_internal.h"
+
+rv_status_t am_cursors_init(am_worker_t *aw)
+{
+    aw->cur = calloc(aw->nworkers, sizeof(*aw->cur));
+    aw->copen = calloc(aw->nworkers, sizeof(*aw->copen));
+    return aw->cur == NULL || aw->copen == NULL ? RV_ERR_NO_MEMORY : RV_OK;
+}
+
+void am_cursors_fini(am_worker_t *aw)
+{
+    free(aw->cur);
+    free(aw->copen);
+    aw->cur = NULL;
+    aw->copen = NULL;
+}
+
+/* The calls appended at @p c since it was opened, written into the run
+ * record and the buffer it extends. */
+static void cursor_commit(am_worker_t *aw, rv_tid_t dest, am_cursor_t *c)
+{
+    size_t nb = (size_t)(c->wp - c->start);
+    if (nb == 0)
+        return;
+    am_rec_t rec;
+    if (c->local >= 0) {
+        am_lblock_t *b = aw->lout[c->local];
+        memcpy(&rec, b->data + b->run_at, sizeof(rec));
+        rec.len += (uint32_t)nb;
+        memcpy(b->data + b->run_at, &rec, sizeof(rec));
+        b->tail += nb;
+        return;
+    }
+    am_dest_t *d = aw->dests[dest];
+    am_buf_t *b = d->run_buf;
+    memcpy(&rec, b->base + d->run_at, sizeof(rec));
+    rec.len += (uint32_t)nb;
+    memcpy(b->base + d->run_at, &rec, sizeof(rec));
+    am_run_set_len(b, b->open, am_run_len(b, b->open) + nb);
+    b->used += nb;
+    d->run_end = b->used;
+    d->pending += nb;
+}
+
+void am_cursor_seal(am_worker_t *aw, rv_tid_t dest)
+{
+    am_cursor_t *c = &aw->cur[dest];
+    if (c->key == 0)
+        return;
+    cursor_commit(aw, dest, c);
+    c->key = 0;
+    c->wp = c->lim = c->start = NULL;
+    /* Closed cursors leave the open list lazily (am_cursors_seal). */
+}
+
+void am_cursors_seal(am_worker_t *aw)
+{
+    for (uint32_t i = 0; i < aw->ncopen; i++) {
+        am_cursor_seal(aw, aw->copen[i]);
+        aw->cur[aw->copen[i]].listed = false;
+    }
+    aw->ncopen = 0;
+}
+
+static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
+                        uint8_t *wp, size_t room, int local)
+{
+    am_cursor_t *c = &aw->cur[dest];
+    if (!c->listed) {
+        c->listed = true;
+        aw->copen[aw->ncopen++] = dest;
+    }
+    c->key = am_cursor_key(rec->handler, rec->meta);
+    c->ret_len = rec->seq;
+    c->wp = c->start = wp;
+    c->lim = wp + room;
+    c->local = local;
+}
+
+void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d)
+{
+    am_buf_t *b = d->last;
+    if (b == NULL || b->open == SIZE_MAX || d->run_buf != b ||
+        b->used != d->run_end)
+        return;
+    size_t run = am_run_len(b, b->open);
+    /* The call that would reach am.flush_bytes takes the slow path,
+     * which transmits the run. */
+    size_t room = b->cap - b->used;
+    if (run >= aw->cfg->flush_bytes || run >= aw->run_max ||
+        d->pending >= aw->trad_limit)
+        return;
+    if (aw->cfg->flush_bytes - 1 - run < room)
+        room = aw->cfg->flush_bytes - 1 - run;
+    if (aw->run_max - run < room)
+        room = aw->run_max - run;
+    if (aw->trad_limit - d->pending < room)
+        room = aw->trad_limit - d->pending;
+    am_rec_t rec;
+    memcpy(&rec, b->base + d->run_at, sizeof(rec));
+    /* The next call goes where the record's footer is now (trad_extend). */
+    cursor_open(aw, dest, &rec, b->base + b->used - 2 * AM_REC_FOOTER, room,
+                -1);
+}
+
+void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local)
+{
+    am_lblock_t *b = aw->lout[local];
+    if (b == NULL || b->run_at == SIZE_MAX)
+        return;
+    am_rec_t rec;
+    memcpy(&rec, b->data + b->run_at, sizeof(rec));
+    if (b->run_at + sizeof(rec) + rec.len != b->tail)
+        return;
+    cursor_open(aw, dest, &rec, b->data + b->tail, b->cap - b->tail, local);
+}
