@@ -212,10 +212,13 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
  * am.flush_bytes, else when the worker goes idle. */
 static void trad_grown(am_worker_t *aw, am_dest_t *d, size_t run)
 {
-    if (run >= aw->cfg->flush_bytes)
-        am_dest_push(aw, d, false, true);
-    else
+    if (run < aw->cfg->flush_bytes) {
         aw->idle_flush = true;
+        return;
+    }
+    am_dest_push(aw, d, false, true);
+    if (!am_in_handler(aw))
+        rv_progress(aw->w);
 }
 
 /* Extends @p d's open run record by call @p e when it is the last record
@@ -283,22 +286,19 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
  * descriptor. False when it cannot (the caller takes call_out). */
 static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
-    size_t stride = am_elem_stride(e->kind, e->alen);
-    if (am_cursor_put(aw, dest, e, stride))
-        return true;
     am_cursor_seal(aw, dest);
     int local = am_local_thread(aw, dest);
     if (local >= 0) {
         if (!am_local_call(aw, local, e))
             return false;
-        am_cursor_open_local(aw, dest, local);
+        am_cursor_open_local(aw, dest, local, e);
         aw->stats.calls_local++;
     } else if (aw->cfg->aggregation != RV_AGG_TRAD ||
                aw->dests[dest] == NULL ||
                !trad_append(aw, aw->dests[dest], e)) {
         return false;
     } else {
-        am_cursor_open_trad(aw, dest, aw->dests[dest]);
+        am_cursor_open_trad(aw, dest, aw->dests[dest], e);
     }
     aw->stats.calls_sent++;
     aw->stats.bytes_sent += e->alen;
@@ -494,9 +494,10 @@ rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
         dest < aw->nworkers &&
-        call_fast(aw, dest, &(am_elem_t){.kind = AM_REC_RUN, .h = h,
-                                         .alen = (uint32_t)len,
-                                         .args = args}))
+        (am_cursor_put_plain(aw, dest, h, args, len) ||
+         call_fast(aw, dest, &(am_elem_t){.kind = AM_REC_RUN, .h = h,
+                                          .alen = (uint32_t)len,
+                                          .args = args})))
         return RV_OK;
     call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
                       .sync = sync, .flags = flags, .notifications = 1};
@@ -520,12 +521,16 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     if (ret == NULL)
         return RV_ERR_INVALID;
     /* Index-gather's call (Bale): small arguments and result, one
-     * synchronizer for many calls. The count is raised first: the local
-     * bypass may run it before call_fast returns (another thread). */
+     * synchronizer for many calls. A call the open run takes is already
+     * counted by the synchronizer (am_cursor.c); else the count is raised
+     * first: the local bypass may run it before call_fast returns
+     * (another thread). */
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
-        len <= AM_FAST_ARGS && ret_len <= AM_FAST_ARGS &&
+        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET &&
         dest < aw->nworkers) {
+        if (am_cursor_put_ret(aw, dest, h, args, len, sync, ret, ret_len))
+            return RV_OK;
         am_elem_t e = {.kind = AM_REC_RETRUN, .h = h, .alen = (uint32_t)len,
                        .ret_len = (uint32_t)ret_len,
                        .pre = {(uintptr_t)sync, (uintptr_t)ret}, .args = args};

@@ -42,6 +42,9 @@ static void cursor_commit(am_worker_t *aw, rv_tid_t dest, am_cursor_t *c)
     size_t nb = (size_t)(c->wp - c->start);
     if (nb == 0)
         return;
+    aw->stats.bytes_sent += nb / c->stride * c->alen;
+    if (c->local >= 0)
+        aw->stats.calls_local += nb / c->stride;
     am_rec_t rec;
     if (c->local >= 0) {
         am_lblock_t *b = aw->lout[c->local];
@@ -68,6 +71,11 @@ void am_cursor_seal(am_worker_t *aw, rv_tid_t dest)
     if (c->key == 0)
         return;
     cursor_commit(aw, dest, c);
+    long unused = c->reserved - (long)((size_t)(c->wp - c->start) / c->stride);
+    if (unused > 0)
+        atomic_fetch_sub_explicit(&((rv_sync_t *)(uintptr_t)c->sync)->pending,
+                                  unused, memory_order_release);
+    c->reserved = 0;
     c->key = 0;
     c->wp = c->lim = c->start = NULL;
     /* Closed cursors leave the open list lazily (am_cursors_seal). */
@@ -83,21 +91,42 @@ void am_cursors_seal(am_worker_t *aw)
 }
 
 static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
-                        uint8_t *wp, size_t room, int local)
+                        const am_elem_t *e, uint8_t *wp, size_t room,
+                        int local)
 {
     am_cursor_t *c = &aw->cur[dest];
+    size_t stride = am_elem_stride(e->kind, e->alen);
+    if (room < stride)
+        return;
+    c->sync = e->pre[0];
+    c->reserved = 0;
+    if (e->kind == AM_REC_RETRUN) {
+        /* The calls this run may still take are added to their
+         * synchronizer now, in one atomic operation instead of one per
+         * call; the seal takes back those that were not made. The count
+         * is never below the calls outstanding, and is exact again from
+         * the next progress (which seals), so rv_sync_wait waits for
+         * every call and no longer. */
+        c->reserved = (long)(room / stride);
+        atomic_fetch_add_explicit(&((rv_sync_t *)(uintptr_t)c->sync)->pending,
+                                  c->reserved, memory_order_relaxed);
+    }
     if (!c->listed) {
         c->listed = true;
         aw->copen[aw->ncopen++] = dest;
     }
     c->key = am_cursor_key(rec->handler, rec->meta);
     c->ret_len = rec->seq;
+    c->alen = rec->meta >> AM_REC_ALEN_SHIFT;
+    c->stride = (uint32_t)am_elem_stride(rec->meta & AM_REC_KIND_MASK,
+                                         c->alen);
     c->wp = c->start = wp;
     c->lim = wp + room;
     c->local = local;
 }
 
-void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d)
+void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
+                         const am_elem_t *e)
 {
     am_buf_t *b = d->last;
     if (b == NULL || b->open == SIZE_MAX || d->run_buf != b ||
@@ -119,11 +148,12 @@ void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d)
     am_rec_t rec;
     memcpy(&rec, b->base + d->run_at, sizeof(rec));
     /* The next call goes where the record's footer is now (trad_extend). */
-    cursor_open(aw, dest, &rec, b->base + b->used - 2 * AM_REC_FOOTER, room,
-                -1);
+    cursor_open(aw, dest, &rec, e, b->base + b->used - 2 * AM_REC_FOOTER,
+                room, -1);
 }
 
-void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local)
+void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local,
+                          const am_elem_t *e)
 {
     am_lblock_t *b = aw->lout[local];
     if (b == NULL || b->run_at == SIZE_MAX)
@@ -132,5 +162,6 @@ void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local)
     memcpy(&rec, b->data + b->run_at, sizeof(rec));
     if (b->run_at + sizeof(rec) + rec.len != b->tail)
         return;
-    cursor_open(aw, dest, &rec, b->data + b->tail, b->cap - b->tail, local);
+    cursor_open(aw, dest, &rec, e, b->data + b->tail, b->cap - b->tail,
+                local);
 }

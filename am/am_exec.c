@@ -288,8 +288,48 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
         free(reply);
 }
 
+/* The calls of an AM_REC_RETRUN run: [sync][ret][arguments] each; the
+ * result is written straight into the caller's buffer when the caller
+ * is a thread of this process (its synchronizer completed by the end of
+ * the local poll), else built in a scratch buffer and gathered for the
+ * caller by am_reply. */
+static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
+                           const am_entry_t *ae)
+{
+    unsigned n = 0;
+    uint64_t small[AM_FAST_RET / 8];
+    size_t ret_len = r->rret_len;
+    while (r->rp < r->rend) {
+        const uint8_t *p = r->rp;
+        r->rp += r->rstride;
+        am_done_t done = {.ret_len = (uint32_t)ret_len};
+        memcpy(&done.sync, p, 8);
+        memcpy(&done.ret, p + 8, 8);
+        void *reply = r->local ? (void *)(uintptr_t)done.ret : small;
+        memset(reply, 0, ret_len);
+        rv_call_t call = {.src = src, .args = p + 16, .args_len = r->ralen,
+                          .ret = reply, .ret_len = ret_len};
+        rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+        if (st < 0)
+            rv_warn("a call handler returned %s", rv_status_str(st));
+        n++;
+        if (r->local) {
+            am_owe(aw, (rv_sync_t *)(uintptr_t)done.sync);
+            continue;
+        }
+        if (call.ret_len < done.ret_len)
+            done.ret_len = (uint32_t)call.ret_len;
+        if ((st = am_reply(aw, src, &done, reply)) != RV_OK)
+            rv_error("cannot report a call's completion to worker %u: %s",
+                     src, rv_status_str(st));
+    }
+    return n;
+}
+
 unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
 {
+    if (r->rkind == AM_REC_RETRUN && r->rret_len > AM_FAST_RET)
+        return 0; /* am_run_call builds its larger results */
     const rv_handler_info_t *e = aw->last_entry;
     if (e == NULL || e->id != r->rh) {
         e = rv_handler_find(aw->ctx, r->rh);
@@ -305,13 +345,18 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
      * before it runs, as everywhere, so a handler that progresses
      * continues this run in order. */
     r->refs++;
-    while (r->rp < r->rend) {
-        rv_call_t call = {.src = src, .args = r->rp, .args_len = r->ralen};
-        r->rp += r->rstride;
-        rv_status_t st = ae->fn(aw->w, &call, ae->arg);
-        if (st < 0)
-            rv_warn("a call handler returned %s", rv_status_str(st));
-        n++;
+    if (r->rkind == AM_REC_RETRUN) {
+        n = run_retrun(aw, r, src, ae);
+    } else {
+        while (r->rp < r->rend) {
+            rv_call_t call = {.src = src, .args = r->rp,
+                              .args_len = r->ralen};
+            r->rp += r->rstride;
+            rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+            if (st < 0)
+                rv_warn("a call handler returned %s", rv_status_str(st));
+            n++;
+        }
     }
     r->refs--;
     aw->depth--;

@@ -58,6 +58,9 @@ enum {
 };
 
 #define AM_REC_FOOTER 8u
+/* The largest result a run of rv_call_return calls builds in the
+ * target's scratch buffer (larger ones take am_run_call). */
+#define AM_FAST_RET 256u
 #define AM_ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 /* A run record's argument length, in its meta. */
 #define AM_REC_ALEN_SHIFT 16
@@ -103,8 +106,13 @@ static inline bool am_elem_matches(const am_rec_t *rec, const am_elem_t *e)
 static inline void am_elem_write(uint8_t *at, const am_elem_t *e,
                                  size_t stride)
 {
-    if (e->kind == AM_REC_RUN && e->alen == 8) {
-        memcpy(at, e->args, 8); /* a fixed-size copy: one move */
+    if (e->alen == 8) { /* fixed-size copies: a move each */
+        if (e->kind == AM_REC_RUN) {
+            memcpy(at, e->args, 8);
+        } else {
+            memcpy(at, e->pre, sizeof(e->pre));
+            memcpy(at + sizeof(e->pre), e->args, 8);
+        }
         return;
     }
     size_t pre = e->kind == AM_REC_RUN ? 0 : sizeof(e->pre);
@@ -154,6 +162,14 @@ typedef struct {
     void *arg;
     rv_handler_id_t id;
 } am_entry_t;
+
+/* rivet.am.dones carries groups of completions of one synchronizer with
+ * results of one length: the header, then `count` entries of [the
+ * caller's result address, 8][result, padded to 8]. */
+typedef struct {
+    uint64_t sync;
+    uint32_t ret_len, count;
+} am_dgroup_t;
 
 /* The completion of a call with AM_NOTIFY, in rivet.am.done's header. */
 typedef struct {
@@ -249,6 +265,7 @@ typedef struct am_dest {
     /* call completions gathered for it (am_reply.c) */
     uint8_t *rbuf;
     size_t rlen, rcap;
+    size_t rgroup;          /* the last group of rbuf, when rlen > 0 */
     bool rlisted;           /* in the worker's replying list */
 } am_dest_t;
 
@@ -282,10 +299,10 @@ static inline bool am_run_more(const am_run_t *r)
     return r->rp < r->rend || r->p < r->end;
 }
 
-/* Whether @p r is inside a run record of plain calls (AM_REC_RUN). */
+/* Whether @p r is inside a run record (AM_REC_RUN or AM_REC_RETRUN). */
 static inline bool am_run_in_plain(const am_run_t *r)
 {
-    return r->rp < r->rend && r->rkind == AM_REC_RUN;
+    return r->rp < r->rend;
 }
 
 /* Takes the next call of @p r (records of @p footer bytes of footer):
@@ -399,6 +416,10 @@ typedef struct am_cursor {
     uint8_t *start;     /* wp when opened: what lies between is unsealed */
     uint64_t key;       /* am_cursor_key of the run; 0: none open */
     uint32_t ret_len;   /* AM_REC_RETRUN: its calls' result length */
+    uint64_t sync;      /* AM_REC_RETRUN: its calls' synchronizer */
+    long reserved;      /* operations added to it ahead (am_cursor.c) */
+    uint32_t stride;    /* bytes per call */
+    uint32_t alen;      /* argument bytes per call */
     int local;          /* the local bypass thread, or -1: a trad batch */
     bool listed;        /* in am_worker_t.copen */
 } am_cursor_t;
@@ -593,30 +614,70 @@ void am_cursors_seal(am_worker_t *aw);
 /* Opens @p dest's cursor at the end of the run record just written by
  * trad_append (trad batch) or am_local_call (local thread @p local), when
  * it is the last record and more calls fit before a limit. */
-void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d);
-void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local);
+void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
+                         const am_elem_t *e);
+void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local,
+                          const am_elem_t *e);
 
-/* Appends call @p e (of @p stride bytes) at @p dest's cursor when its
- * open run takes it; the fast path of rv_call and rv_call_return. */
-static inline bool am_cursor_put(am_worker_t *aw, rv_tid_t dest,
-                                 const am_elem_t *e, size_t stride)
+/* Appends an rv_call_return call at @p dest's cursor when its open run
+ * takes it (same handler, lengths and synchronizer, which already counts
+ * the call: am_cursor.c). calls_sent is counted at once (rv_quiesce
+ * samples it); calls_local and bytes_sent when the cursor is sealed. */
+static inline bool am_cursor_put_ret(am_worker_t *aw, rv_tid_t dest,
+                                     rv_handler_id_t h, const void *args,
+                                     size_t len, rv_sync_t *sync, void *ret,
+                                     size_t ret_len)
 {
     am_cursor_t *c = &aw->cur[dest];
-    if (c->key != am_cursor_key(e->h, e->kind | e->alen << AM_REC_ALEN_SHIFT) ||
-        c->ret_len != e->ret_len || c->wp + stride > c->lim)
+    size_t stride = 16 + AM_ALIGN8(len);
+    uint64_t s = (uintptr_t)sync, r = (uintptr_t)ret;
+    if (c->key != am_cursor_key(h, AM_REC_RETRUN | (uint32_t)len
+                                                        << AM_REC_ALEN_SHIFT) ||
+        c->ret_len != ret_len || c->sync != s || c->wp + stride > c->lim)
         return false;
-    am_elem_write(c->wp, e, stride);
+    memcpy(c->wp, &s, 8);
+    memcpy(c->wp + 8, &r, 8);
+    if (len == 8) {
+        memcpy(c->wp + 16, args, 8);
+    } else if (len > 0) {
+        memset(c->wp + stride - 8, 0, 8); /* deterministic padding */
+        memcpy(c->wp + 16, args, len);
+    }
     c->wp += stride;
-    aw->stats.calls_local += c->local >= 0;
     aw->stats.calls_sent++;
-    aw->stats.bytes_sent += e->alen;
+    return true;
+}
+
+/* The same for a plain call of @p len bytes (AM_REC_RUN, no result):
+ * rv_call's fast path, the call of irregular traffic. */
+static inline bool am_cursor_put_plain(am_worker_t *aw, rv_tid_t dest,
+                                       rv_handler_id_t h, const void *args,
+                                       size_t len)
+{
+    am_cursor_t *c = &aw->cur[dest];
+    size_t stride = am_run_stride(len);
+    if (c->key != am_cursor_key(h, AM_REC_RUN | (uint32_t)len
+                                                     << AM_REC_ALEN_SHIFT) ||
+        c->wp + stride > c->lim)
+        return false;
+    if (len == 8) {
+        memcpy(c->wp, args, 8); /* a fixed-size copy: one move */
+    } else {
+        memset(c->wp + stride - 8, 0, 8); /* deterministic padding */
+        if (len > 0)
+            memcpy(c->wp, args, len);
+    }
+    c->wp += stride;
+    aw->stats.calls_sent++;
     return true;
 }
 
 /* am_exec.c: running calls */
-/* Runs the rest of the run record of plain calls @p r is in, with one
- * handler lookup; the calls run, 0 when the handler is not a call
- * handler here (am_run_call then drops them one by one). */
+/* Runs the rest of the run record @p r is in (plain calls, or
+ * rv_call_return calls whose results fit am_reply's scratch), with one
+ * handler lookup; the calls run, 0 when it cannot (the handler is not a
+ * call handler here: am_run_call then drops them one by one, saying why;
+ * or results too large: am_run_call runs them). */
 unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src);
 am_src_t *am_src(am_worker_t *aw, rv_tid_t src);
 void am_run_call(am_worker_t *aw, const am_call_t *c);

@@ -41,11 +41,13 @@ am_proc_t *am_proc(rv_context_t *ctx)
 
 void rv_am_stats(const rv_worker_t *w, rv_am_stats_t *stats)
 {
-    const am_worker_t *aw = am_of(w);
-    if (aw == NULL)
+    am_worker_t *aw = am_of(w);
+    if (aw == NULL) {
         memset(stats, 0, sizeof(*stats));
-    else
-        *stats = aw->stats;
+        return;
+    }
+    am_cursors_seal(aw); /* their calls_local and bytes_sent */
+    *stats = aw->stats;
 }
 
 static unsigned am_progress(rv_worker_t *w)

@@ -18,7 +18,10 @@
  * 4.4, applied to the return path, whatever am.aggregation says of
  * calls). The end of the progress call comes before anything else the
  * worker does, so an answer is not held back. Wire format of a batch:
- * entries of [am_done_t][result bytes, padded to 8].
+ * groups of an am_dgroup_t (synchronizer, result length, count) and
+ * `count` entries of [result address][result bytes, padded to 8]; the
+ * answers to a batch of rv_call_return calls into one synchronizer are
+ * one group, completed with one atomic operation.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,21 +71,39 @@ static bool reply_room(am_dest_t *d, size_t size)
 rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
                      const void *ret)
 {
-    size_t size = sizeof(*done) + AM_ALIGN8(done->ret_len);
-    am_dest_t *d = size > aw->cfg->flush_bytes ? NULL : am_dest(aw, dest);
-    if (d == NULL || !reply_room(d, size)) {
+    size_t size = 8 + AM_ALIGN8(done->ret_len);
+    am_dest_t *d = size + sizeof(am_dgroup_t) > aw->cfg->flush_bytes
+                       ? NULL
+                       : am_dest(aw, dest);
+    if (d == NULL || !reply_room(d, size + sizeof(am_dgroup_t))) {
         struct iovec iov = {.iov_base = (void *)ret,
                             .iov_len = done->ret_len};
         return rv_send_raw(aw->w, dest, am_done_id, done, sizeof(*done),
                            &iov, done->ret_len ? 1 : 0, RV_SEND_COPY, NULL,
                            NULL);
     }
+    /* Answers to one synchronizer with results of one length (a batch
+     * of rv_call_return calls) share a group header: 16 bytes per 8-byte
+     * result. */
+    am_dgroup_t g;
+    if (d->rlen > 0)
+        memcpy(&g, d->rbuf + d->rgroup, sizeof(g));
+    if (d->rlen == 0 || g.sync != done->sync || g.ret_len != done->ret_len) {
+        g = (am_dgroup_t){.sync = done->sync, .ret_len = done->ret_len};
+        d->rgroup = d->rlen;
+        d->rlen += sizeof(g);
+    }
+    g.count++;
+    memcpy(d->rbuf + d->rgroup, &g, sizeof(g));
     uint8_t *at = d->rbuf + d->rlen;
-    memcpy(at, done, sizeof(*done));
-    if (done->ret_len > 0)
-        memcpy(at + sizeof(*done), ret, done->ret_len);
-    memset(at + sizeof(*done) + done->ret_len, 0,
-           size - sizeof(*done) - done->ret_len);
+    memcpy(at, &done->ret, 8);
+    if (done->ret_len == 8) {
+        memcpy(at + 8, ret, 8);
+    } else {
+        memset(at + size - 8, 0, 8); /* padding */
+        if (done->ret_len > 0)
+            memcpy(at + 8, ret, done->ret_len);
+    }
     d->rlen += size;
     if (d->rlen >= aw->cfg->flush_bytes) {
         reply_push(aw, d);
@@ -117,33 +138,40 @@ rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
     return RV_OK;
 }
 
+/* Writes the results of group @p g (its entries at @p p) into the
+ * callers' buffers. */
+static void group_results(const am_dgroup_t *g, const uint8_t *p,
+                          size_t stride)
+{
+    for (uint32_t i = 0; i < g->count; i++, p += stride) {
+        uint64_t ret;
+        memcpy(&ret, p, sizeof(ret));
+        if (ret == 0)
+            continue;
+        if (g->ret_len == 8)
+            memcpy((void *)(uintptr_t)ret, p + 8, 8);
+        else
+            memcpy((void *)(uintptr_t)ret, p + 8, g->ret_len);
+    }
+}
+
 rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     const uint8_t *p = msg->data, *end = p + msg->len;
-    /* The answers to a batch of calls mostly share one synchronizer:
-     * their completions are made together, in one atomic operation. */
-    uint64_t sync = 0;
-    long n = 0;
     (void)arg;
-    while (p < end) {
-        am_done_t d;
-        if ((size_t)(end - p) < sizeof(d))
+    while ((size_t)(end - p) >= sizeof(am_dgroup_t)) {
+        am_dgroup_t g;
+        memcpy(&g, p, sizeof(g));
+        size_t stride = 8 + AM_ALIGN8((size_t)g.ret_len);
+        size_t left = (size_t)(end - p) - sizeof(g);
+        if (g.count == 0 || g.ret_len > msg->len || left / stride < g.count)
             break;
-        memcpy(&d, p, sizeof(d));
-        size_t size = sizeof(d) + AM_ALIGN8(d.ret_len);
-        if (size > (size_t)(end - p) || d.ret_len > size)
-            break;
-        done_result(&d, p + sizeof(d));
-        if (d.sync != sync && n > 0) {
-            rv_sync_complete_n((rv_sync_t *)(uintptr_t)sync, n, RV_OK);
-            n = 0;
-        }
-        sync = d.sync;
-        n++;
-        p += size;
+        p += sizeof(g);
+        group_results(&g, p, stride);
+        /* One atomic operation completes the whole group. */
+        rv_sync_complete_n((rv_sync_t *)(uintptr_t)g.sync, g.count, RV_OK);
+        p += (size_t)g.count * stride;
     }
-    if (n > 0)
-        rv_sync_complete_n((rv_sync_t *)(uintptr_t)sync, n, RV_OK);
     if (p != end) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped the rest of a malformed batch of call completions "
