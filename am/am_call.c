@@ -217,8 +217,7 @@ static void trad_grown(am_worker_t *aw, am_dest_t *d, size_t run)
         return;
     }
     am_dest_push(aw, d, false, true);
-    if (!am_in_handler(aw))
-        rv_progress(aw->w);
+    am_stream_progress(aw);
 }
 
 /* Extends @p d's open run record by call @p e when it is the last record

@@ -477,6 +477,7 @@ typedef struct am_worker {
     unsigned depth;              /* call handlers running (nested) */
     uint64_t calls_done;         /* calls run or dropped here (rv_quiesce) */
     bool idle_flush;             /* trad batches waiting for idleness */
+    bool streaming;              /* in am_stream_progress */
     rv_am_stats_t stats;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
@@ -508,6 +509,20 @@ static inline bool am_may_run(const am_worker_t *aw)
 static inline bool am_in_handler(const am_worker_t *aw)
 {
     return rv_worker_progress_depth(aw->w) > 0 || rv_worker_in_callback(aw->w);
+}
+
+/* The progress a stream of calls makes when one of its batches or local
+ * blocks leaves (not from handlers, which never progress for room): it
+ * runs the calls coming the other way and recycles their buffers, so
+ * that calls both ways flow at once and buffers do not pile up; it is
+ * not idleness, so trad batches still wait for am.flush_bytes. */
+static inline void am_stream_progress(am_worker_t *aw)
+{
+    if (am_in_handler(aw))
+        return;
+    aw->streaming = true;
+    rv_progress(aw->w);
+    aw->streaming = false;
 }
 
 /* Completes what is owed to the synchronizer of local calls. */

@@ -64,7 +64,8 @@ static unsigned am_progress(rv_worker_t *w)
      * full, or when the worker has nothing else to do. */
     am_cursors_seal(aw);
     bool trad = aw->cfg->aggregation == RV_AGG_TRAD;
-    bool flush_trad = trad && aw->idle_flush && n == 0 && rv_worker_idle_polls(w) > 0;
+    bool flush_trad = trad && aw->idle_flush && !aw->streaming && n == 0 &&
+                      rv_worker_idle_polls(w) > 0;
     if (flush_trad)
         aw->idle_flush = false;
     for (uint32_t i = 0; i < aw->nused; i++) {

@@ -39,16 +39,12 @@ uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size)
 {
     if (aw->lout[dst] != NULL) {
         local_publish(aw, dst);
-        /* A full block: the worker progresses once, as a trad batch that
-         * leaves does, so that a stream of calls runs the calls coming
-         * the other way and recycles their blocks instead of piling up
-         * blocks on both sides. Its handlers' calls may open a block to
-         * @p dst meanwhile: the call goes behind them. */
-        if (!am_in_handler(aw)) {
-            rv_progress(aw->w);
-            if (aw->lout[dst] != NULL)
-                return am_local_reserve(aw, dst, size);
-        }
+        /* A full block: the worker progresses once (am_stream_progress).
+         * Its handlers' calls may open a block to @p dst meanwhile: the
+         * call goes behind them. */
+        am_stream_progress(aw);
+        if (aw->lout[dst] != NULL)
+            return am_local_reserve(aw, dst, size);
     }
     size_t cap = size > AM_LBLOCK_BYTES ? size : AM_LBLOCK_BYTES;
     am_lblock_t *b = cap == AM_LBLOCK_BYTES && aw->nlspare > 0
