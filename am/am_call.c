@@ -484,6 +484,24 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
 }
 
 
+/* rv_call past its open run: kept out of line, so that the fast path
+ * stays a few instructions with no stack frame to build. */
+static __attribute__((noinline)) rv_status_t
+call_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h, const void *args,
+          size_t len, rv_sync_t *sync, unsigned flags)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
+        dest < aw->nworkers &&
+        call_fast(aw, dest, &(am_elem_t){.kind = AM_REC_RUN, .h = h,
+                                         .alen = (uint32_t)len,
+                                         .args = args}))
+        return RV_OK;
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .sync = sync, .flags = flags, .notifications = 1};
+    return call_out(w, &cd);
+}
+
 rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
                     unsigned flags)
@@ -492,15 +510,9 @@ rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
      * synchronizer); anything else takes call_out. */
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
-        dest < aw->nworkers &&
-        (am_cursor_put_plain(aw, dest, h, args, len) ||
-         call_fast(aw, dest, &(am_elem_t){.kind = AM_REC_RUN, .h = h,
-                                          .alen = (uint32_t)len,
-                                          .args = args})))
+        dest < aw->nworkers && am_cursor_put_plain(aw, dest, h, args, len))
         return RV_OK;
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .sync = sync, .flags = flags, .notifications = 1};
-    return call_out(w, &cd);
+    return call_slow(w, dest, h, args, len, sync, flags);
 }
 
 rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
@@ -510,6 +522,30 @@ rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
                       .buf = buf, .n = n, .sync = sync, .flags = flags,
                       .notifications = 1};
+    return call_out(w, &cd);
+}
+
+/* rv_call_return past its open run (see call_slow). */
+static __attribute__((noinline)) rv_status_t
+call_return_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
+                 const void *args, size_t len, void *ret, size_t ret_len,
+                 rv_sync_t *sync, unsigned flags)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
+        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET &&
+        dest < aw->nworkers) {
+        am_elem_t e = {.kind = AM_REC_RETRUN, .h = h, .alen = (uint32_t)len,
+                       .ret_len = (uint32_t)ret_len,
+                       .pre = {(uintptr_t)sync, (uintptr_t)ret}, .args = args};
+        atomic_fetch_add_explicit(&sync->pending, 1, memory_order_relaxed);
+        if (call_fast(aw, dest, &e))
+            return RV_OK;
+        atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
+    }
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .ret = ret, .ret_len = ret_len, .sync = sync,
+                      .flags = flags, .notifications = 1};
     return call_out(w, &cd);
 }
 
@@ -527,21 +563,10 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
         len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET &&
-        dest < aw->nworkers) {
-        if (am_cursor_put_ret(aw, dest, h, args, len, sync, ret, ret_len))
-            return RV_OK;
-        am_elem_t e = {.kind = AM_REC_RETRUN, .h = h, .alen = (uint32_t)len,
-                       .ret_len = (uint32_t)ret_len,
-                       .pre = {(uintptr_t)sync, (uintptr_t)ret}, .args = args};
-        atomic_fetch_add_explicit(&sync->pending, 1, memory_order_relaxed);
-        if (call_fast(aw, dest, &e))
-            return RV_OK;
-        atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
-    }
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .ret = ret, .ret_len = ret_len, .sync = sync,
-                      .flags = flags, .notifications = 1};
-    return call_out(w, &cd);
+        dest < aw->nworkers &&
+        am_cursor_put_ret(aw, dest, h, args, len, sync, ret, ret_len))
+        return RV_OK;
+    return call_return_slow(w, dest, h, args, len, ret, ret_len, sync, flags);
 }
 
 /* The wire flags of extension @p x. */

@@ -306,7 +306,10 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
         memcpy(&done.sync, p, 8);
         memcpy(&done.ret, p + 8, 8);
         void *reply = r->local ? (void *)(uintptr_t)done.ret : small;
-        memset(reply, 0, ret_len);
+        if (ret_len == 8)
+            memset(reply, 0, 8);
+        else
+            memset(reply, 0, ret_len);
         rv_call_t call = {.src = src, .args = p + 16, .args_len = r->ralen,
                           .ret = reply, .ret_len = ret_len};
         rv_status_t st = ae->fn(aw->w, &call, ae->arg);
@@ -319,7 +322,7 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
         }
         if (call.ret_len < done.ret_len)
             done.ret_len = (uint32_t)call.ret_len;
-        if ((st = am_reply(aw, src, &done, reply)) != RV_OK)
+        if ((st = am_reply_to(aw, src, aw->dests[src], &done, reply)) != RV_OK)
             rv_error("cannot report a call's completion to worker %u: %s",
                      src, rv_status_str(st));
     }

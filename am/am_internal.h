@@ -706,6 +706,10 @@ rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg);
  * once or gathered with others; never waits. */
 rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
                      const void *ret);
+/* The same, @p d being aw->dests[dest] as the caller last saw it (NULL
+ * when not made yet): a run of answers looks it up once. */
+rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
+                        const am_done_t *done, const void *ret);
 /* Sends every completion gathered. */
 void am_reply_flush(am_worker_t *aw);
 void am_reply_fini(am_worker_t *aw);

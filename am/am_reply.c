@@ -71,10 +71,17 @@ static bool reply_room(am_dest_t *d, size_t size)
 rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
                      const void *ret)
 {
+    return am_reply_to(aw, dest, aw->dests[dest], done, ret);
+}
+
+rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
+                        const am_done_t *done, const void *ret)
+{
     size_t size = 8 + AM_ALIGN8(done->ret_len);
-    am_dest_t *d = size + sizeof(am_dgroup_t) > aw->cfg->flush_bytes
-                       ? NULL
-                       : am_dest(aw, dest);
+    if (size + sizeof(am_dgroup_t) > aw->cfg->flush_bytes)
+        d = NULL;
+    else if (d == NULL)
+        d = am_dest(aw, dest);
     if (d == NULL || !reply_room(d, size + sizeof(am_dgroup_t))) {
         struct iovec iov = {.iov_base = (void *)ret,
                             .iov_len = done->ret_len};
