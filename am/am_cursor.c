@@ -128,6 +128,9 @@ static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
 void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
                          const am_elem_t *e)
 {
+    /* Handlers run by the progress of the call that got here may have
+     * opened it meanwhile. */
+    am_cursor_seal(aw, dest);
     am_buf_t *b = d->last;
     if (b == NULL || b->open == SIZE_MAX || d->run_buf != b ||
         b->used != d->run_end)
@@ -155,6 +158,7 @@ void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
 void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local,
                           const am_elem_t *e)
 {
+    am_cursor_seal(aw, dest); /* as am_cursor_open_trad */
     am_lblock_t *b = aw->lout[local];
     if (b == NULL || b->run_at == SIZE_MAX)
         return;

@@ -36,6 +36,9 @@ rv_status_t rv_quiesce(rv_worker_t *w)
     uint64_t prev[2] = {UINT64_MAX, 0};
     rv_status_t st = rv_flush(w, RV_TID_ALL);
     for (unsigned wave = 0; st == RV_OK; wave++) {
+        /* A reduction need not wait (a job of one worker does not): each
+         * wave progresses at least once, so the calls to oneself run. */
+        rv_progress(w);
         const rv_am_stats_t *s = &aw->stats;
         uint64_t mine[2] = {
             s->calls_sent + s->broadcasts_forwarded - s->calls_lost,

@@ -172,6 +172,12 @@ RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
  *       accepted is lost: logged, and counted in rv_am_stats_t.calls_lost;
  *       a synchronizer waiting for it to run (RV_NOTIFY_CONSUMED) then
  *       never completes.
+ * @note A call made outside a handler whose batch (am.aggregation trad)
+ *       or local block fills and leaves progresses the worker once, so
+ *       it may run handlers before it returns: a stream of calls runs the
+ *       calls coming the other way as it goes. That progress is not
+ *       idleness (trad batches of other destinations keep filling). A
+ *       handler's calls never progress.
  */
 RV_EXPORT rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
@@ -210,7 +216,12 @@ RV_EXPORT rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_i
  *                         stay valid until @p sync completes. The bytes
  *                         past what the handler wrote are unspecified.
  * @param [in]     ret_len its size
- * @param [in,out] sync    as rv_call's
+ * @param [in,out] sync    as rv_call's. Calls that share one synchronizer
+ *                         and go to one destination one after another
+ *                         may be counted in it ahead, a batch's worth at
+ *                         a time: @p sync may count more operations than
+ *                         were made until the worker next progresses
+ *                         (which rv_sync_wait does), never fewer.
  * @param [in]     flags   0 or RV_NOTIFY_CONSUMED (implied)
  * @return as rv_call; RV_ERR_INVALID (not logged) for a NULL @p ret
  * @note From @p w's own thread.

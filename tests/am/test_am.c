@@ -30,7 +30,7 @@ static rv_context_t *ctx;
 
 static struct {
     rv_handler_id_t data, triple, slow, release, relay, finish, bcast;
-    rv_handler_id_t lend, bufref;
+    rv_handler_id_t lend, bufref, order;
 } H;
 
 typedef struct {
@@ -40,6 +40,7 @@ typedef struct {
     int released;
     int finished;
     uint64_t bufref_from[MAX_WORKERS];
+    uint64_t order_from[MAX_WORKERS];
     void *landing[MAX_WORKERS];  /* rv_mem_alloc'ed for each source */
 } wstate_t;
 
@@ -186,6 +187,95 @@ static int body_return(rv_worker_t *w, void *arg)
                           sizeof(r), NULL, 0) == RV_OK, "call_return");
     EXPECT(r == 21 + (me + 1) % n, "blocking call_return gave %llu",
            (unsigned long long)r);
+    rv_barrier(w);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Runs of rv_call_return calls into one synchronizer are counted in it
+ * ahead, a batch's worth at a time (rv_am.h): the count is never below
+ * the calls outstanding, it is exact once waited, every result arrives,
+ * and plain calls and results to one destination still run in order. */
+
+#define ORDER_CALLS 3000
+
+static rv_status_t on_order(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    wstate_t *s = state_of(w);
+    uint64_t a[2];
+    (void)arg;
+    EXPECT(call->args_len == sizeof(a), "args of %zu bytes", call->args_len);
+    memcpy(a, call->args, sizeof(a));
+    EXPECT(a[0] < MAX_WORKERS && a[1] == s->order_from[a[0]],
+           "call %llu from worker %llu, expected call %llu",
+           (unsigned long long)a[1], (unsigned long long)a[0],
+           (unsigned long long)s->order_from[a[0] % MAX_WORKERS]);
+    s->order_from[a[0] % MAX_WORKERS] = a[1] + 1;
+    if (call->ret_len >= sizeof(uint64_t)) {
+        uint64_t r = a[1] * 5 + 1;
+        memcpy(call->ret, &r, sizeof(r));
+        call->ret_len = sizeof(r);
+    }
+    return RV_OK;
+}
+
+static int body_return_runs(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    rv_tid_t dest = (me + 1) % n;
+    static _Thread_local uint64_t res[ORDER_CALLS];
+    rv_sync_t s[2];
+    long made[2] = {0, 0};
+    (void)arg;
+
+    rv_sync_init(&s[0], 0);
+    rv_sync_init(&s[1], 0);
+    for (uint64_t k = 0; k < ORDER_CALLS; k++) {
+        uint64_t a[2] = {me, k};
+        int which = (int)(k / 700) % 2; /* runs long and short */
+        res[k] = UINT64_MAX;
+        if (k % 97 == 0) {
+            EXPECT(rv_call(w, dest, H.order, a, sizeof(a), NULL, 0) == RV_OK,
+                   "call");
+            continue;
+        }
+        EXPECT(rv_call_return(w, dest, H.order, a, sizeof(a), &res[k],
+                              sizeof(res[k]), &s[which], 0) == RV_OK,
+               "call_return");
+        made[which]++;
+        /* The count first, then the results: a local target (another
+         * thread) writes a result before it completes the call, so every
+         * call still unwritten after the load was counted by it. */
+        long pending = atomic_load(&s[which].pending), outstanding = 0;
+        for (uint64_t j = 0; j <= k; j++)
+            if (j % 97 != 0 && (int)(j / 700) % 2 == which &&
+                __atomic_load_n(&res[j], __ATOMIC_RELAXED) == UINT64_MAX)
+                outstanding++;
+        EXPECT(pending >= outstanding,
+               "call %llu: the synchronizer counts %ld, %ld are outstanding",
+               (unsigned long long)k, pending, outstanding);
+        if (k % 500 == 0)
+            rv_progress(w);
+    }
+    for (int which = 0; which < 2; which++) {
+        EXPECT(rv_sync_wait(w, &s[which]) == RV_OK, "sync %d", which);
+        for (uint64_t k = 0; k < ORDER_CALLS; k++)
+            if (k % 97 != 0 && (int)(k / 700) % 2 == which)
+                EXPECT(res[k] == k * 5 + 1,
+                       "synchronizer %d completed; result %llu is %llu",
+                       which, (unsigned long long)k,
+                       (unsigned long long)res[k]);
+    }
+    EXPECT(atomic_load(&s[0].pending) == 0 && atomic_load(&s[1].pending) == 0,
+           "after the waits the synchronizers count %ld and %ld",
+           (long)atomic_load(&s[0].pending), (long)atomic_load(&s[1].pending));
+    for (uint64_t k = 0; k < ORDER_CALLS; k++)
+        if (k % 97 != 0)
+            EXPECT(res[k] == k * 5 + 1, "result %llu is %llu",
+                   (unsigned long long)k, (unsigned long long)res[k]);
+    EXPECT(made[0] + made[1] == ORDER_CALLS - (ORDER_CALLS + 96) / 97,
+           "made %ld calls", made[0] + made[1]);
+    EXPECT(rv_quiesce(w) == RV_OK, "quiesce");
     rv_barrier(w);
     return 0;
 }
@@ -475,6 +565,12 @@ static void test_call_return(void **state)
     run_job(body_return);
 }
 
+static void test_return_runs(void **state)
+{
+    (void)state;
+    run_job(body_return_runs);
+}
+
 static void test_consumed(void **state)
 {
     (void)state;
@@ -515,13 +611,15 @@ int main(int argc, char **argv)
          rv_am_register(ctx, "test.finish", on_finish, NULL, &H.finish) |
          rv_am_register(ctx, "test.bcast", on_bcast, NULL, &H.bcast) |
          rv_am_register(ctx, "test.lend", on_lend, NULL, &H.lend) |
-         rv_am_register(ctx, "test.bufref", on_bufref, NULL, &H.bufref)) !=
+         rv_am_register(ctx, "test.bufref", on_bufref, NULL, &H.bufref) |
+         rv_am_register(ctx, "test.order", on_order, NULL, &H.order)) !=
         RV_OK)
         return 1;
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_return, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_return_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consumed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handlers_make_calls, setup,
                                         teardown),

@@ -186,7 +186,7 @@ void test_defaults(void **state)
     assert_int_equal(core(cfg)->progress.mode, RV_PROGRESS_INLINE);
     assert_int_equal(am(cfg)->path, RV_AM_PATH_SEND);
     assert_int_equal(am(cfg)->aggregation, RV_AGG_NONE);
-    assert_int_equal(am(cfg)->flush_bytes, 4096);
+    assert_int_equal(am(cfg)->flush_bytes, 8192);
     assert_int_equal(am(cfg)->ovfl_limit, 1 << 20);
     assert_int_equal(am(cfg)->on_full, RV_ON_FULL_FAIL);
     assert_int_equal(am(cfg)->chunks_per_request, 2);
