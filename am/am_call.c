@@ -510,9 +510,14 @@ rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
      * synchronizer); anything else takes call_out. */
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
-        dest < aw->nworkers && am_cursor_put_plain(aw, dest, h, args, len))
-        return RV_OK;
-    return call_slow(w, dest, h, args, len, sync, flags);
+        dest < aw->nworkers) {
+        if (am_cursor_put_plain(aw, dest, h, args, len))
+            return RV_OK;
+        return call_slow(w, dest, h, args, len, sync, flags);
+    }
+    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
+                      .sync = sync, .flags = flags, .notifications = 1};
+    return call_out(w, &cd);
 }
 
 rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,

@@ -65,11 +65,9 @@ static void cursor_commit(am_worker_t *aw, rv_tid_t dest, am_cursor_t *c)
     d->pending += nb;
 }
 
-void am_cursor_seal(am_worker_t *aw, rv_tid_t dest)
+void am_cursor_seal_open(am_worker_t *aw, rv_tid_t dest)
 {
     am_cursor_t *c = &aw->cur[dest];
-    if (c->key == 0)
-        return;
     cursor_commit(aw, dest, c);
     long unused = c->reserved - (long)((size_t)(c->wp - c->start) / c->stride);
     if (unused > 0)

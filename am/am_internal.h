@@ -623,7 +623,12 @@ rv_status_t am_cursors_init(am_worker_t *aw);
 void am_cursors_fini(am_worker_t *aw);
 /* Brings the run record of @p dest's cursor up to date and closes it;
  * every step that reads or transmits @p dest's records takes it first. */
-void am_cursor_seal(am_worker_t *aw, rv_tid_t dest);
+void am_cursor_seal_open(am_worker_t *aw, rv_tid_t dest);
+static inline void am_cursor_seal(am_worker_t *aw, rv_tid_t dest)
+{
+    if (aw->cur[dest].key != 0)
+        am_cursor_seal_open(aw, dest);
+}
 /* The same for every destination. */
 void am_cursors_seal(am_worker_t *aw);
 /* Opens @p dest's cursor at the end of the run record just written by
