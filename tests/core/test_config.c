@@ -208,7 +208,9 @@ void test_defaults(void **state)
     assert_int_equal(ucx(cfg)->rma_emulation, RV_RMA_EMU_AUTO);
     assert_int_equal(ucx(cfg)->gid_index, -1);
     assert_null(rv_config_component(cfg, "transport.verbs"));
-    assert_null(rv_config_component(cfg, "store"));
+    assert_null(rv_config_component(cfg, "nosuchlayer"));
+    assert_int_equal(rv_config_get_int(cfg, "store.capacity", &v), RV_OK);
+    assert_int_equal(v, 1 << 30);
     /* ...whose keys still read as their defaults. */
     assert_int_equal(rv_config_get_int(cfg, "transport.verbs.port", &v), RV_OK);
     assert_int_equal(v, 1);

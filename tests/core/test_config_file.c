@@ -137,9 +137,9 @@ void test_unknown_keys(void **state)
     expect_error("job:\n  threads: 2\nzzzzzz: 1\n", 3, 1,
                  "unknown key 'zzzzzz' (rivet-config --reference lists "
                  "every key)");
-    expect_error("store:\n  capacity: 1GiB\n", 1, 1,
-                 "unknown section 'store' (rivet-config --reference lists "
-                 "every key)");
+    expect_error("nosuchlayer:\n  capacity: 1GiB\n", 1, 1,
+                 "unknown section 'nosuchlayer' (rivet-config --reference "
+                 "lists every key)");
     expect_error("job.threads: 3\n", 1, 1,
                  "job.threads: dotted keys are not accepted; write each "
                  "part as a nested mapping");

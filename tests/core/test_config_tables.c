@@ -53,7 +53,8 @@ static void check_table(const rv_config_table_t *t)
 void test_tables(void **state)
 {
     static const char *const expected[] = {
-        "", "am", "rma", "testlayer", "transport.ucx", "transport.verbs",
+        "", "am", "rma", "store", "testlayer", "transport.ucx",
+        "transport.verbs",
     };
     const rv_config_table_t *tables[RV_CFG_MAX_TABLES];
     size_t n = rv__config_tables(tables, true), rows = 0;
@@ -76,8 +77,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 10, am 10, rma 1, testlayer 3, ucx 5, verbs 5 */
-    assert_int_equal(rows, 34);
+    /* core 10, am 10, rma 1, store 2, testlayer 3, ucx 5, verbs 5 */
+    assert_int_equal(rows, 36);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),

@@ -1,0 +1,252 @@
+/*
+ * The object store's slot and its calls: installation (after rma and am,
+ * which it is built on), ids, create/seal/abort, get/release/delete/
+ * contains, subscriptions and statistics. The table is in store_obj.c,
+ * the directory in store_dir.c, gets and fetches in store_get.c.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_internal.h"
+
+int st_slot = -1;
+st_handlers_t st_h;
+
+static const rv_layer_ops_t store_layer;
+
+rv_status_t st_not_initialised(const char *what)
+{
+    rv_error("%s on a worker of a job without the object store: call "
+             "rv_store_init before rv_job_run, from the main thread", what);
+    return RV_ERR_INVALID;
+}
+
+int64_t st_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Ids                                                                     */
+
+void rv_object_id_to_hex(const rv_object_id_t *id, char hex[41])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < RV_OBJECT_ID_SIZE; i++) {
+        hex[2 * i] = digits[id->bytes[i] >> 4];
+        hex[2 * i + 1] = digits[id->bytes[i] & 15];
+    }
+    hex[40] = '\0';
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)tolower((unsigned char)c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+rv_status_t rv_object_id_from_hex(const char *hex, rv_object_id_t *id)
+{
+    rv_object_id_t out;
+    if (hex == NULL || id == NULL || strlen(hex) != 2 * RV_OBJECT_ID_SIZE)
+        return RV_ERR_INVALID;
+    for (int i = 0; i < RV_OBJECT_ID_SIZE; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return RV_ERR_INVALID;
+        out.bytes[i] = (uint8_t)(hi << 4 | lo);
+    }
+    *id = out;
+    return RV_OK;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+void rv_object_id_of(const void *data, size_t len, rv_object_id_t *id)
+{
+    /* Three FNV-1a streams with different seeds, each finished by a
+     * 64-bit mixer: 160 bits that differ for different names. */
+    const uint8_t *p = data;
+    uint64_t h[3] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull,
+                     0x9e3779b97f4a7c15ull};
+    for (size_t i = 0; i < len; i++)
+        for (int k = 0; k < 3; k++)
+            h[k] = (h[k] ^ p[i]) * 0x100000001b3ull;
+    uint8_t out[24];
+    for (int k = 0; k < 3; k++) {
+        uint64_t v = mix64(h[k] ^ len ^ (uint64_t)k << 56);
+        memcpy(out + 8 * k, &v, 8);
+    }
+    memcpy(id->bytes, out, RV_OBJECT_ID_SIZE);
+}
+
+rv_tid_t st_home(const rv_object_id_t *id, uint32_t nworkers)
+{
+    uint64_t h;
+    memcpy(&h, id->bytes, sizeof(h));
+    return (rv_tid_t)(mix64(h) % nworkers);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The layer                                                               */
+
+/* store.rndv_threshold: a size (4096, 32KiB, 1M), or auto. */
+static rv_status_t parse_threshold(const char *text, size_t *out)
+{
+    char *end;
+    if (strcmp(text, "auto") == 0) {
+        rv_error("store.rndv_threshold: auto (a calibration at job start) "
+                 "is not supported yet; give a size, e.g. 32KiB");
+        return RV_ERR_CONFIG;
+    }
+    unsigned long long v = strtoull(text, &end, 10);
+    static const struct {
+        const char *suffix;
+        unsigned shift;
+    } units[] = {{"", 0},    {"B", 0},    {"K", 10},   {"KiB", 10},
+                 {"M", 20},  {"MiB", 20}, {"G", 30},   {"GiB", 30}};
+    if (end == text)
+        goto bad;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcmp(end, units[i].suffix) == 0 && v <= (SIZE_MAX >> units[i].shift)) {
+            *out = (size_t)v << units[i].shift;
+            return RV_OK;
+        }
+bad:
+    rv_error("store.rndv_threshold: '%s' is neither a size (e.g. 32KiB) nor "
+             "auto", text);
+    return RV_ERR_CONFIG;
+}
+
+static rv_status_t store_worker_start(rv_worker_t *w)
+{
+    st_worker_t *sw = calloc(1, sizeof(*sw));
+    if (sw == NULL)
+        return RV_ERR_NO_MEMORY;
+    sw->w = w;
+    sw->proc = rv_layer_context(rv_worker_context(w), st_slot);
+    pthread_mutex_lock(&sw->proc->lock);
+    sw->proc->running++;
+    pthread_mutex_unlock(&sw->proc->lock);
+    rv_worker_layer_set(w, st_slot, sw);
+    return RV_OK;
+}
+
+static unsigned store_progress(rv_worker_t *w)
+{
+    st_worker_t *sw = st_of(w);
+    if (sw == NULL || sw->busy)
+        return 0;
+    /* A step may wait (an RDMA read's first remote key fetch): its
+     * progress does not re-enter the gets it is iterating. */
+    sw->busy = true;
+    st_frees_run(sw);
+    st_drops_flush(sw);
+    unsigned n = st_gets_progress(sw);
+    sw->busy = false;
+    return n;
+}
+
+/* The job ends: the objects' memory goes with the workers' allocators,
+ * so the table is emptied by the last worker to stop. */
+static void store_worker_stop(rv_worker_t *w)
+{
+    st_worker_t *sw = st_of(w);
+    if (sw == NULL)
+        return;
+    st_proc_t *p = sw->proc;
+    st_gets_fini(sw);
+    st_dir_fini(sw);
+    free(sw->drops);
+    pthread_mutex_lock(&p->lock);
+    st_frees_t *f = &p->frees[rv_worker_local(w)];
+    free(f->v);
+    *f = (st_frees_t){0};
+    if (--p->running == 0) {
+        st_obj_t *o, *tmp;
+        HASH_ITER(hh, p->objs, o, tmp) {
+            HASH_DELETE(hh, p->objs, o);
+            free(o);
+        }
+        p->lru_head = p->lru_tail = NULL;
+        p->used = 0;
+        p->nsubs = 0;
+        memset(&p->stats, 0, sizeof(p->stats));
+    }
+    pthread_mutex_unlock(&p->lock);
+    rv_worker_layer_set(w, st_slot, NULL);
+    free(sw);
+}
+
+static void proc_free(st_proc_t *p)
+{
+    pthread_mutex_destroy(&p->lock);
+    free(p->frees);
+    free(p->subs);
+    free(p);
+}
+
+static void store_context_fini(rv_context_t *ctx)
+{
+    st_proc_t *p = rv_layer_context(ctx, st_slot);
+    if (p != NULL)
+        proc_free(p);
+    st_slot = -1;
+}
+
+static const rv_layer_ops_t store_layer = {
+    .name = "store",
+    .worker_start = store_worker_start,
+    .progress = store_progress,
+    .worker_stop = store_worker_stop,
+    .context_fini = store_context_fini,
+};
+
+rv_status_t rv_store_init(rv_context_t *ctx)
+{
+    if (ctx == NULL)
+        return RV_ERR_INVALID;
+    if (rv_layer_find(ctx, &store_layer) >= 0)
+        return RV_OK;
+    rv_status_t st = rv_rma_init(ctx);
+    if (st != RV_OK)
+        return st;
+    const rv_store_config_t *cfg = store_config(ctx);
+    st_proc_t *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return RV_ERR_NO_MEMORY;
+    pthread_mutex_init(&p->lock, NULL);
+    p->cfg = cfg;
+    p->capacity = cfg->capacity;
+    p->threads = rv_threads(ctx);
+    p->rank = rv_rank(ctx);
+    p->frees = calloc((size_t)p->threads, sizeof(*p->frees));
+    if (p->frees == NULL)
+        st = RV_ERR_NO_MEMORY;
+    if (st == RV_OK)
+        st = parse_threshold(cfg->rndv_threshold, &p->threshold);
+    if (st == RV_OK)
+        st = st_dir_register(ctx);
+    if (st == RV_OK)
+        st = st_fetch_register(ctx);
+    if (st == RV_OK)
+        st = rv_layer_install(ctx, &store_layer, p, &st_slot);
+    if (st != RV_OK)
+        proc_free(p);
+    return st;
+}

@@ -1,0 +1,45 @@
+/*
+ * The object store's configuration table (store.*), registered with core
+ * when librivet is loaded; see rv_config.h for the conventions of a table.
+ */
+#include <stddef.h>
+
+#include "store_config.h"
+
+#define OFF(_member) offsetof(rv_store_config_t, _member)
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+
+static const rv_config_field_t store_fields[] = {
+    {
+        .name = "capacity",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(capacity),
+        .def = "1GiB",
+        .min = 1 * MIB,
+        .max = 1024 * GIB,
+        .help = "Bytes of objects (data and metadata) each process holds; "
+                "unreferenced sealed objects are evicted, least recently "
+                "used first, to stay under it.",
+    },
+    {
+        .name = "rndv_threshold",
+        .type = RV_CFG_STRING,
+        .offset = OFF(rndv_threshold),
+        .def = "32KiB",
+        .help = "Objects up to this size (data and metadata) are fetched "
+                "eagerly in calls, larger ones by an RDMA read straight "
+                "into the new copy; a size (e.g. 32KiB), or auto: chosen "
+                "by a short calibration at job start.",
+    },
+    {.name = NULL},
+};
+
+static const rv_config_table_t store_config_table = {
+    .prefix = STORE_CONFIG_PREFIX,
+    .help = "The object store: capacity and the eager/rendezvous threshold.",
+    .fields = store_fields,
+    .size = sizeof(rv_store_config_t),
+};
+
+RV_CONFIG_REGISTER_TABLE(store_config_table)
