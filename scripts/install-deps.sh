@@ -11,6 +11,7 @@ pkgs=("$@")
   libucx-dev ucx-utils
   libpmix-dev openmpi-bin
   libibverbs-dev
+  nettle-dev
   gnuplot-nox procps doxygen
 )
 

@@ -1,0 +1,235 @@
+/*
+ * rivet-store: the object store from the command line.
+ *
+ *   rivetrun -c configs/store.yaml build/bin/rivet-store put FILE...
+ *
+ * Rank 0 puts each file as an object (its id derived from the file's
+ * name, its metadata the name), read straight into the object's buffer;
+ * every other rank then gets every object, remotely. Each side prints,
+ * per object, its id, name, size and SHA-256 (as sha256sum prints it,
+ * over the bytes that side holds) and, on the fetching side, the fetch's
+ * time and throughput. The job fails when a fetched object's digest
+ * differs from the one rank 0 computed.
+ *
+ *   rivet-store get [-t TIMEOUT_MS] NAME...
+ *
+ * Every rank gets the objects named (put by an earlier `put` in the same
+ * job is not possible across jobs: a job's store ends with it), waiting
+ * up to TIMEOUT_MS for each (default: forever) -- useful beside a
+ * program that puts them.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rv_store.h"
+
+typedef struct {
+    int nfiles;
+    char **files;
+    uint8_t (*digests)[SHA256_DIGEST_SIZE]; /* rank 0's, for the others */
+    bool get_only;
+    int64_t timeout_ms;
+} opts_t;
+
+static opts_t opt = {.timeout_ms = RV_STORE_WAIT_FOREVER};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static void sha256_hex(const void *data, size_t n, uint8_t out[32],
+                       char hex[65])
+{
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, n, data);
+    sha256_digest(&c, SHA256_DIGEST_SIZE, out);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+        snprintf(hex + 2 * i, 3, "%02x", out[i]);
+}
+
+static void object_id(const char *name, rv_object_id_t *id, char hex[41])
+{
+    rv_object_id_of(name, strlen(name), id);
+    rv_object_id_to_hex(id, hex);
+}
+
+/* Reads file @p path into object @p id and seals it. */
+static rv_status_t put_file(rv_worker_t *w, const char *path, int k)
+{
+    const char *name = base_name(path);
+    rv_object_id_t id;
+    char idhex[41], dhex[65];
+    int fd = open(path, O_RDONLY);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "rivet-store: %s: cannot read it as a regular file\n",
+                path);
+        if (fd >= 0)
+            close(fd);
+        return RV_ERR_IO;
+    }
+    object_id(name, &id, idhex);
+    void *data;
+    rv_status_t st = rv_store_create(w, &id, (size_t)sb.st_size, name,
+                                     strlen(name), &data);
+    for (off_t done = 0; st == RV_OK && done < sb.st_size;) {
+        ssize_t r = read(fd, (char *)data + done, (size_t)(sb.st_size - done));
+        if (r <= 0) {
+            fprintf(stderr, "rivet-store: %s: read failed or the file "
+                            "shrank\n", path);
+            rv_store_abort(w, &id);
+            st = RV_ERR_IO;
+        }
+        done += r > 0 ? r : 0;
+    }
+    close(fd);
+    if (st != RV_OK)
+        return st;
+    sha256_hex(data, (size_t)sb.st_size, opt.digests[k], dhex);
+    st = rv_store_seal(w, &id);
+    if (st == RV_OK)
+        printf("put %s %s %jd B sha256 %s\n", idhex, name,
+               (intmax_t)sb.st_size, dhex);
+    return st;
+}
+
+/* Gets object @p k and checks its digest against rank 0's. */
+static rv_status_t get_file(rv_worker_t *w, const char *path, int k)
+{
+    const char *name = base_name(path);
+    rv_object_id_t id;
+    char idhex[41], dhex[65];
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    rv_store_buf_t b;
+    object_id(name, &id, idhex);
+    double t0 = now_s();
+    rv_status_t st = rv_store_get(w, &id, 1, opt.timeout_ms, &b, NULL);
+    double t = now_s() - t0;
+    if (st != RV_OK) {
+        fprintf(stderr, "rivet-store: get %s (%s): %s\n", name, idhex,
+                rv_status_str(st));
+        return st;
+    }
+    sha256_hex(b.data, b.data_size, digest, dhex);
+    printf("get %s %s %zu B sha256 %s in %.3f ms, %.1f MB/s\n", idhex, name,
+           b.data_size, dhex, t * 1e3,
+           t > 0 ? (double)b.data_size / t / 1e6 : 0.0);
+    if (!opt.get_only &&
+        memcmp(digest, opt.digests[k], SHA256_DIGEST_SIZE) != 0) {
+        fprintf(stderr, "rivet-store: %s: the bytes fetched differ from "
+                        "the bytes put\n", name);
+        st = RV_ERR_INVALID;
+    }
+    rv_store_release(w, &id);
+    return st;
+}
+
+static int worker(rv_worker_t *w, void *arg)
+{
+    rv_context_t *ctx = rv_worker_context(w);
+    rv_status_t st = RV_OK;
+    (void)arg;
+    /* One worker per process puts or gets; rank 0's first worker puts. */
+    bool mine = rv_worker_local(w) == 0;
+    bool putter = !opt.get_only && rv_worker_tid(w) == 0;
+    int put_done = 0;
+    for (; putter && put_done < opt.nfiles && st == RV_OK; put_done++)
+        st = put_file(w, opt.files[put_done], put_done);
+    if (st != RV_OK)
+        put_done--;
+    fflush(stdout);
+    /* Rank 0's digests, for the others to check against (every worker
+     * takes part in the gather; the putter's come first). */
+    bool *put_ok = calloc((size_t)opt.nfiles, sizeof(*put_ok));
+    if (!opt.get_only) {
+        /* [put ok][digest], per file. */
+        uint8_t rec[40] = {0};
+        uint8_t *all = malloc(sizeof(rec) * (size_t)rv_nworkers(ctx));
+        for (int k = 0; k < opt.nfiles; k++) {
+            rec[0] = putter && k < put_done;
+            memcpy(rec + 8, opt.digests[k], 32);
+            rv_status_t gst = all ? rv_allgather(w, rec, sizeof(rec), all)
+                                  : RV_ERR_NO_MEMORY;
+            if (gst != RV_OK)
+                rv_abort(ctx, 1, "rivet-store: gathering the digests failed");
+            if (mine && put_ok != NULL) {
+                put_ok[k] = all[0];
+                memcpy(opt.digests[k], all + 8, 32);
+            }
+        }
+        free(all);
+    }
+    for (int k = 0; mine && !putter && k < opt.nfiles && st == RV_OK; k++) {
+        if (!opt.get_only && (put_ok == NULL || !put_ok[k])) {
+            fprintf(stderr, "rivet-store: %s: rank 0 could not put it\n",
+                    opt.files[k]);
+            st = RV_ERR_NOT_FOUND;
+            break;
+        }
+        st = get_file(w, opt.files[k], k);
+    }
+    free(put_ok);
+    fflush(stdout);
+    rv_barrier(w);
+    return st == RV_OK ? 0 : 1;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: rivet-store put FILE...\n"
+            "       rivet-store get [-t TIMEOUT_MS] NAME...\n"
+            "under rivetrun, e.g. rivetrun -c configs/store.yaml "
+            "build/bin/rivet-store put FILE...\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    rv_context_t *ctx;
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    int a = 1;
+    if (argc < 3)
+        return usage();
+    if (strcmp(argv[a], "get") == 0) {
+        opt.get_only = true;
+        a++;
+        if (a + 1 < argc && strcmp(argv[a], "-t") == 0) {
+            opt.timeout_ms = atoll(argv[a + 1]);
+            a += 2;
+        }
+    } else if (strcmp(argv[a], "put") == 0) {
+        a++;
+    } else {
+        return usage();
+    }
+    opt.files = argv + a;
+    opt.nfiles = argc - a;
+    if (opt.nfiles <= 0)
+        return usage();
+    opt.digests = calloc((size_t)opt.nfiles, sizeof(*opt.digests));
+    if (opt.digests == NULL || rv_store_init(ctx) != RV_OK)
+        return 1;
+    rv_status_t st = rv_job_run(ctx, worker, NULL);
+    rv_finalize(ctx);
+    free(opt.digests);
+    return st == RV_OK ? 0 : 1;
+}
