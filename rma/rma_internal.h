@@ -24,7 +24,12 @@
 
 /* A registration named by remote pointers. */
 typedef struct rma_region {
-    const rv_mem_chunk_t *chunk;
+    const rv_mem_chunk_t *chunk; /* NULL once its registration is gone */
+    const rv_tmem_t *tmem;  /* the registration it names: a chunk
+                               descriptor reused for a new one is a new
+                               region, with a new id */
+    void *addr;
+    size_t len;
     uint32_t id;
     int owner;              /* local index of the worker whose allocator
                                holds the chunk */

@@ -38,6 +38,16 @@ static rv_status_t region_id(rma_proc_t *proc, const rv_mem_chunk_t *chunk,
     pthread_mutex_lock(&proc->lock);
     rma_region_t *r;
     HASH_FIND_PTR(proc->by_chunk, &chunk, r);
+    if (r != NULL && (r->tmem != chunk->tmem || r->addr != chunk->addr ||
+                      r->len != chunk->len)) {
+        /* The allocator freed that registration and made another with
+         * the same descriptor: peers hold the old one's key under the old
+         * id, so the new one gets an id of its own, and the old id names
+         * nothing any more. */
+        HASH_DELETE(hh, proc->by_chunk, r);
+        r->chunk = NULL;
+        r = NULL;
+    }
     if (r == NULL) {
         if (proc->nregions == proc->regions_cap) {
             uint32_t cap = proc->regions_cap ? 2 * proc->regions_cap
@@ -57,6 +67,9 @@ static rv_status_t region_id(rma_proc_t *proc, const rv_mem_chunk_t *chunk,
             goto out;
         }
         r->chunk = chunk;
+        r->tmem = chunk->tmem;
+        r->addr = chunk->addr;
+        r->len = chunk->len;
         r->owner = owner;
         r->id = proc->nregions;
         HASH_ADD_PTR(proc->by_chunk, chunk, r);
@@ -130,7 +143,7 @@ static rv_status_t on_rkey_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
     const void *key = NULL;
     size_t key_len = 0;
     pthread_mutex_lock(&proc->lock);
-    if (m.region < proc->nregions) {
+    if (m.region < proc->nregions && proc->regions[m.region]->chunk) {
         key = proc->regions[m.region]->chunk->rkey;
         key_len = proc->regions[m.region]->chunk->rkey_len;
     }

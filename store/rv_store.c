@@ -105,14 +105,15 @@ rv_tid_t st_home(const rv_object_id_t *id, uint32_t nworkers)
 /* ---------------------------------------------------------------------- */
 /* The layer                                                               */
 
-/* store.rndv_threshold: a size (4096, 32KiB, 1M), or auto. */
-static rv_status_t parse_threshold(const char *text, size_t *out)
+/* store.rndv_threshold: a size (4096, 32KiB, 1M), or auto (*out 0 and
+ * *autop true: store_calib.c measures it at job start). */
+static rv_status_t parse_threshold(const char *text, size_t *out, bool *autop)
 {
     char *end;
-    if (strcmp(text, "auto") == 0) {
-        rv_error("store.rndv_threshold: auto (a calibration at job start) "
-                 "is not supported yet; give a size, e.g. 32KiB");
-        return RV_ERR_CONFIG;
+    *autop = strcmp(text, "auto") == 0;
+    if (*autop) {
+        *out = 0;
+        return RV_OK;
     }
     unsigned long long v = strtoull(text, &end, 10);
     static const struct {
@@ -143,6 +144,8 @@ static rv_status_t store_worker_start(rv_worker_t *w)
     pthread_mutex_lock(&sw->proc->lock);
     sw->proc->running++;
     pthread_mutex_unlock(&sw->proc->lock);
+    if (sw->proc->auto_threshold)
+        st_calibrate(w);
     rv_worker_layer_set(w, st_slot, sw);
     return RV_OK;
 }
@@ -187,6 +190,8 @@ static void store_worker_stop(rv_worker_t *w)
         p->used = 0;
         p->nsubs = 0;
         memset(&p->stats, 0, sizeof(p->stats));
+        atomic_store(&p->cal_have_rptr, false);
+        atomic_store(&p->cal_results, 0);
     }
     pthread_mutex_unlock(&p->lock);
     rv_worker_layer_set(w, st_slot, NULL);
@@ -239,7 +244,10 @@ rv_status_t rv_store_init(rv_context_t *ctx)
     if (p->frees == NULL)
         st = RV_ERR_NO_MEMORY;
     if (st == RV_OK)
-        st = parse_threshold(cfg->rndv_threshold, &p->threshold);
+        st = parse_threshold(cfg->rndv_threshold, &p->threshold,
+                             &p->auto_threshold);
+    if (st == RV_OK)
+        st = st_calib_register(ctx);
     if (st == RV_OK)
         st = st_dir_register(ctx);
     if (st == RV_OK)

@@ -7,6 +7,7 @@
 #define RIVET_STORE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uthash.h>
@@ -70,6 +71,10 @@ typedef struct st_proc {
     rv_tid_t *subs;                /* workers told of this process's seals */
     size_t nsubs, capsubs;
     size_t threshold;              /* eager up to this many bytes */
+    bool auto_threshold;           /* store.rndv_threshold: auto */
+    rv_rptr_t cal_rptr;            /* the calibration's remote block */
+    atomic_bool cal_have_rptr;
+    atomic_int cal_results;        /* answers of the calibration here */
     const rv_store_config_t *cfg;
     int threads;
     int running;                   /* workers started and not stopped */
@@ -209,6 +214,10 @@ void st_tell_home(st_worker_t *sw, const rv_object_id_t *id,
                   const st_obj_t *o, bool add);
 /* Tells the subscribers of this process that @p o was sealed. */
 void st_tell_subscribers(st_worker_t *sw, const st_obj_t *o);
+
+/* store_calib.c: store.rndv_threshold auto, from each worker's start */
+void st_calibrate(rv_worker_t *w);
+rv_status_t st_calib_register(rv_context_t *ctx);
 
 /* store_get.c: gets, and the owner's side of fetches */
 rv_status_t st_get_start(st_worker_t *sw, const rv_object_id_t *id,
