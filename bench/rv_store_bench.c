@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stats.h"
 #include "bench_util.h"
 #include "rv_store.h"
 
@@ -43,24 +44,6 @@ static int nsizes = 9;
 static const char *sysname = "rivet-hybrid", *tpname = "shm";
 static bool local_ops;
 
-/* Repetitions of one size: ~64 MiB moved, 5 .. 200. */
-static int reps_of(size_t size)
-{
-    size_t r = ((size_t)64 << 20) / (size ? size : 1);
-    return r < 5 ? 5 : r > 200 ? 200 : (int)r;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void row(const char *sys, const char *tp, const char *op, size_t size,
                 double lat_s)
@@ -102,7 +85,7 @@ static void put(rv_worker_t *w, rv_object_id_t id, size_t size, uint8_t fill)
 static void fetches(rv_worker_t *w, size_t size, double *lat)
 {
     rv_rank_t me = rv_rank(rv_worker_context(w));
-    int reps = reps_of(size);
+    int reps = bench_reps_of(size);
     if (me == 1)
         for (int i = -1; i < reps; i++)
             put(w, oid("fetch", size, i), size, (uint8_t)(i + 2));
@@ -125,7 +108,7 @@ static void fetches(rv_worker_t *w, size_t size, double *lat)
                 lat[i] = t;
             rv_store_release(w, &id);
         }
-        row(sysname, tpname, "fetch", size, median(lat, reps));
+        row(sysname, tpname, "fetch", size, bench_median(lat, reps));
         for (int i = -1; i < reps; i++) {
             rv_object_id_t id = oid("fetch", size, i);
             rv_status_t st = rv_store_delete(w, &id);
@@ -139,7 +122,7 @@ static void fetches(rv_worker_t *w, size_t size, double *lat)
 /* Put, get and delete of rank 0's own objects; memcpy. */
 static void locals(rv_worker_t *w, size_t size, double *lat)
 {
-    int reps = reps_of(size);
+    int reps = bench_reps_of(size);
     uint8_t *src = malloc(size + 1), *dst = malloc(size + 1);
     if (src == NULL || dst == NULL)
         die(w, "malloc", RV_ERR_NO_MEMORY);
@@ -158,7 +141,7 @@ static void locals(rv_worker_t *w, size_t size, double *lat)
         if (st != RV_OK)
             die(w, "a local put", st);
     }
-    row(sysname, "local", "put", size, median(lat, reps));
+    row(sysname, "local", "put", size, bench_median(lat, reps));
     for (int i = 0; i < reps; i++) {
         rv_object_id_t id = oid("local", size, i);
         rv_store_buf_t b;
@@ -170,7 +153,7 @@ static void locals(rv_worker_t *w, size_t size, double *lat)
         if (st != RV_OK)
             die(w, "a local get", st);
     }
-    row(sysname, "local", "get", size, median(lat, reps));
+    row(sysname, "local", "get", size, bench_median(lat, reps));
     for (int i = 0; i < reps; i++) {
         rv_object_id_t id = oid("local", size, i);
         double t0 = bench_now_s();
@@ -179,14 +162,14 @@ static void locals(rv_worker_t *w, size_t size, double *lat)
         if (st != RV_OK)
             die(w, "a local delete", st);
     }
-    row(sysname, "local", "delete", size, median(lat, reps));
+    row(sysname, "local", "delete", size, bench_median(lat, reps));
     for (int i = 0; i < reps; i++) {
         double t0 = bench_now_s();
         memcpy(dst, src, size);
         lat[i] = bench_now_s() - t0;
         src[i % (size + 1)] ^= dst[(i * 7) % (size + 1)]; /* keep it */
     }
-    row("memcpy", "shm", "fetch", size, median(lat, reps));
+    row("memcpy", "shm", "fetch", size, bench_median(lat, reps));
     free(src);
     free(dst);
 }

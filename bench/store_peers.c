@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
+
 #ifdef HAVE_HIREDIS
 #include <hiredis/hiredis.h>
 #endif
@@ -44,23 +46,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int reps_of(size_t size)
-{
-    size_t r = ((size_t)64 << 20) / (size ? size : 1);
-    return r < 5 ? 5 : r > 200 ? 200 : (int)r;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void row(const char *sys, const char *op, size_t size, double lat_s)
 {
@@ -107,7 +92,7 @@ static int run_redis(int port)
     double lat[200];
     for (int k = 0; k < nsizes; k++) {
         size_t size = sizes[k];
-        int reps = reps_of(size);
+        int reps = bench_reps_of(size);
         char *val = malloc(size + 1);
         memset(val, 'v', size);
         char key[64];
@@ -131,7 +116,7 @@ static int run_redis(int port)
             }
             freeReplyObject(r);
         }
-        row("redis", "fetch", size, median(lat, reps));
+        row("redis", "fetch", size, bench_median(lat, reps));
         /* The local operations, on fresh keys. */
         const char *ops[3] = {"put", "get", "delete"};
         for (int op = 0; op < 3; op++) {
@@ -150,7 +135,7 @@ static int run_redis(int port)
                     return 1;
                 freeReplyObject(r);
             }
-            row("redis", ops[op], size, median(lat, reps));
+            row("redis", ops[op], size, bench_median(lat, reps));
         }
         redisReply *r = redisCommand(c, "FLUSHALL");
         freeReplyObject(r);
@@ -228,7 +213,7 @@ static int run_client(int port)
     double lat[200];
     for (int k = 0; k < nsizes; k++) {
         uint64_t n = sizes[k];
-        int reps = reps_of(n);
+        int reps = bench_reps_of(n);
         char *buf = malloc(n + 1);
         for (int i = -1; i < reps; i++) {
             double t0 = now_s();
@@ -240,7 +225,7 @@ static int run_client(int port)
             if (i >= 0)
                 lat[i] = now_s() - t0;
         }
-        row("socket", "fetch", n, median(lat, reps));
+        row("socket", "fetch", n, bench_median(lat, reps));
         free(buf);
     }
     close(fd);

@@ -164,7 +164,19 @@ static int body_remote(rv_worker_t *w, void *arg)
     sizes_of(w, sizes);
     for (int k = 0; k < nsizes; k++)
         put(w, "remote", knum(k), sizes[k]);
+    /* And one of 64 MiB, from worker 0, fetched by every other process. */
+    size_t big = (size_t)64 << 20;
+    if (me == 0)
+        put(w, "remote-big", 0, big);
     rv_barrier(w);
+    rv_object_id_t bid = oid("remote-big", 0, 0);
+    rv_store_buf_t bb;
+    EXPECT(rv_store_get(w, &bid, 1, RV_STORE_WAIT_FOREVER, &bb, NULL) ==
+               RV_OK, "get of 64 MiB");
+    if (bb.data_size == big) {
+        check(&bb, 0, 0, big);
+        rv_store_release(w, &bid);
+    }
 
     /* Every object of every worker, all in one get: the threads of a
      * process ask for the same remote objects at the same time. */
@@ -190,7 +202,8 @@ static int body_remote(rv_worker_t *w, void *arg)
     /* One fetch per remote object per process. */
     rv_store_stats_t s;
     rv_store_stats(w, &s);
-    uint64_t remote = (uint64_t)(n - (uint32_t)threads) * (uint64_t)nsizes;
+    uint64_t remote = (uint64_t)(n - (uint32_t)threads) * (uint64_t)nsizes +
+                      (me >= (uint32_t)threads);
     EXPECT(s.fetches_eager + s.fetches_rndv == remote,
            "worker %u: %llu eager and %llu rendezvous fetches, expected %llu "
            "in all", me, (unsigned long long)s.fetches_eager,
