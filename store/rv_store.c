@@ -165,6 +165,36 @@ static unsigned store_progress(rv_worker_t *w)
     return n;
 }
 
+/* job.stats (RIVET_STATS): the process's store counters, as text or
+ * JSON, at the end of the job. */
+static void print_stats(rv_worker_t *w, const st_proc_t *p)
+{
+    rv_stats_mode_t mode =
+        rv_core_config(rv_context_config(rv_worker_context(w)))->job.stats;
+    const rv_store_stats_t *s = &p->stats;
+    if (mode == RV_STATS_JSON)
+        fprintf(stderr,
+                "{\"rank\":%d,\"store_objects\":%" PRIu64
+                ",\"store_bytes\":%" PRIu64 ",\"store_hits\":%" PRIu64
+                ",\"store_fetches_eager\":%" PRIu64
+                ",\"store_fetches_rndv\":%" PRIu64
+                ",\"store_evictions\":%" PRIu64
+                ",\"store_pinned_bytes\":%" PRIu64
+                ",\"store_served\":%" PRIu64 ",\"store_rndv_threshold\":%zu}\n",
+                p->rank, s->objects, s->bytes, s->hits, s->fetches_eager,
+                s->fetches_rndv, s->evictions, s->pinned_bytes, s->served,
+                p->threshold);
+    else if (mode != RV_STATS_OFF)
+        fprintf(stderr,
+                "[rivet r%d] store: %" PRIu64 " objects (%" PRIu64
+                " B) held, %" PRIu64 " hits, fetches %" PRIu64 " eager and %"
+                PRIu64 " by RDMA read (threshold %zu B), %" PRIu64
+                " served, %" PRIu64 " evictions, %" PRIu64 " B pinned\n",
+                p->rank, s->objects, s->bytes, s->hits, s->fetches_eager,
+                s->fetches_rndv, p->threshold, s->served, s->evictions,
+                s->pinned_bytes);
+}
+
 /* The job ends: the objects' memory goes with the workers' allocators,
  * so the table is emptied by the last worker to stop. */
 static void store_worker_stop(rv_worker_t *w)
@@ -181,6 +211,7 @@ static void store_worker_stop(rv_worker_t *w)
     free(f->v);
     *f = (st_frees_t){0};
     if (--p->running == 0) {
+        print_stats(w, p);
         st_obj_t *o, *tmp;
         HASH_ITER(hh, p->objs, o, tmp) {
             HASH_DELETE(hh, p->objs, o);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -397,6 +398,42 @@ static int body_evict(rv_worker_t *w, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* An owner that dies (run under expect.sh --fail): the job ends naming
+ * it, the fetch neither hangs nor leaves a process behind.               */
+
+static void run_job(rv_worker_fn fn);
+
+static int body_death(rv_worker_t *w, void *arg)
+{
+    rv_object_id_t id = oid("death", 1, 0);
+    rv_store_buf_t b;
+    (void)arg;
+    if (rv_worker_tid(w) == 1) {
+        put(w, "death", 0, (size_t)8 << 20);
+        rv_quiesce(w);
+        /* Dies holding the only copy, once the fetch has begun (pinned
+         * for the reader, or served eagerly). */
+        rv_store_stats_t s = {0};
+        while (s.pinned_bytes == 0 && s.served == 0) {
+            rv_progress(w);
+            rv_store_stats(w, &s);
+        }
+        _exit(3);
+    }
+    rv_quiesce(w);
+    rv_status_t st = rv_store_get(w, &id, 1, RV_STORE_WAIT_FOREVER, &b, NULL);
+    FAIL("the get from a dead owner returned %s instead of the job ending",
+         rv_status_str(st));
+    return 0;
+}
+
+static void test_death(void **state)
+{
+    (void)state;
+    run_job(body_death);
+}
+
+/* ---------------------------------------------------------------------- */
 
 static void run_job(rv_worker_fn fn)
 {
@@ -457,10 +494,14 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_subscribe),
     };
     const struct CMUnitTest evict[] = {cmocka_unit_test(test_evict)};
-    bool ev = strstr(group, "evict") != NULL;
-    size_t nchecks = ev ? 1 : sizeof(all) / sizeof(all[0]);
-    int failed = _cmocka_run_group_tests(group, ev ? evict : all, nchecks,
-                                         NULL, NULL);
+    const struct CMUnitTest death[] = {cmocka_unit_test(test_death)};
+    const struct CMUnitTest *tests = all;
+    size_t nchecks = sizeof(all) / sizeof(all[0]);
+    if (strstr(group, "evict") != NULL)
+        tests = evict, nchecks = 1;
+    else if (strstr(group, "death") != NULL)
+        tests = death, nchecks = 1;
+    int failed = _cmocka_run_group_tests(group, tests, nchecks, NULL, NULL);
     rv_finalize(ctx);
     return job_test_status(failed, nchecks);
 }
