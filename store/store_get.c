@@ -322,9 +322,12 @@ static void fetch_done(st_worker_t *sw, st_get_t *g)
     else
         p->stats.fetches_rndv++;
     o->refs++;
+    /* Once the get finishes its caller may release the copy, and another
+     * thread evict it: what the home is told is read before. */
+    st_obj_t copy = *o;
     get_finish(g, RV_OK, o);
     pthread_mutex_unlock(&p->lock);
-    st_tell_home(sw, &g->id, o, true);
+    st_tell_home(sw, &g->id, &copy, true);
 }
 
 /* The owner did not pin it (the copy went): look again, or fail. */
