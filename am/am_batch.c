@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_cursor.h"
 
 am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
 {

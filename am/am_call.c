@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_cursor.h"
 
 /* ---------------------------------------------------------------------- */
 /* Caller side                                                             */

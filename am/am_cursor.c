@@ -1,7 +1,8 @@
 /*
  * Append cursors: the open run record of each destination, which the
  * next calls of the same handler and argument length extend by a copy of
- * their arguments and a pointer bump (am_cursor_put).
+ * their arguments and a pointer bump (am_cursor_put_plain,
+ * am_cursor_put_ret in am_cursor.h).
  *
  * A run record's header, its run's length, the buffer's fill and the
  * destination's pending bytes describe the calls appended so far. Keeping
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_cursor.h"
 
 rv_status_t am_cursors_init(am_worker_t *aw)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_cursor.h"
 
 int am_slot = -1;
 rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_cursor.h"
 
 /* Bytes of a block: a few hundred small calls per published block. */
 #define AM_LBLOCK_BYTES ((size_t)16 << 10)

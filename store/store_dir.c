@@ -125,14 +125,9 @@ static rv_status_t on_lookup(rv_worker_t *w, rv_call_t *call, void *arg)
                              .data_size = d->data_size,
                              .meta_size = d->meta_size};
     } else if (d != NULL && a.wait) {
-        if (d->nwait == d->capwait) {
-            size_t cap = d->capwait ? 2 * d->capwait : 4;
-            st_waiter_t *v = realloc(d->waiters, cap * sizeof(*v));
-            if (v == NULL)
-                return RV_ERR_NO_MEMORY;
-            d->waiters = v;
-            d->capwait = cap;
-        }
+        if (!st_grow(&d->waiters, d->nwait, &d->capwait,
+                     sizeof(*d->waiters)))
+            return RV_ERR_NO_MEMORY;
         d->waiters[d->nwait++] = (st_waiter_t){call->src, a.token};
         where.status = 1; /* wait for rivet.store.found */
     } else if (d == NULL && a.wait) {
@@ -215,16 +210,10 @@ static rv_status_t on_sub(rv_worker_t *w, rv_call_t *call, void *arg)
         return RV_ERR_TRUNCATED;
     memcpy(&tid, call->args, sizeof(tid));
     pthread_mutex_lock(&p->lock);
-    if (p->nsubs == p->capsubs) {
-        size_t cap = p->capsubs ? 2 * p->capsubs : 8;
-        rv_tid_t *v = realloc(p->subs, cap * sizeof(*v));
-        if (v == NULL)
-            status = RV_ERR_NO_MEMORY;
-        else
-            p->subs = v, p->capsubs = cap;
-    }
-    if (status == RV_OK)
+    if (st_grow(&p->subs, p->nsubs, &p->capsubs, sizeof(*p->subs)))
         p->subs[p->nsubs++] = tid;
+    else
+        status = RV_ERR_NO_MEMORY;
     pthread_mutex_unlock(&p->lock);
     memcpy(call->ret, &status, sizeof(status));
     call->ret_len = sizeof(status);

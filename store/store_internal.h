@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <uthash.h>
 
 #include "rv_layer.h"
@@ -180,6 +182,23 @@ typedef struct st_handlers {
         sub, sealed;
 } st_handlers_t;
 extern st_handlers_t st_h;
+
+/* Room for one more element in the array at *@p vp (@p n used, *@p cap
+ * allocated, @p elem bytes each), doubling it; false when out of memory
+ * (the array is unchanged). */
+static inline bool st_grow(void *vp, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    void *v;
+    memcpy(&v, vp, sizeof(v));
+    size_t c = *cap ? 2 * *cap : 8;
+    if ((v = realloc(v, c * elem)) == NULL)
+        return false;
+    memcpy(vp, &v, sizeof(v));
+    *cap = c;
+    return true;
+}
 
 /* The home worker of @p id. */
 rv_tid_t st_home(const rv_object_id_t *id, uint32_t nworkers);

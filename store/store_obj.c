@@ -65,16 +65,10 @@ void st_lru_push(st_proc_t *p, st_obj_t *o)
 static void defer_free(st_proc_t *p, int local, void *mem)
 {
     st_frees_t *f = &p->frees[local];
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        void **v = realloc(f->v, cap * sizeof(*v));
-        if (v == NULL) {
-            /* Kept until the job ends, when the allocator goes. */
-            rv_warn("store: out of memory queueing a free; %p is kept", mem);
-            return;
-        }
-        f->v = v;
-        f->cap = cap;
+    if (!st_grow(&f->v, f->n, &f->cap, sizeof(*f->v))) {
+        /* Kept until the job ends, when the allocator goes. */
+        rv_warn("store: out of memory queueing a free; %p is kept", mem);
+        return;
     }
     f->v[f->n++] = mem;
 }
@@ -126,17 +120,12 @@ void st_unused_check(st_worker_t *sw, st_obj_t *o)
 /* Notes that this process's copy of @p id is gone, for its home. */
 static void drop_note(st_worker_t *sw, const rv_object_id_t *id)
 {
-    if (sw->ndrops == sw->capdrops) {
-        size_t cap = sw->capdrops ? 2 * sw->capdrops : 16;
-        rv_object_id_t *v = realloc(sw->drops, cap * sizeof(*v));
-        if (v == NULL) {
-            /* The home keeps naming this copy; a fetch from it then
-             * fails and tries the next location. */
-            rv_warn("store: out of memory noting an eviction");
-            return;
-        }
-        sw->drops = v;
-        sw->capdrops = cap;
+    if (!st_grow(&sw->drops, sw->ndrops, &sw->capdrops,
+                 sizeof(*sw->drops))) {
+        /* The home keeps naming this copy; a fetch from it then fails
+         * and tries the next location. */
+        rv_warn("store: out of memory noting an eviction");
+        return;
     }
     sw->drops[sw->ndrops++] = *id;
 }
