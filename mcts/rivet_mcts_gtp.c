@@ -1,0 +1,266 @@
+/*
+ * rivet-mcts --gtp: the Go Text Protocol (version 2) as Hex engines speak
+ * it (benzene/MoHex, HexGui): a command per line, optionally preceded by
+ * a numeric id; each answer is "=id text" or "?id message" followed by an
+ * empty line. Colours are b/black and w/white; cells are in the game's
+ * notation (a1 the top-left corner).
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rivet_mcts.h"
+
+#define GTP_LINE 4096
+#define GTP_MAX_ARGS 8
+
+typedef struct gtp {
+    app_t *a;
+    FILE *out;
+    const char *id;     /* the command's id, or "" */
+    bool quit;
+} gtp_t;
+
+static void answer(gtp_t *g, bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void answer(gtp_t *g, bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(g->out, "%c%s", ok ? '=' : '?', g->id);
+    if (fmt[0] != '\0' && fmt[0] != '\n')
+        fputc(' ', g->out);
+    va_start(ap, fmt);
+    vfprintf(g->out, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", g->out);
+    fflush(g->out);
+}
+
+/* Colour names: 0 black (the first player), 1 white; -1 for others. */
+static int colour_of(const char *s)
+{
+    if (strcasecmp(s, "b") == 0 || strcasecmp(s, "black") == 0)
+        return 0;
+    if (strcasecmp(s, "w") == 0 || strcasecmp(s, "white") == 0)
+        return 1;
+    return -1;
+}
+
+static const char *const colour_name[2] = {"black", "white"};
+
+static const char *const commands[] = {
+    "boardsize", "clear_board", "genmove",       "known_command",
+    "list_commands", "name",    "play",          "protocol_version",
+    "quit",      "showboard",   "undo",          "version",
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static bool known(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A colour argument that must be the side to move (the game's positions
+ * alternate), or an answered error. */
+static int side_to_move(gtp_t *g, const char *arg)
+{
+    app_t *a = g->a;
+    int c = colour_of(arg);
+    if (c < 0) {
+        answer(g, false, "invalid color '%s' (b, w, black or white)", arg);
+        return -1;
+    }
+    if (a->game->is_terminal(a->state)) {
+        answer(g, false, "the game is over");
+        return -1;
+    }
+    if (c != a->game->to_play(a->state)) {
+        answer(g, false, "it is %s's turn",
+               colour_name[a->game->to_play(a->state)]);
+        return -1;
+    }
+    return c;
+}
+
+static void cmd_boardsize(gtp_t *g, int argc, char **argv)
+{
+    char *end;
+    long n = argc >= 1 ? strtol(argv[0], &end, 10) : 0;
+    if (argc < 1 || argc > 2 || *end != '\0') {
+        answer(g, false, "syntax: boardsize N or boardsize N N");
+        return;
+    }
+    if (argc == 2 && strtol(argv[1], NULL, 10) != n) {
+        answer(g, false, "unacceptable size: only square boards");
+        return;
+    }
+    if (n < 2 || n > RV_HEX_MAX || app_new_game(g->a, (int)n) != RV_OK) {
+        answer(g, false, "unacceptable size: 2 to %d", RV_HEX_MAX);
+        return;
+    }
+    answer(g, true, "%s", "");
+}
+
+static void cmd_play(gtp_t *g, int argc, char **argv)
+{
+    app_t *a = g->a;
+    char why[128];
+    rv_move_t m;
+    if (argc != 2) {
+        answer(g, false, "syntax: play COLOR CELL");
+        return;
+    }
+    if (side_to_move(g, argv[0]) < 0)
+        return;
+    if (a->game->move_parse(a->state, argv[1], &m, why, sizeof(why)) != RV_OK) {
+        answer(g, false, "%s", why);
+        return;
+    }
+    if (app_play(a, m) != RV_OK)
+        answer(g, false, "the search could not play %s", argv[1]);
+    else
+        answer(g, true, "%s", "");
+}
+
+static void cmd_genmove(gtp_t *g, int argc, char **argv)
+{
+    app_t *a = g->a;
+    rv_mcts_result_t *res = malloc(sizeof(*res));
+    char cell[16];
+    if (argc != 1) {
+        answer(g, false, "syntax: genmove COLOR");
+    } else if (res == NULL) {
+        answer(g, false, "out of memory");
+    } else if (side_to_move(g, argv[0]) >= 0) {
+        if (app_search(a, res) != RV_OK || res->nmoves == 0) {
+            answer(g, false, "the search failed");
+        } else if (res->moves[0].win_rate < a->resign_below) {
+            answer(g, true, "resign");
+        } else {
+            a->game->move_text(a->state, res->best, cell, sizeof(cell));
+            if (app_play(a, res->best) != RV_OK)
+                answer(g, false, "the search could not play %s", cell);
+            else
+                answer(g, true, "%s", cell);
+        }
+    }
+    free(res);
+}
+
+static void cmd_showboard(gtp_t *g)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) {
+        answer(g, false, "out of memory");
+        return;
+    }
+    g->a->game->print(g->a->state, f);
+    fclose(f);
+    while (len > 0 && text[len - 1] == '\n')
+        text[--len] = '\0';
+    answer(g, true, "\n%s", text);
+    free(text);
+}
+
+static void run(gtp_t *g, const char *cmd, int argc, char **argv)
+{
+    if (strcmp(cmd, "name") == 0) {
+        answer(g, true, "rivet-mcts");
+    } else if (strcmp(cmd, "version") == 0) {
+        answer(g, true, "%s", RIVET_VERSION_STRING);
+    } else if (strcmp(cmd, "protocol_version") == 0) {
+        answer(g, true, "2");
+    } else if (strcmp(cmd, "known_command") == 0) {
+        if (argc != 1)
+            answer(g, false, "syntax: known_command NAME");
+        else
+            answer(g, true, "%s", known(argv[0]) ? "true" : "false");
+    } else if (strcmp(cmd, "list_commands") == 0) {
+        fprintf(g->out, "=%s", g->id);
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            fprintf(g->out, "%s%s", i ? "\n" : " ", commands[i]);
+        fputs("\n\n", g->out);
+        fflush(g->out);
+    } else if (strcmp(cmd, "boardsize") == 0) {
+        cmd_boardsize(g, argc, argv);
+    } else if (strcmp(cmd, "clear_board") == 0) {
+        if (app_new_game(g->a, g->a->size) != RV_OK)
+            answer(g, false, "the search could not start a new game");
+        else
+            answer(g, true, "%s", "");
+    } else if (strcmp(cmd, "play") == 0) {
+        cmd_play(g, argc, argv);
+    } else if (strcmp(cmd, "genmove") == 0) {
+        cmd_genmove(g, argc, argv);
+    } else if (strcmp(cmd, "undo") == 0) {
+        if (app_undo(g->a) != RV_OK)
+            answer(g, false, "cannot undo");
+        else
+            answer(g, true, "%s", "");
+    } else if (strcmp(cmd, "showboard") == 0) {
+        cmd_showboard(g);
+    } else if (strcmp(cmd, "quit") == 0) {
+        answer(g, true, "%s", "");
+        g->quit = true;
+    } else {
+        answer(g, false, "unknown command");
+    }
+}
+
+/* Splits @p line into words (comments after '#' dropped, control
+ * characters as blanks) and runs it. */
+static void gtp_line(gtp_t *g, char *line)
+{
+    char *argv[GTP_MAX_ARGS + 2], *save = NULL;
+    int argc = 0;
+    char *hash = strchr(line, '#');
+    if (hash != NULL)
+        *hash = '\0';
+    for (char *p = line; *p; p++)
+        if (iscntrl((unsigned char)*p))
+            *p = ' ';
+    for (char *t = strtok_r(line, " ", &save); t != NULL && argc < GTP_MAX_ARGS + 2;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    if (argc == 0)
+        return;
+    int first = 0;
+    g->id = "";
+    if (isdigit((unsigned char)argv[0][0])) {
+        g->id = argv[0];
+        first = 1;
+        if (argc == 1) {
+            answer(g, false, "missing command");
+            return;
+        }
+    }
+    if (argc - first - 1 > GTP_MAX_ARGS) {
+        answer(g, false, "too many arguments");
+        return;
+    }
+    run(g, argv[first], argc - first - 1, argv + first + 1);
+}
+
+int gtp_run(app_t *a, FILE *in, FILE *out)
+{
+    gtp_t g = {.a = a, .out = out, .id = ""};
+    char line[GTP_LINE];
+    while (!g.quit && fgets(line, sizeof(line), in) != NULL) {
+        if (strchr(line, '\n') == NULL && !feof(in)) {
+            int c;
+            while ((c = fgetc(in)) != EOF && c != '\n')
+                ;
+            g.id = "";
+            answer(&g, false, "line too long");
+            continue;
+        }
+        gtp_line(&g, line);
+    }
+    return 0;
+}

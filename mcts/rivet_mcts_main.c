@@ -1,0 +1,337 @@
+/*
+ * rivet-mcts: Hex (or tic-tac-toe) against the distributed tree search.
+ *
+ *   rivetrun -c configs/mcts.yaml build/bin/rivet-mcts [options] MODE
+ *
+ * Modes:
+ *   --moves "a1 b2 ..."  analyse the position after these moves (the
+ *                        default, from the empty board): the board, the
+ *                        top moves with visits and win rates, rollouts/s,
+ *                        and last a line "best CELL"
+ *   --play               play a person at the terminal (--human b|w)
+ *   --self-play          play itself to the end of the game
+ *   --gtp                speak GTP on standard input and output
+ * Options: --size N (Hex board, default mcts.size), --rollouts R (per
+ * move, default mcts.rollouts_per_move), --game hex|tictactoe, --top K,
+ * --check (print the job's counters and check that the visits add up).
+ *
+ * Worker 0 of the job talks to the person or the controller; every other
+ * worker serves the search (rv_mcts_serve).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rivet_mcts.h"
+#include "rv_config.h"
+
+typedef enum { MODE_ANALYSE, MODE_PLAY, MODE_SELF, MODE_GTP } mode_t_;
+
+typedef struct opts {
+    mode_t_ mode;
+    const char *moves;
+    const char *game;
+    int size;            /* 0: mcts.size */
+    int64_t rollouts;    /* 0: mcts.rollouts_per_move */
+    int human;           /* --play: the person's colour */
+    int top;
+    bool check;
+} opts_t;
+
+static opts_t opt = {.mode = MODE_ANALYSE, .moves = "", .game = "hex",
+                     .top = 10};
+
+/* ---------------------------------------------------------------------- */
+/* The game                                                                */
+
+rv_status_t app_new_game(app_t *a, int size)
+{
+    if (a->game == rv_game_hex()) {
+        if (rv_hex_init(a->start, size) != RV_OK)
+            return RV_ERR_INVALID;
+        a->size = size;
+    } else {
+        rv_tictactoe_init(a->start);
+    }
+    memcpy(a->state, a->start, a->game->state_max);
+    a->nhistory = 0;
+    return rv_mcts_position(a->w, a->state);
+}
+
+rv_status_t app_play(app_t *a, rv_move_t m)
+{
+    rv_status_t st = rv_mcts_play(a->w, m);
+    if (st != RV_OK)
+        return st;
+    a->game->apply(a->state, m);
+    a->history[a->nhistory++] = m;
+    return RV_OK;
+}
+
+rv_status_t app_undo(app_t *a)
+{
+    if (a->nhistory == 0)
+        return RV_ERR_INVALID;
+    a->nhistory--;
+    memcpy(a->state, a->start, a->game->state_max);
+    for (int i = 0; i < a->nhistory; i++)
+        a->game->apply(a->state, a->history[i]);
+    return rv_mcts_position(a->w, a->state);
+}
+
+rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
+{
+    return rv_mcts_search(a->w, a->rollouts, res);
+}
+
+void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f)
+{
+    char cell[16];
+    fprintf(f, "%-6s %10s %9s\n", "move", "visits", "win rate");
+    for (int i = 0; i < res->nmoves && i < opt.top; i++) {
+        const rv_mcts_move_t *m = &res->moves[i];
+        fprintf(f, "%-6s %10" PRIu64 " %8.1f%%\n",
+                a->game->move_text(a->state, m->move, cell, sizeof(cell)),
+                m->visits, 100.0 * m->win_rate);
+    }
+    fprintf(f, "%" PRIu64 " rollouts in %.3f s: %.0f rollouts/s; %" PRIu64
+               " nodes, %" PRIu64 " selections deferred\n",
+            res->rollouts, res->seconds,
+            res->seconds > 0 ? (double)res->rollouts / res->seconds : 0.0,
+            res->nodes, res->deferred);
+}
+
+static void announce_winner(const app_t *a, FILE *f)
+{
+    static const char *const names[] = {"black", "white", "nobody"};
+    int win = a->game->winner(a->state);
+    if (a->game == rv_game_tictactoe())
+        fprintf(f, "%s\n", win == RV_GAME_DRAW ? "draw"
+                           : win == RV_GAME_FIRST ? "X wins" : "O wins");
+    else
+        fprintf(f, "%s wins\n", names[win == RV_GAME_DRAW ? 2 : win]);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Modes                                                                   */
+
+static int check_stats(app_t *a)
+{
+    rv_mcts_stats_t s;
+    if (rv_mcts_stats(a->w, &s) != RV_OK)
+        return 1;
+    printf("stats: nodes %" PRIu64 " alive, %" PRIu64 " created, %" PRIu64
+           " freed, %" PRIu64 " transpositions; %" PRIu64 " playouts; root "
+           "visits %" PRIu64 ", rollouts %" PRIu64 "; inconsistent %" PRIu64
+           "\n",
+           s.nodes_alive, s.nodes_created, s.nodes_freed, s.transpositions,
+           s.playouts, s.visits_total, s.rollouts_done, s.inconsistent);
+    return s.inconsistent != 0 || s.visits_total < s.rollouts_done;
+}
+
+static int analyse(app_t *a)
+{
+    char buf[4096], why[128];
+    snprintf(buf, sizeof(buf), "%s", opt.moves);
+    for (char *save = NULL, *t = strtok_r(buf, " ,", &save); t != NULL;
+         t = strtok_r(NULL, " ,", &save)) {
+        rv_move_t m;
+        if (a->game->move_parse(a->state, t, &m, why, sizeof(why)) != RV_OK) {
+            fprintf(stderr, "rivet-mcts: --moves: %s\n", why);
+            return 2;
+        }
+        if (app_play(a, m) != RV_OK)
+            return 1;
+    }
+    a->game->print(a->state, stdout);
+    if (a->game->is_terminal(a->state)) {
+        announce_winner(a, stdout);
+        return 0;
+    }
+    rv_mcts_result_t *res = malloc(sizeof(*res));
+    if (res == NULL || app_search(a, res) != RV_OK) {
+        free(res);
+        return 1;
+    }
+    app_print_result(a, res, stdout);
+    int rc = opt.check ? check_stats(a) : 0;
+    printf("best %s\n", a->game->move_text(a->state, res->best, why, 16));
+    free(res);
+    return rc;
+}
+
+/* The engine's move: searches and plays the best move. */
+static int engine_move(app_t *a, rv_mcts_result_t *res)
+{
+    char cell[16];
+    if (app_search(a, res) != RV_OK || app_play(a, res->best) != RV_OK)
+        return 1;
+    printf("%s plays %s (%" PRIu64 " visits, win rate %.1f%%, %.0f "
+           "rollouts/s)\n",
+           a->game->to_play(a->state) ? "black" : "white",
+           a->game->move_text(a->state, res->best, cell, sizeof(cell)),
+           res->moves[0].visits, 100.0 * res->moves[0].win_rate,
+           res->seconds > 0 ? (double)res->rollouts / res->seconds : 0.0);
+    return 0;
+}
+
+static int self_play(app_t *a)
+{
+    rv_mcts_result_t *res = malloc(sizeof(*res));
+    int rc = res == NULL;
+    a->game->print(a->state, stdout);
+    while (rc == 0 && !a->game->is_terminal(a->state)) {
+        rc = engine_move(a, res);
+        a->game->print(a->state, stdout);
+        fflush(stdout);
+    }
+    if (rc == 0)
+        announce_winner(a, stdout);
+    if (rc == 0 && opt.check)
+        rc = check_stats(a);
+    free(res);
+    return rc;
+}
+
+/* The person's move, read from standard input until it is legal; false
+ * at the end of the input or on "quit". */
+static bool human_move(app_t *a, rv_move_t *m)
+{
+    char line[256], why[128];
+    for (;;) {
+        printf("your move (%s), or quit: ",
+               a->game->to_play(a->state) ? "white" : "black");
+        fflush(stdout);
+        if (fgets(line, sizeof(line), stdin) == NULL)
+            return false;
+        line[strcspn(line, " \t\r\n")] = '\0';
+        if (strcmp(line, "quit") == 0)
+            return false;
+        if (line[0] == '\0')
+            continue;
+        if (a->game->move_parse(a->state, line, m, why, sizeof(why)) == RV_OK)
+            return true;
+        printf("%s\n", why);
+    }
+}
+
+static int play_person(app_t *a)
+{
+    rv_mcts_result_t *res = malloc(sizeof(*res));
+    int rc = res == NULL;
+    a->game->print(a->state, stdout);
+    while (rc == 0 && !a->game->is_terminal(a->state)) {
+        rv_move_t m;
+        if (a->game->to_play(a->state) == opt.human) {
+            if (!human_move(a, &m))
+                break;
+            rc = app_play(a, m) != RV_OK;
+        } else {
+            rc = engine_move(a, res);
+        }
+        a->game->print(a->state, stdout);
+        fflush(stdout);
+    }
+    if (rc == 0 && a->game->is_terminal(a->state))
+        announce_winner(a, stdout);
+    free(res);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The job                                                                 */
+
+static rv_status_t worker(rv_worker_t *w, void *arg)
+{
+    app_t *a = arg;
+    if (rv_worker_tid(w) != 0)
+        return rv_mcts_serve(w);
+    a->w = w;
+    int rc = app_new_game(a, a->size) != RV_OK;
+    if (rc == 0) {
+        switch (opt.mode) {
+        case MODE_ANALYSE: rc = analyse(a); break;
+        case MODE_PLAY: rc = play_person(a); break;
+        case MODE_SELF: rc = self_play(a); break;
+        case MODE_GTP: rc = gtp_run(a, stdin, stdout); break;
+        }
+    }
+    fflush(stdout);
+    rv_status_t st = rv_mcts_shutdown(w);
+    return rc != 0 ? RV_ERR_INVALID : st;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: rivet-mcts [--size N] [--rollouts R] [--game hex|tictactoe]\n"
+            "                  [--top K] [--check]\n"
+            "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
+            "                   --self-play | --gtp]\n"
+            "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
+            "build/bin/rivet-mcts --size 7 --moves \"d4\"\n");
+    return 2;
+}
+
+/* mcts.size of the job's configuration. */
+static int default_size(rv_context_t *ctx)
+{
+    int64_t n = 11;
+    rv_config_get_int(rv_context_config(ctx), "mcts.size", &n);
+    return (int)n;
+}
+
+static bool parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = true;
+        if (strcmp(o, "--play") == 0) opt.mode = MODE_PLAY, takes = false;
+        else if (strcmp(o, "--self-play") == 0) opt.mode = MODE_SELF, takes = false;
+        else if (strcmp(o, "--gtp") == 0) opt.mode = MODE_GTP, takes = false;
+        else if (strcmp(o, "--check") == 0) opt.check = true, takes = false;
+        else if (v == NULL) return false;
+        else if (strcmp(o, "--moves") == 0) opt.moves = v;
+        else if (strcmp(o, "--size") == 0) opt.size = atoi(v);
+        else if (strcmp(o, "--rollouts") == 0) opt.rollouts = atoll(v);
+        else if (strcmp(o, "--game") == 0) opt.game = v;
+        else if (strcmp(o, "--top") == 0) opt.top = atoi(v);
+        else if (strcmp(o, "--human") == 0)
+            opt.human = v[0] == 'w' || v[0] == 'W';
+        else return false;
+        i += takes;
+    }
+    return opt.rollouts >= 0 && opt.top > 0;
+}
+
+int main(int argc, char **argv)
+{
+    rv_context_t *ctx;
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    if (!parse_args(argc, argv))
+        return usage();
+    static app_t app = {.resign_below = 0.03};
+    if (strcmp(opt.game, "hex") == 0) {
+        app.game = rv_game_hex();
+    } else if (strcmp(opt.game, "tictactoe") == 0) {
+        app.game = rv_game_tictactoe();
+    } else {
+        fprintf(stderr, "rivet-mcts: unknown game '%s' (hex or tictactoe)\n",
+                opt.game);
+        return 2;
+    }
+    app.size = opt.size ? opt.size : default_size(ctx);
+    app.rollouts = (uint64_t)opt.rollouts;
+    if (app.game == rv_game_hex() && (app.size < 2 || app.size > RV_HEX_MAX)) {
+        fprintf(stderr, "rivet-mcts: --size %d: Hex boards are 2 to %d\n",
+                app.size, RV_HEX_MAX);
+        return 2;
+    }
+    if (rv_mcts_init(ctx, app.game) != RV_OK)
+        return 1;
+    rv_status_t st = rv_job_run(ctx, worker, &app);
+    rv_finalize(ctx);
+    return st == RV_OK ? 0 : 1;
+}
