@@ -55,6 +55,20 @@ static void child_export_env(const launcher_t *l, int r)
         setenv("RIVET_CONFIG", l->config_abs, 1);
 }
 
+/* Makes process group @p pgrp the terminal's foreground group. A
+ * background group may do so only with SIGTTOU blocked. */
+static void tty_hand_to(pid_t pgrp)
+{
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    if (tcsetpgrp(STDIN_FILENO, pgrp) != 0 && errno != ENOTTY)
+        run_say("cannot hand the terminal to process group %d: %m",
+                (int)pgrp);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static void child_exec(const launcher_t *l, int r, int pipes[RUN_NSTREAMS][2])
     __attribute__((noreturn));
 static void child_exec(const launcher_t *l, int r, int pipes[RUN_NSTREAMS][2])
@@ -74,9 +88,13 @@ static void child_exec(const launcher_t *l, int r, int pipes[RUN_NSTREAMS][2])
         dup2(pipes[0][1], STDOUT_FILENO);
         dup2(pipes[1][1], STDERR_FILENO);
     }
-    /* Only rank 0 reads rivetrun's stdin, and not from a terminal: a
-     * background process group reading the terminal would stop. */
-    if (r != 0 || isatty(STDIN_FILENO)) {
+    /* Only rank 0 reads rivetrun's stdin. From a terminal, its process
+     * group becomes the terminal's foreground one (here and in the
+     * parent, whichever runs first), so that it can read it instead of
+     * being stopped, and a person can talk to the program. */
+    if (r == 0 && isatty(STDIN_FILENO))
+        tty_hand_to(getpid());
+    if (r != 0) {
         int fd = open("/dev/null", O_RDONLY);
         if (fd >= 0 && fd != STDIN_FILENO) {
             dup2(fd, STDIN_FILENO);
@@ -122,6 +140,10 @@ static int spawn(launcher_t *l, int r)
     /* Also from here: whichever runs first, the group exists before we
      * might signal it. */
     setpgid(pid, pid);
+    if (r == 0 && isatty(STDIN_FILENO)) {
+        tty_hand_to(pid);
+        l->tty_handed = true;
+    }
     rp->pid = pid;
     l->nrunning++;
     for (int i = 0; i < RUN_NSTREAMS; i++) {
@@ -215,6 +237,12 @@ void run_signal_groups(launcher_t *l, int sig)
 void run_children_finish(launcher_t *l)
 {
     const struct timespec pause = {.tv_nsec = FINISH_REAP_PAUSE_NS};
+
+    /* The terminal comes back to rivetrun's group (the shell's job). */
+    if (l->tty_handed) {
+        tty_hand_to(getpgrp());
+        l->tty_handed = false;
+    }
 
     /* Whatever the ranks left behind in their process groups goes too. */
     run_signal_groups(l, SIGKILL);

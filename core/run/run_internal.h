@@ -102,6 +102,7 @@ typedef struct launcher {
     int listen_fd;
     int sig_fd;
     sigset_t old_mask;
+    bool tty_handed;        /* rank 0's group holds the terminal */
     rank_proc_t *ranks;
     int nrunning;
     conn_t **conns;
