@@ -13,7 +13,9 @@
  *   --gtp                speak GTP on standard input and output
  * Options: --size N (Hex board, default mcts.size), --rollouts R (per
  * move, default mcts.rollouts_per_move), --game hex|tictactoe, --top K,
- * --check (print the job's counters and check that the visits add up).
+ * --check (print the job's counters and check that the visits add up),
+ * --uct (search with the plain sequential UCT in worker 0 instead: the
+ * framework's baseline, with the same playouts and mcts.* settings).
  *
  * Worker 0 of the job talks to the person or the controller; every other
  * worker serves the search (rv_mcts_serve).
@@ -37,6 +39,7 @@ typedef struct opts {
     int human;           /* --play: the person's colour */
     int top;
     bool check;
+    bool uct;            /* --uct: the sequential baseline analyses */
 } opts_t;
 
 static opts_t opt = {.mode = MODE_ANALYSE, .moves = "", .game = "hex",
@@ -80,9 +83,38 @@ rv_status_t app_undo(app_t *a)
     return rv_mcts_position(a->w, a->state);
 }
 
+/* mcts.* of the job, for the sequential baseline's search. */
+static int64_t config_int(rv_context_t *ctx, const char *key, int64_t def)
+{
+    int64_t v = def;
+    rv_config_get_int(rv_context_config(ctx), key, &v);
+    return v;
+}
+
+static double config_c(rv_context_t *ctx)
+{
+    char buf[64];
+    if (rv_config_get(rv_context_config(ctx), "mcts.c", buf, sizeof(buf)) !=
+        RV_OK)
+        return 1.0;
+    return strtod(buf, NULL);
+}
+
 rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
 {
-    return rv_mcts_search(a->w, a->rollouts, res);
+    if (!opt.uct)
+        return rv_mcts_search(a->w, a->rollouts, res);
+    /* The plain sequential UCT with the same playouts, in this thread:
+     * the framework's baseline. */
+    rv_context_t *ctx = rv_worker_context(a->w);
+    uint64_t n = a->rollouts ? a->rollouts
+                             : (uint64_t)config_int(ctx, "mcts.rollouts_per_move",
+                                                    20000);
+    uint64_t seed = (uint64_t)config_int(ctx, "mcts.seed", 0);
+    return rv_uct_search(a->game, a->state, n,
+                         (int)config_int(ctx, "mcts.simulations_per_leaf", 16),
+                         config_c(ctx), seed ? seed : 0x9e3779b97f4a7c15ull,
+                         res);
 }
 
 void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f)
@@ -266,7 +298,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: rivet-mcts [--size N] [--rollouts R] [--game hex|tictactoe]\n"
-            "                  [--top K] [--check]\n"
+            "                  [--top K] [--check] [--uct]\n"
             "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
             "                   --self-play | --gtp]\n"
             "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
@@ -291,6 +323,7 @@ static bool parse_args(int argc, char **argv)
         else if (strcmp(o, "--self-play") == 0) opt.mode = MODE_SELF, takes = false;
         else if (strcmp(o, "--gtp") == 0) opt.mode = MODE_GTP, takes = false;
         else if (strcmp(o, "--check") == 0) opt.check = true, takes = false;
+        else if (strcmp(o, "--uct") == 0) opt.uct = true, takes = false;
         else if (v == NULL) return false;
         else if (strcmp(o, "--moves") == 0) opt.moves = v;
         else if (strcmp(o, "--size") == 0) opt.size = atoi(v);

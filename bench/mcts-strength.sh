@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Playing strength of the distributed search (2 workers) against the plain
+# sequential UCT with the same playouts (rv-mcts-match): G games of 7x7
+# Hex in pairs from one random opening each (colours swapped within the
+# pair), (a) at equal rollouts per move, each engine searching from a
+# fresh tree, and (b) at equal wall time per move, the distributed engine
+# keeping its subtree between moves.
+#
+#   bench/mcts-strength.sh [-g GAMES] [-n ROLLOUTS] [-t MS] [-b BUILD_DIR]
+#
+# Defaults: 200 games, 10,000 rollouts per move (a), 50 ms per move (b);
+# the job of configs/mcts.yaml (2 processes x 1 thread, pinned, trad).
+# Writes bench/results/mcts-strength.csv with the columns
+#   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move
+# (a 95 % Wilson interval of the distributed engine's win rate) and every
+# game's result to bench/results/mcts-strength-games.txt.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+build=$top/build
+games=200
+rollouts=10000
+ms=50
+while getopts "g:n:t:b:h" o; do
+  case $o in
+    g) games=$OPTARG ;;
+    n) rollouts=$OPTARG ;;
+    t) ms=$OPTARG ;;
+    b) build=$OPTARG ;;
+    *) sed -n "2,17p" "$0"; exit 2 ;;
+  esac
+done
+results=$here/results
+mkdir -p "$results"
+csv=$results/mcts-strength.csv
+log=$results/mcts-strength-games.txt
+fail() { echo "mcts-strength: $*" >&2; exit 1; }
+[ -x "$build/bin/rv-mcts-match" ] || fail "$build/bin/rv-mcts-match not built"
+
+match() {
+  timeout 3600 "$build/bin/rivetrun" --timeout 3500 \
+    -c "$top/configs/mcts.yaml" "$build/bin/rv-mcts-match" \
+    --games "$games" --size 7 "$@" 2>&1
+}
+
+: > "$log"
+echo "mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move" > "$csv"
+for mode in "--rollouts $rollouts" "--ms $ms"; do
+  echo "== rv-mcts-match $mode" | tee -a "$log"
+  out=$(match $mode) || { echo "$out" | tail -20 >&2; fail "$mode failed"; }
+  echo "$out" >> "$log"
+  row=$(echo "$out" | grep -E '^equal_(rollouts|time),')
+  [ -n "$row" ] || { echo "$out" | tail >&2; fail "no result from $mode"; }
+  echo "$row" >> "$csv"
+  echo "$out" | grep -E '^calibration' || true
+done
+
+echo
+echo "the distributed engine (2 workers) against the sequential UCT, 7x7 Hex:"
+awk -F, 'NR > 1 {
+  printf "  %-14s %d games: %d won, %.1f %% (95 %% interval %.1f-%.1f %%), rollouts per move %d vs %d\n",
+    $1, $2, $3, 100 * $4, 100 * $5, 100 * $6, $7, $8
+}' "$csv"
+echo "targets: equal rollouts, 50 % inside the interval; equal time, the interval above 50 %"
