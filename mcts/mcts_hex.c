@@ -28,11 +28,11 @@
 enum { HEX_EMPTY = 0, HEX_BLACK = 1, HEX_WHITE = 2 };
 
 typedef struct hex_state {
-    uint8_t n;        /* the size */
-    uint8_t to_play;  /* 0 black, 1 white */
-    int8_t winner;    /* RV_GAME_NONE, RV_GAME_FIRST or RV_GAME_SECOND */
-    uint8_t zero;     /* always 0: keeps equal positions equal bytes */
-    uint16_t stones;  /* cells taken */
+    uint8_t n;       /* the size */
+    uint8_t to_play; /* 0 black, 1 white */
+    int8_t winner;   /* RV_GAME_NONE, RV_GAME_FIRST or RV_GAME_SECOND */
+    uint8_t zero;    /* always 0: keeps equal positions equal bytes */
+    uint16_t stones; /* cells taken */
     uint8_t cell[HEX_CELLS];
 } hex_state_t;
 
@@ -241,7 +241,8 @@ static char *hex_move_text(const void *sv, rv_move_t m, char *buf, size_t len)
 }
 
 /* Writes a message into @p why (if there is room) and fails. */
-__attribute__((format(printf, 3, 4)))
+static rv_status_t hex_refuse(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static rv_status_t hex_refuse(char *why, size_t why_len, const char *fmt, ...)
 {
     if (why != NULL && why_len > 0) {
@@ -292,8 +293,8 @@ static rv_status_t hex_move_parse(const void *sv, const char *text,
         return hex_refuse(why, why_len, "the game is over: %s has won",
                           s->winner == RV_GAME_FIRST ? "black" : "white");
     if (col >= s->n || row < 1 || row > s->n)
-        return hex_refuse(why, why_len, "cell %s is off the %dx%d board",
-                          name, s->n, s->n);
+        return hex_refuse(why, why_len, "cell %s is off the %dx%d board", name,
+                          s->n, s->n);
     int i = (row - 1) * s->n + col;
     if (s->cell[i] != HEX_EMPTY)
         return hex_refuse(why, why_len, "cell %s is occupied", name);

@@ -141,7 +141,8 @@ static char *ttt_move_text(const void *sv, rv_move_t m, char *buf, size_t len)
     return buf;
 }
 
-__attribute__((format(printf, 3, 4)))
+static rv_status_t ttt_refuse(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static rv_status_t ttt_refuse(char *why, size_t why_len, const char *fmt, ...)
 {
     if (why != NULL && why_len > 0) {
@@ -178,11 +179,10 @@ static rv_status_t ttt_move_parse(const void *sv, const char *text,
     if (*p != '\0')
         return ttt_refuse(why, why_len,
                           "wrong notation: expected a cell like b2");
+    static const char *const over[3] = {"X has won", "O has won", "a draw"};
     if (s->winner != RV_GAME_NONE)
         return ttt_refuse(why, why_len, "the game is over: %s",
-                          s->winner == RV_GAME_DRAW ? "a draw"
-                          : s->winner == RV_GAME_FIRST ? "X has won"
-                                                       : "O has won");
+                          over[s->winner]);
     if (col >= 3 || row < 1 || row > 3)
         return ttt_refuse(why, why_len, "cell %c%d is off the 3x3 board",
                           'a' + col, row);

@@ -36,12 +36,12 @@ typedef struct uct_edge {
 
 typedef struct uct_node {
     struct uct_node *parent;
-    int parent_edge;   /* this node's edge in parent->edges */
-    int to_play;       /* the player to move here */
-    int winner;        /* RV_GAME_NONE unless the game is over here */
-    int nedges, cap;   /* expanded edges, and room for them */
+    int parent_edge; /* this node's edge in parent->edges */
+    int to_play;     /* the player to move here */
+    int winner;      /* RV_GAME_NONE unless the game is over here */
+    int nedges, cap; /* expanded edges, and room for them */
     uct_edge_t *edges;
-    uint64_t visits;   /* the edges' visits, summed */
+    uint64_t visits; /* the edges' visits, summed */
     int nuntried;
     rv_move_t untried[]; /* legal moves not yet expanded */
 } uct_node_t;
@@ -52,8 +52,8 @@ typedef struct uct_search {
     double c;
     uint64_t rng;
     uint64_t nodes;
-    void *walk;   /* the position of the node a rollout is at */
-    void *sim;    /* a playout's scratch copy */
+    void *walk; /* the position of the node a rollout is at */
+    void *sim;  /* a playout's scratch copy */
     rv_move_t moves[RV_GAME_MAX_MOVES];
 } uct_search_t;
 
@@ -72,8 +72,10 @@ static uct_node_t *uct_node_new(uct_search_t *u, const void *state,
     uct_node_t *node = malloc(sizeof(*node) + (size_t)n * sizeof(rv_move_t));
     if (node == NULL)
         return NULL;
-    *node = (uct_node_t){.parent = parent, .parent_edge = edge,
-                         .to_play = g->to_play(state), .winner = winner,
+    *node = (uct_node_t){.parent = parent,
+                         .parent_edge = edge,
+                         .to_play = g->to_play(state),
+                         .winner = winner,
                          .nuntried = n};
     memcpy(node->untried, u->moves, (size_t)n * sizeof(rv_move_t));
     u->nodes++;
@@ -202,9 +204,10 @@ static void uct_report(const uct_search_t *u, const uct_node_t *root,
     for (int i = 0; i < root->nedges; i++) {
         const uct_edge_t *e = &root->edges[i];
         res->moves[k++] = (rv_mcts_move_t){
-            .move = e->move, .visits = e->visits,
-            .win_rate = e->visits ? e->wins / ((double)e->visits * u->sims)
-                                  : 0.0};
+            .move = e->move,
+            .visits = e->visits,
+            .win_rate =
+                e->visits ? e->wins / ((double)e->visits * u->sims) : 0.0};
     }
     for (int i = 0; i < root->nuntried; i++)
         res->moves[k++] = (rv_mcts_move_t){.move = root->untried[i]};
@@ -224,8 +227,8 @@ static double uct_now(void)
 }
 
 rv_status_t rv_uct_search(const rv_game_t *game, const void *state,
-                          uint64_t rollouts, int sims, double c,
-                          uint64_t seed, rv_mcts_result_t *res)
+                          uint64_t rollouts, int sims, double c, uint64_t seed,
+                          rv_mcts_result_t *res)
 {
     if (res == NULL)
         return RV_ERR_INVALID;
@@ -244,8 +247,8 @@ rv_status_t rv_uct_search(const rv_game_t *game, const void *state,
         return st;
     /* A zero seed would stall xorshift64*; the header asks for a
      * non-zero one, and mixing it lets neighbouring seeds differ. */
-    *u = (uct_search_t){.game = game, .sims = sims, .c = c,
-                        .rng = mc_rng_seed(seed)};
+    *u = (uct_search_t){
+        .game = game, .sims = sims, .c = c, .rng = mc_rng_seed(seed)};
     u->walk = malloc(game->state_max);
     u->sim = malloc(game->state_max);
     uct_node_t *root = NULL;

@@ -1,6 +1,6 @@
 /*
- * The search layer's games and its sequential UCT baseline, in one
- * process, through the public callbacks only:
+ * The search layer's games, in one process, through the public
+ * callbacks only:
  * - Hex wins on hand-made boards of every size 2..19 for both colours:
  *   straight lines, zig-zags along the hex diagonal, chains broken by the
  *   diagonal that is not a neighbour, and steps between every pair of
@@ -13,11 +13,9 @@
  *   has one more stone) and its absence on even sizes (by symmetry);
  * - notation for every cell of every size, and its errors;
  * - Zobrist hashes: transpositions agree, different positions differ;
- * - tic-tac-toe's lines, draws and random-play statistics;
- * - UCT: its result's bookkeeping, and on positions an exact solver
- *   (here) finds with one or two best moves, that it picks one of them.
+ * - tic-tac-toe's lines, draws and random-play statistics.
+ * UCT is checked against an exact solver in test_uct.c.
  */
-#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,7 +71,8 @@ static void read_hex(const void *s, board_t *b)
     fclose(f);
     memset(b, 0, sizeof(*b));
     int rows = 0;
-    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    for (char *l = strtok_r(text, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
         char *p = strchr(l, '\\');
         if (p == NULL)
             continue;
@@ -164,6 +163,10 @@ static void check_chain(int n, int colour, const int (*chain)[2], int k,
     const rv_game_t *g = rv_game_hex();
     board_t plan = {.n = n};
     int other = 3 - colour, nf = colour == 1 ? k - 1 : k, fill[MAXN * MAXN];
+    /* A full board always has a winner (white's long diagonal on 2x2
+     * leaves black the short one): nothing to build. */
+    if (expect == RV_GAME_NONE && k + nf == n * n)
+        return;
     for (int i = 0; i < k; i++)
         plan.c[chain[i][0]][chain[i][1]] = (uint8_t)colour;
     int f = 0;
@@ -202,13 +205,13 @@ static void check_chain(int n, int colour, const int (*chain)[2], int k,
  * is symmetric under (r, c) -> (c, r), and so are the goals. */
 static void check_both(int n, int (*cells)[2], int k, int expect_black)
 {
-    check_chain(n, 1, (const int (*)[2])cells, k, expect_black);
+    check_chain(n, 1, (const int(*)[2])cells, k, expect_black);
     for (int i = 0; i < k; i++) {
         int t = cells[i][0];
         cells[i][0] = cells[i][1];
         cells[i][1] = t;
     }
-    check_chain(n, 2, (const int (*)[2])cells, k,
+    check_chain(n, 2, (const int(*)[2])cells, k,
                 expect_black == RV_GAME_NONE ? RV_GAME_NONE : RV_GAME_SECOND);
 }
 
@@ -255,9 +258,9 @@ static void test_hex_steps_and_corners(void **state)
                         continue;
                     for (int r = 0; r < n; r++)
                         cells[r][0] = r, cells[r][1] = r <= rows[ri] ? cp : cq;
-                    check_both(n, cells, n, cq == cp || cq == cp - 1
-                                                ? RV_GAME_FIRST
-                                                : RV_GAME_NONE);
+                    check_both(n, cells, n,
+                               cq == cp || cq == cp - 1 ? RV_GAME_FIRST
+                                                        : RV_GAME_NONE);
                 }
         }
     }
@@ -335,7 +338,8 @@ static void test_hex_playout_full(void **state)
             }
             assert_int_equal(got[0], 0);
             assert_int_equal(got[mover], (empty + 1) / 2);
-            assert_int_equal(judge_connects(&b1, 1) + judge_connects(&b1, 2), 1);
+            assert_int_equal(judge_connects(&b1, 1) + judge_connects(&b1, 2),
+                             1);
             assert_int_equal(w, judge(&b1));
             assert_true(rng != rng0 || empty < 2);
         }
@@ -353,8 +357,8 @@ static void test_hex_playout_full(void **state)
 static void test_hex_first_player(void **state)
 {
     (void)state;
-    static const double above[12] = {[3] = 0.65, [5] = 0.56, [7] = 0.535,
-                                     [9] = 0.521, [11] = 0.515};
+    static const double above[12] = {
+        [3] = 0.65, [5] = 0.56, [7] = 0.535, [9] = 0.521, [11] = 0.515};
     const rv_game_t *g = rv_game_hex();
     const int runs = 60000;
     uint64_t rng = 0x243f6a8885a308d3ull;
@@ -367,7 +371,8 @@ static void test_hex_first_player(void **state)
             black += g->playout(&s, &rng) == RV_GAME_FIRST;
         }
         double rate = (double)black / runs;
-        print_message("%2dx%-2d black wins %.4f of random playouts\n", n, n, rate);
+        print_message("%2dx%-2d black wins %.4f of random playouts\n", n, n,
+                      rate);
         if (n % 2)
             assert_true(rate > above[n]);
         else
@@ -408,7 +413,8 @@ static void test_hex_notation(void **state)
             assert_string_equal(text, want);
             assert_int_equal(g->move_parse(&s, text, &m, NULL, 0), RV_OK);
             assert_int_equal(m, i);
-            snprintf(upper, sizeof(upper), " %c%s\n", text[0] - 'a' + 'A', text + 1);
+            snprintf(upper, sizeof(upper), " %c%s\n", text[0] - 'a' + 'A',
+                     text + 1);
             assert_int_equal(g->move_parse(&s, upper, &m, NULL, 0), RV_OK);
             assert_int_equal(m, i);
         }
@@ -416,8 +422,8 @@ static void test_hex_notation(void **state)
     pos_t s;
     hex_new(&s, 5);
     assert_string_equal(g->move_text(&s, 24, text, sizeof(text)), "e5");
-    static const char *const malformed[] = {"", "c", "3", "3c", "c3x", "cc3",
-                                            "c03", "c 3", "-1", "c12345"};
+    static const char *const malformed[] = {
+        "", "c", "3", "3c", "c3x", "cc3", "c03", "c 3", "-1", "c12345"};
     for (size_t i = 0; i < sizeof(malformed) / sizeof(*malformed); i++)
         expect_refused(g, &s, malformed[i],
                        "wrong notation: expected a cell like c3");
@@ -542,23 +548,12 @@ static void test_ttt_lines(void **state)
     assert_true(g->state_max <= sizeof(pos_t));
     for (int l = 0; l < 8; l++)
         for (int who = 0; who < 2; who++) {
-            int line = 1 << lines[l][0] | 1 << lines[l][1] | 1 << lines[l][2];
-            int other[3], need = who == 0 ? 2 : 3;
-            /* The other side's marks: the first set of free cells with no
-             * line of its own. */
-            for (int mask = 0; mask < 512; mask++) {
-                int k = 0, has_line = 0;
-                for (int x = 0; x < 8; x++) {
-                    int lx = 1 << lines[x][0] | 1 << lines[x][1] | 1 << lines[x][2];
-                    has_line |= (mask & lx) == lx;
-                }
-                if ((mask & line) || has_line || __builtin_popcount(mask) != need)
-                    continue;
-                for (int c = 0; c < 9; c++)
-                    if (mask & 1 << c)
-                        other[k++] = c;
-                break;
-            }
+            /* The other side's marks: the first two free cells and the
+             * last one, which make no line whichever line is left. */
+            int other[3], need = who == 0 ? 2 : 3, k = 0;
+            for (int c = 0; c < 9; c++)
+                if (c != lines[l][0] && c != lines[l][1] && c != lines[l][2])
+                    other[k < 2 ? k++ : 2] = c;
             pos_t s;
             rv_tictactoe_init(&s);
             for (int i = 0; i < 3 + need; i++) {
@@ -647,201 +642,6 @@ static void test_ttt_playout_stats(void **state)
     }
 }
 
-/* ---------------------------------------------------------------------- */
-/* UCT against an exact solver                                             */
-
-/* A memo of solved positions by hash, for one game at a time. */
-#define MEMO_SIZE (1u << 20)
-static struct memo {
-    uint64_t key;
-    int8_t value;
-} *memo;
-
-/* The value of @p s for the player to move: 1 a win, 0 a draw, -1 a
- * loss, by negamax over every move. */
-static int solve(const rv_game_t *g, const void *s)
-{
-    int w = g->winner(s);
-    if (w != RV_GAME_NONE)
-        return w == RV_GAME_DRAW ? 0 : w == g->to_play(s) ? 1 : -1;
-    uint64_t key = g->hash(s) | 1;
-    uint32_t at = (uint32_t)(key >> 40) & (MEMO_SIZE - 1);
-    for (; memo[at].key != 0; at = (at + 1) & (MEMO_SIZE - 1))
-        if (memo[at].key == key)
-            return memo[at].value;
-    rv_move_t moves[RV_GAME_MAX_MOVES];
-    int k = g->legal_moves(s, moves), best = -1;
-    for (int i = 0; i < k && best < 1; i++) {
-        pos_t child;
-        memcpy(&child, s, g->state_len(s));
-        g->apply(&child, moves[i]);
-        int v = -solve(g, &child);
-        best = v > best ? v : best;
-    }
-    memo[at] = (struct memo){key, (int8_t)best};
-    return best;
-}
-
-static int solve_move(const rv_game_t *g, const void *s, rv_move_t m)
-{
-    pos_t child;
-    memcpy(&child, s, g->state_len(s));
-    g->apply(&child, m);
-    return -solve(g, &child);
-}
-
-/* Checks a UCT result's bookkeeping for @p rollouts on position @p s. */
-static void check_result(const rv_game_t *g, const void *s,
-                         const rv_mcts_result_t *res, uint64_t rollouts)
-{
-    rv_move_t moves[RV_GAME_MAX_MOVES];
-    int k = g->legal_moves(s, moves);
-    uint64_t sum = 0;
-    assert_int_equal(res->nmoves, k);
-    assert_int_equal(res->rollouts, rollouts);
-    assert_int_equal(res->root_visits, rollouts);
-    assert_int_equal(res->deferred, 0);
-    assert_true(res->nodes >= 1 && res->nodes <= rollouts + 1);
-    assert_int_equal(res->best, res->moves[0].move);
-    for (int i = 0; i < k; i++) {
-        const rv_mcts_move_t *mv = &res->moves[i];
-        sum += mv->visits;
-        assert_true(mv->win_rate >= 0.0 && mv->win_rate <= 1.0);
-        assert_true(i == 0 || mv[-1].visits > mv->visits ||
-                    (mv[-1].visits == mv->visits &&
-                     mv[-1].win_rate >= mv->win_rate));
-        int found = 0;
-        for (int j = 0; j < k; j++)
-            found += moves[j] == mv->move;
-        assert_int_equal(found, 1);
-    }
-    assert_int_equal(sum, rollouts);
-}
-
-/*
- * Finds @p want random positions of @p g (made by @p init and @p plies
- * random moves) that the side to move does not lose and where at most two
- * moves keep that value among at least @p min_moves, and checks that UCT
- * with 20000 rollouts of 4 playouts (c = 1) picks one of those moves.
- */
-static void check_uct_solves(const rv_game_t *g, void (*init)(pos_t *), int plies,
-                             int min_moves, int want)
-{
-    memset(memo, 0, MEMO_SIZE * sizeof(*memo));
-    int found = 0, tries = 0;
-    uint64_t done[64];
-    assert_true(want <= 64);
-    while (found < want) {
-        assert_true(++tries < 20000);
-        pos_t s;
-        rv_move_t moves[RV_GAME_MAX_MOVES];
-        init(&s);
-        for (int p = rnd_below(plies + 1); p > 0; p--) {
-            int k = g->legal_moves(&s, moves);
-            if (k > 0)
-                g->apply(&s, moves[rnd_below(k)]);
-        }
-        int k = g->legal_moves(&s, moves), value = -1, best = 0;
-        if (k < min_moves || solve(g, &s) < 0)
-            continue;
-        value = solve(g, &s);
-        for (int i = 0; i < k; i++)
-            best += solve_move(g, &s, moves[i]) == value;
-        int again = 0;
-        for (int i = 0; i < found; i++)
-            again |= done[i] == g->hash(&s);
-        if (best > 2 || again)
-            continue;
-        pos_t before = s;
-        rv_mcts_result_t res;
-        assert_int_equal(rv_uct_search(g, &s, 20000, 4, 1.0, (uint64_t)tries, &res),
-                         RV_OK);
-        assert_memory_equal(&s, &before, g->state_len(&s));
-        check_result(g, &s, &res, 20000);
-        if (solve_move(g, &s, res.best) != value) {
-            char text[8];
-            g->print(&s, stderr);
-            fail_msg("UCT chose %s (%" PRIu64 " visits, %.3f), which does not %s",
-                     g->move_text(&s, res.best, text, sizeof(text)),
-                     res.moves[0].visits, res.moves[0].win_rate,
-                     value > 0 ? "win" : "draw");
-        }
-        done[found++] = g->hash(&s);
-    }
-}
-
-static void init_hex3(pos_t *s) { hex_new(s, 3); }
-static void init_hex4(pos_t *s) { hex_new(s, 4); }
-static void init_ttt(pos_t *s) { rv_tictactoe_init(s); }
-
-static void test_uct_solves_hex3(void **state)
-{
-    (void)state;
-    check_uct_solves(rv_game_hex(), init_hex3, 4, 4, 10);
-}
-
-static void test_uct_solves_hex4(void **state)
-{
-    (void)state;
-    check_uct_solves(rv_game_hex(), init_hex4, 6, 8, 10);
-}
-
-static void test_uct_solves_tictactoe(void **state)
-{
-    (void)state;
-    check_uct_solves(rv_game_tictactoe(), init_ttt, 4, 4, 16);
-}
-
-/* The result's bookkeeping on a larger board, fewer rollouts than moves,
- * the same seed twice, and the refusals. */
-static void test_uct_contract(void **state)
-{
-    (void)state;
-    const rv_game_t *g = rv_game_hex();
-    static rv_mcts_result_t a, b;
-    pos_t s;
-    hex_new(&s, 7);
-    assert_int_equal(rv_uct_search(g, &s, 3000, 2, 0.7, 99, &a), RV_OK);
-    check_result(g, &s, &a, 3000);
-    assert_int_equal(a.nodes, 3001); /* no rollout reaches a finished game */
-    assert_true(a.seconds > 0.0);
-    assert_int_equal(rv_uct_search(g, &s, 3000, 2, 0.7, 99, &b), RV_OK);
-    assert_int_equal(a.best, b.best);
-    for (int i = 0; i < a.nmoves; i++) {
-        assert_int_equal(a.moves[i].move, b.moves[i].move);
-        assert_int_equal(a.moves[i].visits, b.moves[i].visits);
-    }
-    assert_int_equal(rv_uct_search(g, &s, 10, 1, 1.0, 5, &a), RV_OK);
-    check_result(g, &s, &a, 10);
-    assert_int_equal(a.moves[10].visits, 0);
-    assert_int_equal(rv_uct_search(g, &s, 0, 1, 1.0, 5, &a), RV_OK);
-    check_result(g, &s, &a, 0);
-
-    assert_int_equal(rv_uct_search(g, &s, 10, 0, 1.0, 5, &a), RV_ERR_INVALID);
-    assert_int_equal(rv_uct_search(NULL, &s, 10, 1, 1.0, 5, &a), RV_ERR_INVALID);
-    hex_new(&s, 2);
-    g->apply(&s, 0);
-    g->apply(&s, 1);
-    g->apply(&s, 2); /* black a1 a2 */
-    assert_true(g->is_terminal(&s));
-    assert_int_equal(rv_uct_search(g, &s, 10, 1, 1.0, 5, &a), RV_ERR_INVALID);
-    assert_int_equal(a.nmoves, 0);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    memo = calloc(MEMO_SIZE, sizeof(*memo));
-    return memo == NULL;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    free(memo);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -856,10 +656,6 @@ int main(void)
         cmocka_unit_test(test_ttt_lines),
         cmocka_unit_test(test_ttt_notation_and_hash),
         cmocka_unit_test(test_ttt_playout_stats),
-        cmocka_unit_test(test_uct_contract),
-        cmocka_unit_test(test_uct_solves_hex3),
-        cmocka_unit_test(test_uct_solves_hex4),
-        cmocka_unit_test(test_uct_solves_tictactoe),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,7 +161,7 @@ static void control_forced(rv_worker_t *w)
     for (int i = 0; i < npos; i++) {
         forced_t *f = &pos[i];
         EXPECT(rv_mcts_position(w, f->s) == RV_OK, "rv_mcts_position");
-        EXPECT(rv_mcts_search(w, 20000, &res) == RV_OK, "rv_mcts_search");
+        EXPECT(rv_mcts_search(w, 50000, &res) == RV_OK, "rv_mcts_search");
         EXPECT(res.nmoves == f->nlegal, "%d moves at the root, %d legal",
                res.nmoves, f->nlegal);
         printf("position %d: best %s of %d moves (%d win), %" PRIu64
