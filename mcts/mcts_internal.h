@@ -79,9 +79,25 @@ typedef struct mc_node {
     int8_t winner;              /* RV_GAME_NONE, or the game is over */
     uint8_t to_play;
     uint16_t state_len;
-    mc_edge_t *edges;           /* nedges, in a random order */
+    rv_move_t *moves;           /* the legal moves, in a random order: the
+                                   order their edges are claimed in */
+    _Atomic(mc_edge_t *) *blocks; /* edges in blocks of MC_BLOCK, made
+                                   when their first edge is claimed */
     uint8_t *state;             /* the position */
 } mc_node_t;
+
+/* Edges of a node are made MC_BLOCK at a time as they are claimed: most
+ * nodes are leaves whose edges are never claimed, and making all of them
+ * up front would cost a leaf of 11x11 Hex 5 KiB of fresh memory. */
+#define MC_BLOCK 16
+
+/* Edge @p i of @p n, or NULL while its block is not made yet. */
+static inline mc_edge_t *mc_edge(const mc_node_t *n, uint32_t i)
+{
+    mc_edge_t *b = atomic_load_explicit(&n->blocks[i / MC_BLOCK],
+                                        memory_order_acquire);
+    return b != NULL ? &b[i % MC_BLOCK] : NULL;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Processes and workers                                                   */

@@ -14,6 +14,7 @@
  * protocol of link() and defer().
  */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,15 +61,20 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state)
     size_t len = g->state_len(state);
     int winner = g->winner(state);
     int n = winner == RV_GAME_NONE ? g->legal_moves(state, moves) : 0;
-    mc_node_t *node = calloc(1, sizeof(*node) + (size_t)n * sizeof(mc_edge_t) +
-                                    len);
+    size_t nblocks = ((size_t)n + MC_BLOCK - 1) / MC_BLOCK;
+    mc_node_t *node = malloc(sizeof(*node) + nblocks * sizeof(node->blocks[0]) +
+                             (size_t)n * sizeof(rv_move_t) + len);
     if (node == NULL || !nodes_grow(mw)) {
         free(node);
         rv_error("mcts: out of memory for a node of %d moves", n);
         return NULL;
     }
-    node->edges = (mc_edge_t *)(node + 1);
-    node->state = (uint8_t *)(node->edges + n);
+    memset(node, 0, sizeof(*node));
+    node->blocks = (_Atomic(mc_edge_t *) *)(node + 1);
+    for (size_t k = 0; k < nblocks; k++)
+        atomic_init(&node->blocks[k], NULL);
+    node->moves = (rv_move_t *)(node->blocks + nblocks);
+    node->state = (uint8_t *)(node->moves + n);
     memcpy(node->state, state, len);
     node->state_len = (uint16_t)len;
     node->hash = g->hash(state);
@@ -83,10 +89,7 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state)
         moves[i] = moves[j];
         moves[j] = t;
     }
-    for (int i = 0; i < n; i++) {
-        node->edges[i].move = moves[i];
-        atomic_init(&node->edges[i].owner, MC_NO_OWNER);
-    }
+    memcpy(node->moves, moves, (size_t)n * sizeof(rv_move_t));
     node->index = (uint32_t)mw->nnodes;
     mw->nodes[mw->nnodes++] = node;
     atomic_fetch_add_explicit(&mw->proc->count.nodes_alive, 1,
@@ -100,11 +103,43 @@ void mc_node_free(mc_proc_t *p, mc_node_t *n)
 {
     /* Deferred selections cannot remain: a node is freed only when the
      * job is quiet (mcts_tree.c). */
-    for (uint32_t i = 0; i < n->nedges; i++)
-        free(atomic_load(&n->edges[i].deferred));
+    for (uint32_t k = 0; k * MC_BLOCK < n->nedges; k++) {
+        mc_edge_t *b = atomic_load(&n->blocks[k]);
+        for (uint32_t i = 0; b != NULL && i < MC_BLOCK; i++)
+            free(atomic_load(&b[i].deferred));
+        free(b);
+    }
     free(n);
     atomic_fetch_sub_explicit(&p->count.nodes_alive, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->count.nodes_freed, 1, memory_order_relaxed);
+}
+
+/* Edge @p i of @p n, just claimed: made with its block if it is the
+ * block's first claimed edge to get here (claims of one block may race:
+ * one block wins the exchange, the others are freed). */
+static mc_edge_t *edge_claimed(mc_node_t *n, uint32_t i)
+{
+    _Atomic(mc_edge_t *) *slot = &n->blocks[i / MC_BLOCK];
+    mc_edge_t *b = atomic_load_explicit(slot, memory_order_acquire);
+    if (b == NULL) {
+        mc_edge_t *nb = calloc(MC_BLOCK, sizeof(*nb));
+        if (nb == NULL) {
+            rv_error("mcts: out of memory for a node's edges");
+            return NULL;
+        }
+        uint32_t first = i - i % MC_BLOCK;
+        for (uint32_t k = 0; k < MC_BLOCK && first + k < n->nedges; k++) {
+            nb[k].move = n->moves[first + k];
+            atomic_init(&nb[k].owner, MC_NO_OWNER);
+        }
+        if (atomic_compare_exchange_strong_explicit(slot, &b, nb,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire))
+            b = nb;
+        else
+            free(nb);
+    }
+    return &b[i % MC_BLOCK];
 }
 
 /* The owner of a new node of position @p s (mcts.owner). */
@@ -191,7 +226,7 @@ static void backprop(mc_worker_t *mw, const mc_hop_t *hops, uint32_t nhops,
             return;
         }
         mc_node_t *n = mc_node(h->node);
-        atomic_fetch_add_explicit(&n->edges[h->edge].wins, w2[n->to_play],
+        atomic_fetch_add_explicit(&mc_edge(n, h->edge)->wins, w2[n->to_play],
                                   memory_order_relaxed);
         nhops--;
     }
@@ -340,7 +375,7 @@ static void defer(mc_worker_t *mw, mc_edge_t *e, const mc_hop_t *hops,
 static void notify(mc_worker_t *mw, const mc_hop_t *parent, rv_gptr_t child)
 {
     if (mc_direct(mw, parent->node, parent->owner)) {
-        link(mw, &mc_node(parent->node)->edges[parent->edge], child);
+        link(mw, mc_edge(mc_node(parent->node), parent->edge), child);
         return;
     }
     mc_notify_msg_t m = {.parent = parent->node, .child = child,
@@ -361,12 +396,13 @@ static rv_status_t on_notify(rv_worker_t *w, rv_call_t *call, void *arg)
         return RV_ERR_INVALID;
     memcpy(&m, call->args, sizeof(m));
     mc_node_t *n = mc_node(m.parent);
-    if (rv_gptr_rank(m.parent) != mw->proc->rank || m.edge >= n->nedges) {
+    if (rv_gptr_rank(m.parent) != mw->proc->rank || m.edge >= n->nedges ||
+        mc_edge(n, m.edge) == NULL) {
         rv_error("mcts: a malformed notification from worker %u dropped",
                  call->src);
         return RV_ERR_INVALID;
     }
-    link(mw, &n->edges[m.edge], m.child);
+    link(mw, mc_edge(n, m.edge), m.child);
     return RV_OK;
 }
 
@@ -450,8 +486,10 @@ static void expand(mc_worker_t *mw, rv_gptr_t g, mc_node_t *n, uint32_t i,
                    mc_hop_t *hops, uint32_t nhops)
 {
     const rv_game_t *game = mw->proc->game;
-    mc_edge_t *e = &n->edges[i];
+    mc_edge_t *e = edge_claimed(n, i);
     uint8_t s[MC_STATE_MAX];
+    if (e == NULL)
+        return;
     atomic_fetch_add_explicit(&e->visits, 1, memory_order_relaxed);
     memcpy(s, n->state, n->state_len);
     game->apply(s, e->move);
@@ -470,17 +508,23 @@ static void expand(mc_worker_t *mw, rv_gptr_t g, mc_node_t *n, uint32_t i,
 
 /* UCB1 over @p n's edges (every one claimed, so every one visited); the
  * wins of selections still in flight are missing, which is the virtual
- * loss that spreads concurrent selections out. */
+ * loss that spreads concurrent selections out. An edge whose block its
+ * claimer has not published yet is passed over; UINT32_MAX when that
+ * leaves none. */
 static uint32_t ucb_pick(const mc_worker_t *mw, mc_node_t *n)
 {
     double scale = (double)MC_WIN * (double)mw->proc->cfg->simulations_per_leaf;
     double c = mw->proc->c;
     double lnN = log((double)atomic_load_explicit(&n->visits,
                                                   memory_order_relaxed));
-    uint32_t best = 0;
+    uint32_t best = UINT32_MAX;
     double best_v = -1.0;
     for (uint32_t i = 0; i < n->nedges; i++) {
-        mc_edge_t *e = &n->edges[i];
+        mc_edge_t *e = mc_edge(n, i);
+        if (e == NULL) {
+            i += MC_BLOCK - 1 - i % MC_BLOCK;
+            continue;
+        }
         uint64_t v = atomic_load_explicit(&e->visits, memory_order_relaxed);
         if (v == 0)
             return i;
@@ -520,8 +564,12 @@ static void descend(mc_worker_t *mw, rv_gptr_t g, mc_hop_t *hops,
             expand(mw, g, n, i, hops, nhops);
             return;
         }
-        i = ucb_pick(mw, n);
-        mc_edge_t *e = &n->edges[i];
+        /* A claimer of this process publishes its edge's block right
+         * after its claim: wait for it in the rare case there is no
+         * other edge to take. */
+        while ((i = ucb_pick(mw, n)) == UINT32_MAX)
+            sched_yield();
+        mc_edge_t *e = mc_edge(n, i);
         atomic_fetch_add_explicit(&e->visits, 1, memory_order_relaxed);
         hops[nhops++] = (mc_hop_t){.node = g, .owner = n->owner, .edge = i};
         rv_gptr_t child = atomic_load(&e->child);

@@ -45,12 +45,13 @@ static void mark_from(mc_worker_t *mw, rv_gptr_t g, uint32_t gen)
             gen)
             continue;
         for (uint32_t i = 0; i < node->nedges; i++) {
-            rv_gptr_t c = atomic_load(&node->edges[i].child);
+            mc_edge_t *e = mc_edge(node, i);
+            rv_gptr_t c = e != NULL ? atomic_load(&e->child) : RV_GPTR_NULL;
             if (c == RV_GPTR_NULL)
                 continue;
             if (rv_gptr_rank(c) != mw->proc->rank) {
                 mc_mark_msg_t m = {.node = c, .gen = gen};
-                uint32_t owner = atomic_load(&node->edges[i].owner);
+                uint32_t owner = atomic_load(&e->owner);
                 rv_status_t st = rv_call(mw->w, owner, mc_h.mark, &m,
                                          sizeof(m), NULL, 0);
                 if (st != RV_OK)
@@ -177,9 +178,9 @@ static rv_gptr_t child_of(mc_worker_t *mw, rv_move_t m, uint32_t *owner)
 {
     mc_node_t *root = mc_node(mw->root);
     for (uint32_t i = 0; i < root->nedges; i++) {
-        mc_edge_t *e = &root->edges[i];
-        rv_gptr_t c = atomic_load(&e->child);
-        if (e->move == m && c != RV_GPTR_NULL) {
+        mc_edge_t *e = mc_edge(root, i);
+        rv_gptr_t c = e != NULL ? atomic_load(&e->child) : RV_GPTR_NULL;
+        if (root->moves[i] == m && c != RV_GPTR_NULL) {
             *owner = atomic_load(&e->owner);
             return c;
         }
@@ -261,7 +262,9 @@ static void check_nodes(mc_worker_t *mw)
         mc_node_t *n = mw->nodes[k];
         uint64_t sum = 0;
         for (uint32_t i = 0; i < n->nedges; i++) {
-            mc_edge_t *e = &n->edges[i];
+            mc_edge_t *e = mc_edge(n, i);
+            if (e == NULL)
+                continue;
             uint64_t v = atomic_load(&e->visits);
             rv_gptr_t c = atomic_load(&e->child);
             sum += v;
@@ -306,9 +309,10 @@ static size_t sum_fill(mc_worker_t *mw, uint64_t *v)
     mc_node_t *root = mc_node(mw->root);
     uint64_t *m = v + MC_SUM_COUNTERS;
     for (uint32_t i = 0; i < root->nedges; i++, k++) {
-        m[3 * k] = root->edges[i].move;
-        m[3 * k + 1] = atomic_load(&root->edges[i].visits);
-        m[3 * k + 2] = atomic_load(&root->edges[i].wins);
+        mc_edge_t *e = mc_edge(root, i);
+        m[3 * k] = root->moves[i];
+        m[3 * k + 1] = e != NULL ? atomic_load(&e->visits) : 0;
+        m[3 * k + 2] = e != NULL ? atomic_load(&e->wins) : 0;
         v[8] += m[3 * k + 1];
     }
     return k;
