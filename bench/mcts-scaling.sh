@@ -101,7 +101,7 @@ rate() { # config aggregation owner remote_only
   awk -F, -v c="$1" -v a="$2" -v o="$3" -v r="$4" \
     '$1 == c && $2 == a && $3 == o && $4 == r { print $6 }' "$csv"
 }
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", y > 0 ? x / y : 0 }'; }
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", (y > 0 ? x / y : 0) }'; }
 
 echo
 echo "rollouts/s on 11x11 Hex, 16 playouts per leaf (medians of $reps):"

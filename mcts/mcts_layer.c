@@ -119,7 +119,7 @@ static rv_status_t search(mc_worker_t *mw, const mc_cmd_t *cmd)
         bool busy = false;
         for (int k = 0; root_proc && k < 8 && mc_rollout_start(mw); k++)
             busy = true;
-        busy |= mc_sims_run(mw, 4) > 0;
+        busy |= mc_sims_run(mw, 1) > 0;
         busy |= rv_progress(mw->w) > 0;
         if (busy)
             mw->idle = 0;
@@ -212,7 +212,7 @@ rv_status_t rv_mcts_serve(rv_worker_t *w)
             mw->idle = 0;
             continue;
         }
-        bool busy = mc_sims_run(mw, 4) > 0;
+        bool busy = mc_sims_run(mw, 1) > 0;
         busy |= rv_progress(w) > 0;
         if (busy)
             mw->idle = 0;
