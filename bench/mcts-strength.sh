@@ -8,7 +8,7 @@
 #
 #   bench/mcts-strength.sh [-g GAMES] [-n ROLLOUTS] [-t MS] [-b BUILD_DIR]
 #
-# Defaults: 200 games, 10,000 rollouts per move (a), 50 ms per move (b);
+# Defaults: 200 games, 5,000 rollouts per move (a), 40 ms per move (b);
 # the job of configs/mcts.yaml (2 processes x 1 thread, pinned, trad).
 # Writes bench/results/mcts-strength.csv with the columns
 #   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move
@@ -20,8 +20,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 build=$top/build
 games=200
-rollouts=10000
-ms=50
+rollouts=5000
+ms=40
 while getopts "g:n:t:b:h" o; do
   case $o in
     g) games=$OPTARG ;;

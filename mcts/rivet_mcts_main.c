@@ -15,7 +15,9 @@
  * move, default mcts.rollouts_per_move), --game hex|tictactoe, --top K,
  * --check (print the job's counters and check that the visits add up),
  * --uct (search with the plain sequential UCT in worker 0 instead: the
- * framework's baseline, with the same playouts and mcts.* settings).
+ * framework's baseline, with the same playouts and mcts.* settings),
+ * --playouts N (time N random playouts of the empty board in one thread,
+ * and nothing else).
  *
  * Worker 0 of the job talks to the person or the controller; every other
  * worker serves the search (rv_mcts_serve).
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rivet_mcts.h"
 #include "rv_config.h"
@@ -40,6 +43,7 @@ typedef struct opts {
     int top;
     bool check;
     bool uct;            /* --uct: the sequential baseline analyses */
+    int64_t playouts;    /* --playouts N: time N playouts, nothing else */
 } opts_t;
 
 static opts_t opt = {.mode = MODE_ANALYSE, .moves = "", .game = "hex",
@@ -193,6 +197,29 @@ static int analyse(app_t *a)
     return rc;
 }
 
+/* --playouts N: the game's random playout alone, from the position,
+ * in worker 0's thread: the rate of one core. */
+static int playout_rate(app_t *a)
+{
+    uint8_t s[sizeof(a->state)];
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    int64_t wins[3] = {0, 0, 0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int64_t i = 0; i < opt.playouts; i++) {
+        memcpy(s, a->state, a->game->state_len(a->state));
+        wins[a->game->playout(s, &rng)]++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double sec = (double)(t1.tv_sec - t0.tv_sec) +
+                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("%" PRId64 " playouts in %.3f s: %.0f playouts/s on one core; "
+           "the first player won %.1f%%\n",
+           opt.playouts, sec, (double)opt.playouts / sec,
+           100.0 * (double)wins[0] / (double)opt.playouts);
+    return 0;
+}
+
 /* The engine's move: searches and plays the best move. */
 static int engine_move(app_t *a, rv_mcts_result_t *res)
 {
@@ -283,7 +310,9 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     int rc = app_new_game(a, a->size) != RV_OK;
     if (rc == 0) {
         switch (opt.mode) {
-        case MODE_ANALYSE: rc = analyse(a); break;
+        case MODE_ANALYSE:
+            rc = opt.playouts > 0 ? playout_rate(a) : analyse(a);
+            break;
         case MODE_PLAY: rc = play_person(a); break;
         case MODE_SELF: rc = self_play(a); break;
         case MODE_GTP: rc = gtp_run(a, stdin, stdout); break;
@@ -298,7 +327,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: rivet-mcts [--size N] [--rollouts R] [--game hex|tictactoe]\n"
-            "                  [--top K] [--check] [--uct]\n"
+            "                  [--top K] [--check] [--uct] [--playouts N]\n"
             "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
             "                   --self-play | --gtp]\n"
             "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
@@ -330,6 +359,7 @@ static bool parse_args(int argc, char **argv)
         else if (strcmp(o, "--rollouts") == 0) opt.rollouts = atoll(v);
         else if (strcmp(o, "--game") == 0) opt.game = v;
         else if (strcmp(o, "--top") == 0) opt.top = atoi(v);
+        else if (strcmp(o, "--playouts") == 0) opt.playouts = atoll(v);
         else if (strcmp(o, "--human") == 0)
             opt.human = v[0] == 'w' || v[0] == 'W';
         else return false;
