@@ -144,7 +144,6 @@ typedef struct mc_proc {
     int threads;
     uint32_t nworkers;
     struct mc_worker **workers;  /* this process's, by local index */
-    rv_epoch_manager_t *em;
     mc_counters_t count;
     /* The current search, in the root's process. */
     _Atomic uint64_t started, done, target;
@@ -158,6 +157,7 @@ typedef struct mc_worker {
     rv_tid_t tid;
     int local;
     uint64_t rng;
+    rv_epoch_manager_t *em;      /* the process's instance */
     rv_epoch_token_t *tok;
     /* The leaves handed to this worker to simulate. */
     struct __cds_wfcq_head sim_head;
@@ -197,6 +197,18 @@ static inline mc_node_t *mc_node(rv_gptr_t g)
     return rv_gptr_addr(g);
 }
 
+/* The process of worker @p tid. */
+static inline rv_rank_t mc_rank_of(const mc_worker_t *mw, uint32_t tid)
+{
+    return (rv_rank_t)(tid / (uint32_t)mw->proc->threads);
+}
+
+/* Whether @p g is a node of this process (and not null). */
+static inline bool mc_local(const mc_worker_t *mw, rv_gptr_t g)
+{
+    return g != RV_GPTR_NULL && rv_gptr_rank(g) == mw->proc->rank;
+}
+
 /* Whether a node of process @p rank may be entered directly by @p mw
  * (mcts.remote_only sends everything not its own through calls). */
 static inline bool mc_direct(const mc_worker_t *mw, rv_gptr_t g,
@@ -207,7 +219,14 @@ static inline bool mc_direct(const mc_worker_t *mw, rv_gptr_t g,
     return !mw->proc->cfg->remote_only && rv_gptr_rank(g) == mw->proc->rank;
 }
 
-/* mcts_node.c: nodes, and a rollout's steps. */
+/* mcts_node.c: nodes, and a rollout's steps. mc_fatal ends the job on
+ * what would lose a rollout (its search would never end); mc_call makes
+ * a call from a worker's own code or a handler, again after a progress
+ * while its destination's queue is full. */
+void mc_fatal(mc_worker_t *mw, const char *what);
+rv_status_t mc_call(mc_worker_t *mw, uint32_t dest, rv_handler_id_t h,
+                    const void *args, size_t len, const void *buf,
+                    size_t buf_len);
 mc_node_t *mc_node_new(mc_worker_t *mw, const void *state);
 void mc_node_free(mc_proc_t *p, mc_node_t *n);
 rv_status_t mc_node_register(rv_context_t *ctx);

@@ -52,10 +52,17 @@ static rv_status_t on_cmd(rv_worker_t *w, rv_call_t *call, void *arg)
     (void)arg;
     mc_worker_t *mw = mc_of(w);
     mc_cmd_wire_t c;
-    if (mw == NULL || call->args_len != sizeof(c) ||
-        call->buf_len > mw->proc->game->state_max)
+    if (mw == NULL || call->args_len != sizeof(c) || call->src != 0 ||
+        !call->broadcast || call->buf_len > mw->proc->game->state_max) {
+        rv_error("mcts: a malformed command from worker %u dropped",
+                 call->src);
         return RV_ERR_INVALID;
+    }
     memcpy(&c, call->args, sizeof(c));
+    if (c.op <= MC_OP_NONE || c.op > MC_OP_QUIT) {
+        rv_error("mcts: an unknown command %u dropped", c.op);
+        return RV_ERR_INVALID;
+    }
     mc_cmd_t *cmd = calloc(1, sizeof(*cmd) + mw->proc->game->state_max);
     if (cmd == NULL) {
         rv_error("mcts: out of memory for a command; the job cannot go on");
@@ -153,7 +160,7 @@ static rv_status_t exec(mc_worker_t *mw, const mc_cmd_t *cmd,
         rv_epoch_deregister(mw->tok);
         mw->tok = NULL;
         if (st == RV_OK)
-            st = rv_epoch_manager_destroy(mw->w, mw->proc->em);
+            st = rv_epoch_manager_destroy(mw->w, mw->em);
         mw->quit = true;
         return st;
     case MC_OP_NONE:
@@ -185,10 +192,12 @@ static rv_status_t worker_begin(mc_worker_t *mw)
                                              mw->proc, &em);
     if (st != RV_OK)
         return st;
-    mw->proc->em = em;
+    mw->em = em;
     mw->tok = rv_epoch_register(em);
+    if (mw->tok == NULL)
+        mc_fatal(mw, "no epoch token for the tree's reclamation");
     mw->begun = true;
-    return mw->tok != NULL ? RV_OK : RV_ERR_NO_MEMORY;
+    return RV_OK;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -207,7 +216,10 @@ rv_status_t rv_mcts_serve(rv_worker_t *w)
     while (st == RV_OK && !mw->quit) {
         mc_cmd_t *cmd = cmd_take(mw);
         if (cmd != NULL) {
-            st = exec(mw, cmd, NULL, NULL);
+            /* A command is a sequence of collectives: a worker that
+             * failed one cannot rejoin the others' next step. */
+            if (exec(mw, cmd, NULL, NULL) != RV_OK)
+                mc_fatal(mw, "a step of the controller's command failed");
             free(cmd);
             mw->idle = 0;
             continue;
@@ -249,6 +261,8 @@ static rv_status_t control(rv_worker_t *w, const char *what, mc_op_t op,
         rv_progress(w);
     st = exec(mw, cmd, stats, res);
     free(cmd);
+    if (st != RV_OK)
+        mc_fatal(mw, "a step of the controller's command failed");
     return st;
 }
 
@@ -299,7 +313,7 @@ rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
     rv_status_t st = control(w, "rv_mcts_search", MC_OP_SEARCH, rollouts, NULL,
                              NULL, res);
     res->seconds = now_s() - t0;
-    res->rollouts = rollouts;
+    res->rollouts = st == RV_OK ? rollouts : 0;
     return st;
 }
 
@@ -361,8 +375,7 @@ static rv_status_t mcts_worker_start(rv_worker_t *w)
     }
     uint64_t seed = p->cfg->seed ? (uint64_t)p->cfg->seed
                                  : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
-    mw->rng = seed * 0x9e3779b97f4a7c15ull + mw->tid + 1;
-    mw->rng = mw->rng ? mw->rng : 1;
+    mw->rng = mc_rng_seed(seed + mw->tid);
     __cds_wfcq_init(&mw->sim_head, &mw->sim_tail);
     p->workers[mw->local] = mw;
     rv_worker_layer_set(w, mc_slot, mw);

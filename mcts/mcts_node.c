@@ -38,6 +38,32 @@ typedef struct mc_notify_msg {
 static void descend(mc_worker_t *mw, rv_gptr_t g, mc_hop_t *hops,
                     uint32_t nhops);
 
+void mc_fatal(mc_worker_t *mw, const char *what)
+{
+    rv_error("mcts: %s: a rollout would be lost and its search never end; "
+             "ending the job", what);
+    rv_abort(rv_worker_context(mw->w), 1, what);
+}
+
+rv_status_t mc_call(mc_worker_t *mw, uint32_t dest, rv_handler_id_t h,
+                    const void *args, size_t len, const void *buf,
+                    size_t buf_len)
+{
+    /* A worker's own calls may find a full queue (am.on_full fail); the
+     * call is made again once the worker has progressed. Calls made by
+     * handlers are always queued. */
+    for (;;) {
+        rv_status_t st =
+            buf == NULL
+                ? rv_call(mw->w, dest, h, args, len, NULL, 0)
+                : rv_call_buffer(mw->w, dest, h, args, len, buf, buf_len,
+                                 NULL, 0);
+        if (st != RV_ERR_AGAIN)
+            return st;
+        rv_progress(mw->w);
+    }
+}
+
 /* ---------------------------------------------------------------------- */
 /* Nodes                                                                   */
 
@@ -66,7 +92,7 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state)
                              (size_t)n * sizeof(rv_move_t) + len);
     if (node == NULL || !nodes_grow(mw)) {
         free(node);
-        rv_error("mcts: out of memory for a node of %d moves", n);
+        mc_fatal(mw, "out of memory for a node");
         return NULL;
     }
     memset(node, 0, sizeof(*node));
@@ -105,8 +131,14 @@ void mc_node_free(mc_proc_t *p, mc_node_t *n)
      * job is quiet (mcts_tree.c). */
     for (uint32_t k = 0; k * MC_BLOCK < n->nedges; k++) {
         mc_edge_t *b = atomic_load(&n->blocks[k]);
-        for (uint32_t i = 0; b != NULL && i < MC_BLOCK; i++)
-            free(atomic_load(&b[i].deferred));
+        for (uint32_t i = 0; b != NULL && i < MC_BLOCK; i++) {
+            mc_defer_t *d = atomic_load(&b[i].deferred);
+            while (d != NULL) {
+                mc_defer_t *next = d->next;
+                free(d);
+                d = next;
+            }
+        }
         free(b);
     }
     free(n);
@@ -117,14 +149,14 @@ void mc_node_free(mc_proc_t *p, mc_node_t *n)
 /* Edge @p i of @p n, just claimed: made with its block if it is the
  * block's first claimed edge to get here (claims of one block may race:
  * one block wins the exchange, the others are freed). */
-static mc_edge_t *edge_claimed(mc_node_t *n, uint32_t i)
+static mc_edge_t *edge_claimed(mc_worker_t *mw, mc_node_t *n, uint32_t i)
 {
     _Atomic(mc_edge_t *) *slot = &n->blocks[i / MC_BLOCK];
     mc_edge_t *b = atomic_load_explicit(slot, memory_order_acquire);
     if (b == NULL) {
         mc_edge_t *nb = calloc(MC_BLOCK, sizeof(*nb));
         if (nb == NULL) {
-            rv_error("mcts: out of memory for a node's edges");
+            mc_fatal(mw, "out of memory for a node's edges");
             return NULL;
         }
         uint32_t first = i - i % MC_BLOCK;
@@ -163,13 +195,12 @@ static void send_path(mc_worker_t *mw, uint32_t dest, rv_handler_id_t h,
     size_t len = sizeof(m) + nhops * sizeof(mc_hop_t);
     memcpy(msg, &m, sizeof(m));
     memcpy(msg + sizeof(m), hops, nhops * sizeof(mc_hop_t));
-    rv_status_t st =
-        buf == NULL
-            ? rv_call(mw->w, dest, h, msg, len, NULL, 0)
-            : rv_call_buffer(mw->w, dest, h, msg, len, buf, buf_len, NULL, 0);
-    if (st != RV_OK)
-        rv_error("mcts: a call to worker %u failed: %s; its rollout is lost",
-                 dest, rv_status_str(st));
+    rv_status_t st = mc_call(mw, dest, h, msg, len, buf, buf_len);
+    if (st != RV_OK) {
+        rv_error("mcts: a call to worker %u failed: %s", dest,
+                 rv_status_str(st));
+        mc_fatal(mw, "a rollout's call failed");
+    }
 }
 
 /* Reads a rollout call's header and path into @p hops; false (logged)
@@ -185,8 +216,15 @@ static bool read_path(mc_worker_t *mw, const rv_call_t *call, mc_msg_t *m,
         goto bad;
     memcpy(hops, (const uint8_t *)call->args + sizeof(*m),
            m->nhops * sizeof(mc_hop_t));
-    if (m->node != RV_GPTR_NULL && rv_gptr_rank(m->node) != mw->proc->rank)
+    if (m->node != RV_GPTR_NULL && !mc_local(mw, m->node))
         goto bad;
+    /* Each hop names a node and its owner, which must live in the same
+     * process: the owner is where the node is entered. */
+    for (uint32_t i = 0; i < m->nhops; i++)
+        if (hops[i].node == RV_GPTR_NULL ||
+            hops[i].owner >= mw->proc->nworkers ||
+            rv_gptr_rank(hops[i].node) != mc_rank_of(mw, hops[i].owner))
+            goto bad;
     return true;
 bad:
     rv_error("mcts: a malformed call of %zu bytes from worker %u dropped",
@@ -212,6 +250,10 @@ static void rollout_done(mc_worker_t *mw)
                  rv_status_str(st));
 }
 
+/* A backpropagation call carries both players' wins in one 32-bit word:
+ * 16 bits each hold MC_WIN times mcts.simulations_per_leaf's maximum. */
+_Static_assert(MC_WIN * 4096 <= 0xffff, "wins of a leaf fit 16 bits");
+
 /* Adds the result (@p w2: each player's wins, in MC_WIN units) to the
  * edges of the path, deepest first: directly while the nodes are this
  * process's, then by a call to the next owner. */
@@ -226,7 +268,13 @@ static void backprop(mc_worker_t *mw, const mc_hop_t *hops, uint32_t nhops,
             return;
         }
         mc_node_t *n = mc_node(h->node);
-        atomic_fetch_add_explicit(&mc_edge(n, h->edge)->wins, w2[n->to_play],
+        mc_edge_t *e = h->edge < n->nedges ? mc_edge(n, h->edge) : NULL;
+        if (e == NULL) {
+            rv_error("mcts: a result for edge %u of a node of %u dropped",
+                     h->edge, n->nedges);
+            return;
+        }
+        atomic_fetch_add_explicit(&e->wins, w2[n->to_play],
                                   memory_order_relaxed);
         nhops--;
     }
@@ -275,7 +323,7 @@ static void queue_sim(mc_worker_t *mw, mc_node_t *leaf, const mc_hop_t *hops,
     mc_proc_t *p = mw->proc;
     mc_sim_t *s = malloc(sizeof(*s) + nhops * sizeof(mc_hop_t));
     if (s == NULL) {
-        rv_error("mcts: out of memory for a simulation; its rollout is lost");
+        mc_fatal(mw, "out of memory for a simulation");
         return;
     }
     s->leaf = leaf;
@@ -338,16 +386,20 @@ static void resume(mc_worker_t *mw, mc_defer_t *d, rv_gptr_t child,
     }
 }
 
-/* The child of edge @p e is known: publish it, then take the selections
- * deferred before. The store and the exchange pair with defer()'s push
- * and load (all sequentially consistent): whichever of the two comes
- * second sees the other's, so every deferred selection is resumed, once,
- * by whoever takes it out of the list. */
-static void link(mc_worker_t *mw, mc_edge_t *e, rv_gptr_t child)
+/* The child of edge @p e is known (at @p owner): publish it, then take
+ * the selections deferred before. The owner is stored before the child,
+ * so whoever sees the child sees its owner. The child's store and the
+ * exchange pair with defer()'s push and load (all sequentially
+ * consistent): whichever of the two comes second sees the other's, so
+ * every deferred selection is resumed, once, by whoever takes it out of
+ * the list. */
+static void link(mc_worker_t *mw, mc_edge_t *e, rv_gptr_t child,
+                 uint32_t owner)
 {
+    atomic_store_explicit(&e->owner, owner, memory_order_relaxed);
     atomic_store(&e->child, child);
     mc_defer_t *d = atomic_exchange(&e->deferred, NULL);
-    resume(mw, d, child, atomic_load_explicit(&e->owner, memory_order_relaxed));
+    resume(mw, d, child, owner);
 }
 
 static void defer(mc_worker_t *mw, mc_edge_t *e, const mc_hop_t *hops,
@@ -355,8 +407,7 @@ static void defer(mc_worker_t *mw, mc_edge_t *e, const mc_hop_t *hops,
 {
     mc_defer_t *d = malloc(sizeof(*d) + nhops * sizeof(mc_hop_t));
     if (d == NULL) {
-        rv_error("mcts: out of memory for a deferred selection; its "
-                 "rollout is lost");
+        mc_fatal(mw, "out of memory for a deferred selection");
         return;
     }
     d->nhops = nhops;
@@ -375,16 +426,18 @@ static void defer(mc_worker_t *mw, mc_edge_t *e, const mc_hop_t *hops,
 static void notify(mc_worker_t *mw, const mc_hop_t *parent, rv_gptr_t child)
 {
     if (mc_direct(mw, parent->node, parent->owner)) {
-        link(mw, mc_edge(mc_node(parent->node), parent->edge), child);
+        link(mw, mc_edge(mc_node(parent->node), parent->edge), child, mw->tid);
         return;
     }
     mc_notify_msg_t m = {.parent = parent->node, .child = child,
                          .edge = parent->edge};
-    rv_status_t st = rv_call(mw->w, parent->owner, mc_h.notify, &m, sizeof(m),
+    rv_status_t st = mc_call(mw, parent->owner, mc_h.notify, &m, sizeof(m),
                              NULL, 0);
-    if (st != RV_OK)
+    if (st != RV_OK) {
         rv_error("mcts: notifying worker %u of a child failed: %s",
                  parent->owner, rv_status_str(st));
+        mc_fatal(mw, "a child's notification failed");
+    }
 }
 
 static rv_status_t on_notify(rv_worker_t *w, rv_call_t *call, void *arg)
@@ -395,14 +448,16 @@ static rv_status_t on_notify(rv_worker_t *w, rv_call_t *call, void *arg)
     if (mw == NULL || call->args_len != sizeof(m))
         return RV_ERR_INVALID;
     memcpy(&m, call->args, sizeof(m));
-    mc_node_t *n = mc_node(m.parent);
-    if (rv_gptr_rank(m.parent) != mw->proc->rank || m.edge >= n->nedges ||
-        mc_edge(n, m.edge) == NULL) {
+    mc_node_t *n = mc_local(mw, m.parent) ? mc_node(m.parent) : NULL;
+    mc_edge_t *e = n != NULL && m.edge < n->nedges ? mc_edge(n, m.edge) : NULL;
+    if (e == NULL || m.child == RV_GPTR_NULL ||
+        rv_gptr_rank(m.child) != mc_rank_of(mw, call->src) ||
+        atomic_load(&e->child) != RV_GPTR_NULL) {
         rv_error("mcts: a malformed notification from worker %u dropped",
                  call->src);
         return RV_ERR_INVALID;
     }
-    link(mw, mc_edge(n, m.edge), m.child);
+    link(mw, e, m.child, call->src);
     return RV_OK;
 }
 
@@ -438,12 +493,14 @@ static void create_child(mc_worker_t *mw, const void *s, mc_hop_t *hops,
         n = mc_node_new(mw, s);
         if (n == NULL)
             return;
-        if (hash && table_find(mw, s, len, h) == NULL) {
-            mc_node_t *other;
+        /* A different position of the same hash keeps the table's entry
+         * (this node is then not found again: a lost transposition, not
+         * a wrong one). */
+        mc_node_t *other = NULL;
+        if (hash)
             HASH_FIND(hh, mw->table, &h, sizeof(h), other);
-            if (other == NULL)
-                HASH_ADD(hh, mw->table, hash, sizeof(n->hash), n);
-        }
+        if (hash && other == NULL)
+            HASH_ADD(hh, mw->table, hash, sizeof(n->hash), n);
     } else {
         atomic_fetch_add_explicit(&p->count.transpositions, 1,
                                   memory_order_relaxed);
@@ -468,12 +525,15 @@ static rv_status_t on_expand(rv_worker_t *w, rv_call_t *call, void *arg)
     if (mw == NULL || !read_path(mw, call, &m, hops))
         return RV_ERR_INVALID;
     const rv_game_t *g = mw->proc->game;
-    if (m.nhops == 0 || call->buf_len > g->state_max) {
+    memset(s, 0, g->state_max);
+    if (call->buf_len > 0 && call->buf_len <= g->state_max)
+        memcpy(s, call->buf, call->buf_len);
+    if (m.nhops == 0 || call->buf_len == 0 || call->buf_len > g->state_max ||
+        g->state_len(s) != call->buf_len) {
         rv_error("mcts: a malformed expansion from worker %u dropped",
                  call->src);
         return RV_ERR_INVALID;
     }
-    memcpy(s, call->buf, call->buf_len);
     create_child(mw, s, hops, m.nhops);
     return RV_OK;
 }
@@ -486,7 +546,7 @@ static void expand(mc_worker_t *mw, rv_gptr_t g, mc_node_t *n, uint32_t i,
                    mc_hop_t *hops, uint32_t nhops)
 {
     const rv_game_t *game = mw->proc->game;
-    mc_edge_t *e = edge_claimed(n, i);
+    mc_edge_t *e = edge_claimed(mw, n, i);
     uint8_t s[MC_STATE_MAX];
     if (e == NULL)
         return;
@@ -553,20 +613,25 @@ static void descend(mc_worker_t *mw, rv_gptr_t g, mc_hop_t *hops,
             return;
         }
         if (nhops == MC_MAX_DEPTH) {
-            rv_error("mcts: a path deeper than %d moves; its rollout is lost",
-                     MC_MAX_DEPTH);
+            /* No deeper path fits a call: the node is simulated as a
+             * leaf (its visits then stay one short of its edge's). */
+            queue_sim(mw, n, hops, nhops);
             return;
         }
         atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
-        uint32_t i = atomic_fetch_add_explicit(&n->next_claim, 1,
-                                               memory_order_relaxed);
+        /* Claims stop at the last edge: the count never wraps, however
+         * often a node is passed through. */
+        uint32_t i = atomic_load_explicit(&n->next_claim, memory_order_relaxed);
+        if (i < n->nedges)
+            i = atomic_fetch_add_explicit(&n->next_claim, 1,
+                                          memory_order_relaxed);
         if (i < n->nedges) {
             expand(mw, g, n, i, hops, nhops);
             return;
         }
         /* A claimer of this process publishes its edge's block right
-         * after its claim: wait for it in the rare case there is no
-         * other edge to take. */
+         * after its claim (or ends the job): wait for it in the rare case
+         * there is no other edge to take. */
         while ((i = ucb_pick(mw, n)) == UINT32_MAX)
             sched_yield();
         mc_edge_t *e = mc_edge(n, i);

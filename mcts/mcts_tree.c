@@ -35,7 +35,9 @@ static void mark_from(mc_worker_t *mw, rv_gptr_t g, uint32_t gen)
     size_t cap = 256, n = 0;
     rv_gptr_t *stack = malloc(cap * sizeof(*stack));
     if (stack == NULL) {
-        rv_error("mcts: out of memory marking the tree");
+        /* What is not marked is freed: a node kept unmarked would be
+         * freed while reachable. */
+        mc_fatal(mw, "out of memory marking the tree");
         return;
     }
     stack[n++] = g;
@@ -52,17 +54,15 @@ static void mark_from(mc_worker_t *mw, rv_gptr_t g, uint32_t gen)
             if (rv_gptr_rank(c) != mw->proc->rank) {
                 mc_mark_msg_t m = {.node = c, .gen = gen};
                 uint32_t owner = atomic_load(&e->owner);
-                rv_status_t st = rv_call(mw->w, owner, mc_h.mark, &m,
-                                         sizeof(m), NULL, 0);
-                if (st != RV_OK)
-                    rv_error("mcts: marking at worker %u failed: %s", owner,
-                             rv_status_str(st));
+                if (mc_call(mw, owner, mc_h.mark, &m, sizeof(m), NULL, 0) !=
+                    RV_OK)
+                    mc_fatal(mw, "marking the tree failed");
                 continue;
             }
             if (n == cap) {
                 rv_gptr_t *s = realloc(stack, 2 * cap * sizeof(*s));
                 if (s == NULL) {
-                    rv_error("mcts: out of memory marking the tree");
+                    mc_fatal(mw, "out of memory marking the tree");
                     break;
                 }
                 stack = s;
@@ -82,7 +82,7 @@ static rv_status_t on_mark(rv_worker_t *w, rv_call_t *call, void *arg)
     if (mw == NULL || call->args_len != sizeof(m))
         return RV_ERR_INVALID;
     memcpy(&m, call->args, sizeof(m));
-    if (rv_gptr_rank(m.node) != mw->proc->rank) {
+    if (!mc_local(mw, m.node)) {
         rv_error("mcts: a malformed mark from worker %u dropped", call->src);
         return RV_ERR_INVALID;
     }
@@ -135,7 +135,7 @@ static rv_status_t reclaim(mc_worker_t *mw, uint32_t gen)
     sweep(mw, gen);
     st = rv_barrier(mw->w);
     if (st == RV_OK && mw->tid == 0)
-        st = rv_epoch_clear(mw->w, mw->proc->em);
+        st = rv_epoch_clear(mw->w, mw->em);
     rv_status_t st2 = rv_barrier(mw->w);
     return st != RV_OK ? st : st2;
 }
@@ -245,7 +245,7 @@ static rv_status_t on_check(rv_worker_t *w, rv_call_t *call, void *arg)
     if (mw == NULL || call->args_len != sizeof(m))
         return RV_ERR_INVALID;
     memcpy(&m, call->args, sizeof(m));
-    if (rv_gptr_rank(m.node) != mw->proc->rank)
+    if (!mc_local(mw, m.node))
         return RV_ERR_INVALID;
     check_child(mw->proc, mc_node(m.node), m.edge_visits);
     return RV_OK;
@@ -275,8 +275,9 @@ static void check_nodes(mc_worker_t *mw)
                 continue;
             }
             mc_check_msg_t m = {.node = c, .edge_visits = v};
-            rv_call(mw->w, atomic_load(&e->owner), mc_h.check, &m, sizeof(m),
-                    NULL, 0);
+            if (mc_call(mw, atomic_load(&e->owner), mc_h.check, &m, sizeof(m),
+                        NULL, 0) != RV_OK)
+                mc_fatal(mw, "checking the tree failed");
         }
         if (sum != atomic_load(&n->visits)) {
             rv_error("mcts: a node of %" PRIu64 " visits has edges of %" PRIu64,
@@ -337,8 +338,10 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
     }
     size_t len = MC_SUM_COUNTERS + MC_SUM_MOVES * RV_GAME_MAX_MOVES + 1;
     uint64_t *v = calloc(2 * len, sizeof(*v));
-    if (v == NULL)
+    if (v == NULL) {
+        mc_fatal(mw, "out of memory for the search's summary");
         return RV_ERR_NO_MEMORY;
+    }
     v[len - 1] = sum_fill(mw, v);
     rv_status_t st = rv_allreduce(mw->w, v, v + len, len, RV_COLL_U64,
                                   RV_COLL_SUM);

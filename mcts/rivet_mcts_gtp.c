@@ -3,7 +3,9 @@
  * it (benzene/MoHex, HexGui): a command per line, optionally preceded by
  * a numeric id; each answer is "=id text" or "?id message" followed by an
  * empty line. Colours are b/black and w/white; cells are in the game's
- * notation (a1 the top-left corner).
+ * notation (a1 the top-left corner). Positions alternate (the search's
+ * games have no pass): play and genmove take the colour to move only,
+ * and say whose turn it is otherwise.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -96,6 +98,10 @@ static void cmd_boardsize(gtp_t *g, int argc, char **argv)
     }
     if (argc == 2 && strtol(argv[1], NULL, 10) != n) {
         answer(g, false, "unacceptable size: only square boards");
+        return;
+    }
+    if (g->a->game != rv_game_hex() && n != 3) {
+        answer(g, false, "unacceptable size: tic-tac-toe is 3x3");
         return;
     }
     if (n < 2 || n > RV_HEX_MAX || app_new_game(g->a, (int)n) != RV_OK) {
@@ -225,14 +231,19 @@ static void gtp_line(gtp_t *g, char *line)
     for (char *p = line; *p; p++)
         if (iscntrl((unsigned char)*p))
             *p = ' ';
-    for (char *t = strtok_r(line, " ", &save); t != NULL && argc < GTP_MAX_ARGS + 2;
-         t = strtok_r(NULL, " ", &save))
+    for (char *t = strtok_r(line, " ", &save); t != NULL;
+         t = strtok_r(NULL, " ", &save)) {
+        if (argc == GTP_MAX_ARGS + 2) {
+            answer(g, false, "too many arguments");
+            return;
+        }
         argv[argc++] = t;
+    }
     if (argc == 0)
         return;
     int first = 0;
     g->id = "";
-    if (isdigit((unsigned char)argv[0][0])) {
+    if (argv[0][strspn(argv[0], "0123456789")] == '\0') {
         g->id = argv[0];
         first = 1;
         if (argc == 1) {

@@ -226,9 +226,13 @@ static int engine_move(app_t *a, rv_mcts_result_t *res)
     char cell[16];
     if (app_search(a, res) != RV_OK || app_play(a, res->best) != RV_OK)
         return 1;
+    /* The position is the one after the move: the mover is not to play. */
+    int mover = !a->game->to_play(a->state);
+    static const char *const hex_names[] = {"black", "white"};
+    static const char *const ttt_names[] = {"X", "O"};
     printf("%s plays %s (%" PRIu64 " visits, win rate %.1f%%, %.0f "
            "rollouts/s)\n",
-           a->game->to_play(a->state) ? "black" : "white",
+           (a->game == rv_game_hex() ? hex_names : ttt_names)[mover],
            a->game->move_text(a->state, res->best, cell, sizeof(cell)),
            res->moves[0].visits, 100.0 * res->moves[0].win_rate,
            res->seconds > 0 ? (double)res->rollouts / res->seconds : 0.0);

@@ -79,8 +79,11 @@ enum {
 
 /**
  * @brief A two-player game of perfect information, as callbacks on a
- * position. A position is plain data of at most @c state_max bytes: it is
- * copied with memcpy and travels in calls, so it holds no pointers.
+ * position. A position is plain data of at most @c state_max bytes (1024
+ * at most): it is copied with memcpy and travels in calls, so it holds no
+ * pointers, and equal positions are equal bytes. The search follows paths
+ * of at most 400 moves (a deeper node is simulated as a leaf); hashes
+ * must be the same in every process.
  * @note Every callback is called from many threads at once, each on its
  * own position: it keeps no shared mutable state.
  */
@@ -173,8 +176,10 @@ RV_EXPORT void rv_tictactoe_init(void *s);
  * @param [in] game the game; must outlive the context
  * @return RV_OK (also when installed already with the same game);
  *         RV_ERR_INVALID for a NULL argument, a game without a required
- *         callback, a malformed mcts.c, or while a job runs (logged);
- *         rv_rma_init's and rv_am_register's errors
+ *         callback or with positions of more than 1024 bytes, another game
+ *         installed already, or while a job runs (logged); RV_ERR_CONFIG
+ *         for a malformed mcts.c (logged); rv_rma_init's and
+ *         rv_am_register's errors
  * @note Main thread, in every process, before rv_job_run.
  */
 RV_EXPORT rv_status_t rv_mcts_init(rv_context_t *ctx, const rv_game_t *game);
@@ -197,7 +202,9 @@ RV_EXPORT rv_status_t rv_mcts_serve(rv_worker_t *w);
  * @param [in] w     the controller (worker 0)
  * @param [in] state the position (copied; reusable on return)
  * @return RV_OK; RV_ERR_INVALID (logged) off worker 0 or without the
- *         layer; a collective's or a call's error
+ *         layer, or (not logged) for a NULL @p state. A step that fails
+ *         once the command is under way ends the job (rv_abort): the
+ *         workers' collectives could not line up again.
  * @note Worker 0's thread; the other workers are in rv_mcts_serve.
  */
 RV_EXPORT rv_status_t rv_mcts_position(rv_worker_t *w, const void *state);
@@ -219,7 +226,8 @@ typedef struct rv_mcts_result {
     uint64_t root_visits;     /**< rollouts the root has seen, this search
                                    and those kept from earlier moves */
     uint64_t nodes;           /**< nodes alive in the job */
-    uint64_t deferred;        /**< selections deferred (this search) */
+    uint64_t deferred;        /**< selections deferred since the job
+                                   started */
     double seconds;           /**< wall time of the search */
 } rv_mcts_result_t;
 
