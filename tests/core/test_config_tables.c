@@ -53,7 +53,7 @@ static void check_table(const rv_config_table_t *t)
 void test_tables(void **state)
 {
     static const char *const expected[] = {
-        "", "am", "rma", "store", "testlayer", "transport.ucx",
+        "", "am", "mcts", "rma", "store", "testlayer", "transport.ucx",
         "transport.verbs",
     };
     const rv_config_table_t *tables[RV_CFG_MAX_TABLES];
@@ -77,8 +77,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 10, am 10, rma 1, store 2, testlayer 3, ucx 5, verbs 5 */
-    assert_int_equal(rows, 36);
+    /* core 10, am 10, mcts 8, rma 1, store 2, testlayer 3, ucx 5, verbs 5 */
+    assert_int_equal(rows, 44);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
