@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Playing strength of the distributed search (2 workers) against the plain
 # sequential UCT with the same playouts (rv-mcts-match): G games of 7x7
-# Hex in pairs from one random opening each (colours swapped within the
-# pair), (a) at equal rollouts per move, each engine searching from a
+# Hex in pairs from one random opening each (one stone per side, kept when
+# a sequential UCT finds it balanced; colours swapped within the pair),
+# (a) at equal rollouts per move, each engine searching from a
 # fresh tree, and (b) at equal wall time per move, the distributed engine
 # keeping its subtree between moves.
 #

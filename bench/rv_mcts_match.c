@@ -14,7 +14,10 @@
  * position at the start of the job, and the distributed one keeps the
  * subtree of the moves played (as it plays). Games come in pairs from
  * the same random opening of one stone each (the engines swap colours in
- * the pair), so the first player's advantage cancels out. Prints one
+ * the pair), so the first player's advantage cancels out; an opening is
+ * kept only when a sequential UCT of 20,000 rollouts finds it balanced
+ * (its best move wins 40 to 60 % for the side to move), since a decided
+ * opening gives each engine one game of the pair whatever they do. Prints one
  * line per game and, last, a CSV line
  *   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move
  * with a 95 % Wilson interval of the distributed engine's win rate.
@@ -120,14 +123,36 @@ static void wilson(int wins, int n, double *lo, double *hi)
     *hi = mid + half;
 }
 
+/* A random opening of one stone each that a sequential UCT finds
+ * balanced. */
+static void balanced_opening(const uint8_t *empty, uint8_t *opening,
+                             uint64_t *x)
+{
+    const rv_game_t *g = rv_game_hex();
+    rv_move_t moves[RV_GAME_MAX_MOVES];
+    static rv_mcts_result_t judge;
+    for (int tries = 0;; tries++) {
+        memcpy(opening, empty, g->state_max);
+        for (int i = 0; i < 2; i++) {
+            int n = g->legal_moves(opening, moves);
+            *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+            g->apply(opening, moves[(*x >> 33) % (uint64_t)n]);
+        }
+        if (rv_uct_search(g, opening, 20000, opt.sims, opt.c, *x | 1,
+                          &judge) != RV_OK)
+            continue;
+        double p = judge.moves[0].win_rate;
+        if ((p >= 0.4 && p <= 0.6) || tries == 1000)
+            return;
+    }
+}
+
 static rv_status_t worker(rv_worker_t *w, void *arg)
 {
     (void)arg;
     if (rv_worker_tid(w) != 0)
         return rv_mcts_serve(w);
-    const rv_game_t *g = rv_game_hex();
     uint8_t empty[1024], opening[1024];
-    rv_move_t moves[RV_GAME_MAX_MOVES];
     rv_hex_init(empty, opt.size);
     if (opt.ms > 0)
         calibrate(w, empty);
@@ -136,14 +161,8 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     uint64_t x = 12345;
     int wins = 0;
     for (int k = 0; k < opt.games; k++) {
-        if (k % 2 == 0) {
-            memcpy(opening, empty, g->state_max);
-            for (int i = 0; i < 2; i++) {
-                int n = g->legal_moves(opening, moves);
-                x = x * 6364136223846793005ull + 1442695040888963407ull;
-                g->apply(opening, moves[(x >> 33) % (uint64_t)n]);
-            }
-        }
+        if (k % 2 == 0)
+            balanced_opening(empty, opening, &x);
         bool black = k % 2 == 0;
         bool won = play_game(w, opening, black, 1000003ull * (uint64_t)k + 7);
         wins += won;
