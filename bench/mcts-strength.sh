@@ -9,7 +9,7 @@
 #
 #   bench/mcts-strength.sh [-g GAMES] [-n ROLLOUTS] [-t MS] [-b BUILD_DIR]
 #
-# Defaults: 200 games, 5,000 rollouts per move (a), 40 ms per move (b);
+# Defaults: 200 games, 5,000 rollouts per move (a), 100 ms per move (b);
 # the job of configs/mcts.yaml (2 processes x 1 thread, pinned, trad).
 # Writes bench/results/mcts-strength.csv with the columns
 #   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move
@@ -22,7 +22,7 @@ top=$(dirname "$here")
 build=$top/build
 games=200
 rollouts=5000
-ms=40
+ms=100
 while getopts "g:n:t:b:h" o; do
   case $o in
     g) games=$OPTARG ;;

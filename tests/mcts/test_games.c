@@ -26,31 +26,11 @@
 
 #include <cmocka.h>
 
+#include "games_test.h"
 #include "rv_mcts.h"
 
 #define MAXN RV_HEX_MAX
 
-/* Room for a position of either game, aligned for any field. */
-typedef union pos {
-    max_align_t align;
-    unsigned char b[512];
-} pos_t;
-
-/* The test's own generator (splitmix64), unrelated to the library's. */
-static uint64_t rnd_state = 12345;
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (rnd_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int rnd_below(int n)
-{
-    return (int)(rnd() % (uint64_t)n);
-}
 
 /* ---------------------------------------------------------------------- */
 /* A Hex board read back through print, and an independent judge           */
@@ -644,6 +624,7 @@ static void test_ttt_playout_stats(void **state)
 
 int main(void)
 {
+    rnd_state = 12345;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hex_lines),
         cmocka_unit_test(test_hex_steps_and_corners),

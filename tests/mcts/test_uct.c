@@ -20,29 +20,9 @@
 
 #include <cmocka.h>
 
+#include "games_test.h"
 #include "rv_mcts.h"
 
-/* Room for a position of either game, aligned for any field. */
-typedef union pos {
-    max_align_t align;
-    unsigned char b[512];
-} pos_t;
-
-/* The test's own generator (splitmix64), unrelated to the library's. */
-static uint64_t rnd_state = 67890;
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (rnd_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int rnd_below(int n)
-{
-    return (int)(rnd() % (uint64_t)n);
-}
 
 /* An empty n x n Hex board, or for n = 0 an empty tic-tac-toe board. */
 static void new_pos(pos_t *s, int n)
@@ -254,6 +234,7 @@ static int teardown(void **state)
 
 int main(void)
 {
+    rnd_state = 67890;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uct_contract),
         cmocka_unit_test(test_uct_solves_hex3),
