@@ -164,6 +164,16 @@ static void gptr_compression(rv_rank_t rank)
     EXPECT(!rv_gptr_fits(0, (void *)((uintptr_t)1 << 48)), "address limit");
 }
 
+/* The counts this worker added with rv_atomic_fadd have landed (a
+ * fetch-add without a result completes locally; rv_flush completes it
+ * at the target), then every worker is past the barrier: worker 0 may
+ * read them. */
+static void counts_landed(rv_worker_t *w)
+{
+    EXPECT(rv_flush(w, RV_TID_ALL) == RV_OK, "flush");
+    rv_barrier(w);
+}
+
 /* Linearizable swings: this worker's LIN_K values go into the shared word
  * by compare-swap, and every value swung out is counted in seen[]. */
 static void gptr_swing(rv_worker_t *w, uint32_t n, uint32_t me,
@@ -244,7 +254,7 @@ static int body_gptr(rv_worker_t *w, void *arg)
             EXPECT(rv_gptr_aba_cswap(w, FIELD(aba), cur, tag, &ok, &cur) ==
                    RV_OK, "aba cswap");
     }
-    rv_barrier(w);
+    counts_landed(w);
 
     if (me == 0)
         gptr_check(w, mem, n);
@@ -377,7 +387,7 @@ static int body_election(rv_worker_t *w, void *arg)
     }
     EXPECT(rv_atomic_fadd(w, FIELD(successes), wins, NULL, NULL) == RV_OK,
            "wins");
-    rv_barrier(w);
+    counts_landed(w);
     if (me == 0) {
         rv_epoch_stats(em, &s);
         uint64_t adv = s.epoch - e0;
@@ -464,7 +474,7 @@ static void count_freed_here(rv_worker_t *w)
     if (rv_worker_local(w) == 0)
         EXPECT(rv_atomic_fadd(w, FIELD(freed), atomic_load(&freed_here),
                               NULL, NULL) == RV_OK, "count");
-    rv_barrier(w);
+    counts_landed(w);
 }
 
 /* At worker 0: everything deferred was freed by clear; the objects still
@@ -506,7 +516,7 @@ static int body_stress(rv_worker_t *w, void *arg)
     rv_epoch_deregister(tok);
     EXPECT(rv_atomic_fadd(w, FIELD(deferred), deferred, NULL, NULL) == RV_OK,
            "count");
-    rv_barrier(w);
+    counts_landed(w);
 
     /* everything deferred is freed by clear */
     if (me == 0)
