@@ -163,6 +163,14 @@ static bool parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
     return false;
 }
 
+rv_status_t rv_config_parse_size(const char *text, uint64_t *out)
+{
+    char why[RV_CONFIG_STR_MAX];
+    if (text == NULL || out == NULL)
+        return RV_ERR_INVALID;
+    return parse_size(text, out, why, sizeof(why)) ? RV_OK : RV_ERR_INVALID;
+}
+
 /* The numeric types: INT, SIZE and BOOL. */
 static bool parse_number(const rv_config_field_t *f, const char *text,
                          char *dst, char *why, size_t whylen)

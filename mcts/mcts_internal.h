@@ -74,7 +74,6 @@ typedef struct mc_node {
     _Atomic uint32_t next_claim;/* edges [0, next_claim) are claimed */
     uint32_t nedges;
     uint32_t owner;             /* the worker owning the node */
-    uint32_t index;             /* in its owner's node list */
     _Atomic uint32_t mark;      /* reachability generation (mcts_tree.c) */
     int8_t winner;              /* RV_GAME_NONE, or the game is over */
     uint8_t to_play;
@@ -227,7 +226,9 @@ void mc_fatal(mc_worker_t *mw, const char *what);
 rv_status_t mc_call(mc_worker_t *mw, uint32_t dest, rv_handler_id_t h,
                     const void *args, size_t len, const void *buf,
                     size_t buf_len);
-mc_node_t *mc_node_new(mc_worker_t *mw, const void *state);
+/* A node of @p state owned by this worker; @p hash is its hash under
+ * mcts.owner hash (the table's key), 0 otherwise. */
+mc_node_t *mc_node_new(mc_worker_t *mw, const void *state, uint64_t hash);
 void mc_node_free(mc_proc_t *p, mc_node_t *n);
 rv_status_t mc_node_register(rv_context_t *ctx);
 bool mc_rollout_start(mc_worker_t *mw);

@@ -80,7 +80,7 @@ static bool nodes_grow(mc_worker_t *mw)
     return true;
 }
 
-mc_node_t *mc_node_new(mc_worker_t *mw, const void *state)
+mc_node_t *mc_node_new(mc_worker_t *mw, const void *state, uint64_t hash)
 {
     const rv_game_t *g = mw->proc->game;
     rv_move_t moves[RV_GAME_MAX_MOVES];
@@ -103,7 +103,7 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state)
     node->state = (uint8_t *)(node->moves + n);
     memcpy(node->state, state, len);
     node->state_len = (uint16_t)len;
-    node->hash = g->hash(state);
+    node->hash = hash;
     node->winner = (int8_t)winner;
     node->to_play = (uint8_t)g->to_play(state);
     node->nedges = (uint32_t)n;
@@ -116,7 +116,6 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state)
         moves[j] = t;
     }
     memcpy(node->moves, moves, (size_t)n * sizeof(rv_move_t));
-    node->index = (uint32_t)mw->nnodes;
     mw->nodes[mw->nnodes++] = node;
     atomic_fetch_add_explicit(&mw->proc->count.nodes_alive, 1,
                               memory_order_relaxed);
@@ -490,7 +489,7 @@ static void create_child(mc_worker_t *mw, const void *s, mc_hop_t *hops,
     mc_node_t *n = hash ? table_find(mw, s, len, h) : NULL;
     bool found = n != NULL;
     if (n == NULL) {
-        n = mc_node_new(mw, s);
+        n = mc_node_new(mw, s, h);
         if (n == NULL)
             return;
         /* A different position of the same hash keeps the table's entry

@@ -109,7 +109,6 @@ static void sweep(mc_worker_t *mw, uint32_t gen)
         mc_node_t *n = mw->nodes[i];
         if (gen != 0 && atomic_load_explicit(&n->mark, memory_order_relaxed) ==
                             gen) {
-            n->index = (uint32_t)kept;
             mw->nodes[kept++] = n;
             continue;
         }
@@ -165,7 +164,7 @@ rv_status_t mc_tree_position(mc_worker_t *mw, const void *state)
         return st;
     memcpy(mw->root_state, state, mw->proc->game->state_len(state));
     mc_node_t *root = NULL;
-    if (mw->tid == 0 && (root = mc_node_new(mw, state)) == NULL)
+    if (mw->tid == 0 && (root = mc_node_new(mw, state, 0)) == NULL)
         st = RV_ERR_NO_MEMORY;
     rv_gptr_t g = root ? rv_gptr_make(mw->proc->rank, root) : 0;
     rv_status_t st2 = root_share(mw, g, 0, mw->tid == 0);
@@ -188,7 +187,7 @@ static rv_gptr_t child_of(mc_worker_t *mw, rv_move_t m, uint32_t *owner)
     uint8_t s[MC_STATE_MAX];
     memcpy(s, root->state, root->state_len);
     mw->proc->game->apply(s, m);
-    mc_node_t *n = mc_node_new(mw, s);
+    mc_node_t *n = mc_node_new(mw, s, 0);
     *owner = mw->tid;
     return n ? rv_gptr_make(mw->proc->rank, n) : RV_GPTR_NULL;
 }
@@ -294,7 +293,6 @@ enum { MC_SUM_COUNTERS = 9, MC_SUM_MOVES = 3 };
 static size_t sum_fill(mc_worker_t *mw, uint64_t *v)
 {
     mc_proc_t *p = mw->proc;
-    size_t k = 0;
     if (mw->local == 0) {
         v[0] = atomic_load(&p->count.nodes_alive);
         v[1] = atomic_load(&p->count.nodes_created);
@@ -309,14 +307,14 @@ static size_t sum_fill(mc_worker_t *mw, uint64_t *v)
         return 0;
     mc_node_t *root = mc_node(mw->root);
     uint64_t *m = v + MC_SUM_COUNTERS;
-    for (uint32_t i = 0; i < root->nedges; i++, k++) {
+    for (uint32_t i = 0; i < root->nedges; i++) {
         mc_edge_t *e = mc_edge(root, i);
-        m[3 * k] = root->moves[i];
-        m[3 * k + 1] = e != NULL ? atomic_load(&e->visits) : 0;
-        m[3 * k + 2] = e != NULL ? atomic_load(&e->wins) : 0;
-        v[8] += m[3 * k + 1];
+        m[3 * i] = root->moves[i];
+        m[3 * i + 1] = e != NULL ? atomic_load(&e->visits) : 0;
+        m[3 * i + 2] = e != NULL ? atomic_load(&e->wins) : 0;
+        v[8] += m[3 * i + 1];
     }
-    return k;
+    return root->nedges;
 }
 
 static int by_visits(const void *a, const void *b)

@@ -87,7 +87,7 @@ rv_status_t app_undo(app_t *a)
     return rv_mcts_position(a->w, a->state);
 }
 
-/* mcts.* of the job, for the sequential baseline's search. */
+/* An integer mcts.* key of the job, or @p def. */
 static int64_t config_int(rv_context_t *ctx, const char *key, int64_t def)
 {
     int64_t v = def;
@@ -339,14 +339,6 @@ static int usage(void)
     return 2;
 }
 
-/* mcts.size of the job's configuration. */
-static int default_size(rv_context_t *ctx)
-{
-    int64_t n = 11;
-    rv_config_get_int(rv_context_config(ctx), "mcts.size", &n);
-    return (int)n;
-}
-
 static bool parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -389,7 +381,7 @@ int main(int argc, char **argv)
                 opt.game);
         return 2;
     }
-    app.size = opt.size ? opt.size : default_size(ctx);
+    app.size = opt.size ? opt.size : (int)config_int(ctx, "mcts.size", 11);
     app.rollouts = (uint64_t)opt.rollouts;
     if (app.game == rv_game_hex() && (app.size < 2 || app.size > RV_HEX_MAX)) {
         fprintf(stderr, "rivet-mcts: --size %d: Hex boards are 2 to %d\n",

@@ -109,29 +109,15 @@ rv_tid_t st_home(const rv_object_id_t *id, uint32_t nworkers)
  * *autop true: store_calib.c measures it at job start). */
 static rv_status_t parse_threshold(const char *text, size_t *out, bool *autop)
 {
-    char *end;
+    uint64_t v = 0;
     *autop = strcmp(text, "auto") == 0;
-    if (*autop) {
-        *out = 0;
-        return RV_OK;
+    if (!*autop && (rv_config_parse_size(text, &v) != RV_OK || v > SIZE_MAX)) {
+        rv_error("store.rndv_threshold: '%s' is neither a size (e.g. 32KiB) "
+                 "nor auto", text);
+        return RV_ERR_CONFIG;
     }
-    unsigned long long v = strtoull(text, &end, 10);
-    static const struct {
-        const char *suffix;
-        unsigned shift;
-    } units[] = {{"", 0},    {"B", 0},    {"K", 10},   {"KiB", 10},
-                 {"M", 20},  {"MiB", 20}, {"G", 30},   {"GiB", 30}};
-    if (end == text)
-        goto bad;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (strcmp(end, units[i].suffix) == 0 && v <= (SIZE_MAX >> units[i].shift)) {
-            *out = (size_t)v << units[i].shift;
-            return RV_OK;
-        }
-bad:
-    rv_error("store.rndv_threshold: '%s' is neither a size (e.g. 32KiB) nor "
-             "auto", text);
-    return RV_ERR_CONFIG;
+    *out = (size_t)v;
+    return RV_OK;
 }
 
 static rv_status_t store_worker_start(rv_worker_t *w)

@@ -253,6 +253,18 @@ RV_EXPORT rv_status_t rv_config_get(const rv_config_t *cfg, const char *key, cha
                           size_t len);
 
 /**
+ * @brief Reads a size as SIZE keys take it (4096, 4KiB, 2MiB, 1GiB, 4K;
+ * units case-insensitive), for a layer's STRING key that also takes words
+ * (store.rndv_threshold: a size or auto).
+ * @param [in]  text the text
+ * @param [out] out  the size in bytes; set only on success
+ * @return RV_OK, or RV_ERR_INVALID (not logged) for a NULL argument or text
+ *         that is not a size
+ * @note Any thread.
+ */
+RV_EXPORT rv_status_t rv_config_parse_size(const char *text, uint64_t *out);
+
+/**
  * @brief The value of an INT, SIZE, BOOL (0 or 1) or ENUM (the index of its
  * name) key, as rv_config_get finds it.
  * @param [in]  cfg     the configuration

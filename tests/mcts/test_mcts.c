@@ -28,44 +28,23 @@ static const rv_game_t *game;
 #define MAXPOS 8
 #define STATE_MAX 1024
 
-static bool holds_draw(const void *s);
-
-/* Whether the player to move in @p s wins with best play (Hex has no
- * draws; tic-tac-toe's draws count as not winning). */
-static bool wins(const void *s)
+/* The value of @p s for the player to move with best play: 1 a win, 0 a
+ * draw, -1 a loss (negamax, stopping at the first winning move). */
+static int value(const void *s)
 {
+    int w = game->winner(s);
+    if (w != RV_GAME_NONE)
+        return w == RV_GAME_DRAW ? 0 : w == game->to_play(s) ? 1 : -1;
     rv_move_t moves[RV_GAME_MAX_MOVES];
     uint8_t child[STATE_MAX];
-    int n = game->legal_moves(s, moves);
-    for (int i = 0; i < n; i++) {
+    int n = game->legal_moves(s, moves), best = -1;
+    for (int i = 0; i < n && best < 1; i++) {
         memcpy(child, s, game->state_len(s));
         game->apply(child, moves[i]);
-        int w = game->winner(child);
-        if (w == game->to_play(s))
-            return true;
-        if (w == RV_GAME_NONE && !wins(child) && !holds_draw(child))
-            return true;
+        int v = -value(child);
+        best = v > best ? v : best;
     }
-    return false;
-}
-
-/* Whether the player to move in @p s can at least draw (tic-tac-toe
- * only: a Hex game always has a winner, so there it is wins()). */
-static bool holds_draw(const void *s)
-{
-    if (game == rv_game_hex())
-        return wins(s);
-    rv_move_t moves[RV_GAME_MAX_MOVES];
-    uint8_t child[STATE_MAX];
-    int n = game->legal_moves(s, moves);
-    for (int i = 0; i < n; i++) {
-        memcpy(child, s, game->state_len(s));
-        game->apply(child, moves[i]);
-        int w = game->winner(child);
-        if (w == RV_GAME_DRAW || (w == RV_GAME_NONE && !wins(child)))
-            return true;
-    }
-    return false;
+    return best;
 }
 
 /* The moves of @p s after which the mover wins with best play. */
@@ -77,9 +56,7 @@ static int winning_moves(const void *s, rv_move_t *out)
     for (int i = 0; i < n; i++) {
         memcpy(child, s, game->state_len(s));
         game->apply(child, moves[i]);
-        int w = game->winner(child);
-        if (w == game->to_play(s) ||
-            (w == RV_GAME_NONE && !wins(child) && !holds_draw(child)))
+        if (value(child) == -1)
             out[k++] = moves[i];
     }
     return k;
