@@ -35,8 +35,6 @@ _Static_assert(sizeof(rv_stats_mode_t) == sizeof(int), "enum size");
 
 #define OFF(_member) offsetof(rv_core_config_t, _member)
 
-#define LATER_PROGRESS "the progress engine (core/)"
-
 static const rv_config_field_t core_fields[] = {
     /* ------------------------------------------------------------------ */
     /* job: what rivetrun starts and where it puts it                      */
@@ -161,12 +159,49 @@ static const rv_config_field_t core_fields[] = {
         .type = RV_CFG_ENUM,
         .offset = OFF(progress.mode),
         .def = "inline",
-        .values = "inline|thread|dynamic",
-        .later = LATER_PROGRESS,
-        .help = "inline: worker threads progress the transport themselves; "
-                "thread: a dedicated progress thread does; dynamic: "
-                "requesters enqueue commands that an executor posts, "
-                "sleeping when idle (after Endo and Taura).",
+        .values = "inline|thread|dynamic|direct",
+        .help = "inline: every worker thread owns a transport worker, posts "
+                "and progresses it. thread: the worker threads enqueue "
+                "commands that progress.executors executor threads post "
+                "and complete, spinning (static offloading). dynamic: as "
+                "thread, but an idle executor sleeps and the requester "
+                "that enqueues next wakes it (dynamic offloading, Endo and "
+                "Taura). direct: the worker threads share the executors' "
+                "transport workers under a lock and post themselves (the "
+                "paper's direct injection; a baseline for comparison).",
+    },
+    {
+        .name = "progress.executors",
+        .type = RV_CFG_INT,
+        .offset = OFF(progress.executors),
+        .def = "1",
+        .min = 1,
+        .max = 256,
+        .help = "Transport workers per process in the thread, dynamic and "
+                "direct modes, each with its executor thread; worker thread "
+                "t uses executor t mod executors. At most job.threads.",
+    },
+    {
+        .name = "progress.spin_us",
+        .type = RV_CFG_INT,
+        .offset = OFF(progress.spin_us),
+        .def = "50",
+        .min = 0,
+        .max = 1000000,
+        .help = "dynamic: microseconds an idle executor keeps polling "
+                "before it sleeps, so that a reply arriving soon after a "
+                "request is picked up at once.",
+    },
+    {
+        .name = "progress.sleep_us",
+        .type = RV_CFG_INT,
+        .offset = OFF(progress.sleep_us),
+        .def = "1000",
+        .min = 1,
+        .max = 1000000,
+        .help = "dynamic: longest sleep of an idle executor before it polls "
+                "the network for messages nobody asked for; an enqueued "
+                "command wakes it at once.",
     },
 
     {.name = NULL},

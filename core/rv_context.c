@@ -9,6 +9,7 @@
 
 #include "rv_config_internal.h"
 #include "rv_core.h"
+#include "rv_offload.h"
 
 /* Removes `-c FILE`, `--config FILE` or `--config=FILE` from argv. */
 static const char *take_config_arg(int *argc, char ***argv)
@@ -129,7 +130,11 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
         .peer_failed_arg = ctx,
         .services = &rv__transport_services,
     };
-    status = ctx->ops->init(&params, &ctx->tp);
+    if (ctx->core->progress.mode == RV_PROGRESS_INLINE)
+        status = ctx->ops->init(&params, &ctx->tp);
+    else /* the progress engine's offloading wraps the plugin */
+        status = rv__offload_init(ctx, ctx->ops, &params, &ctx->ops,
+                                  &ctx->tp);
     if (status != RV_OK) {
         rv_error("transport '%s' failed to start: %s",
                  ctx->core->transport.name, rv_status_str(status));

@@ -13,6 +13,7 @@ pkgs=("$@")
   libibverbs-dev
   nettle-dev
   gnuplot-nox procps doxygen
+  spin
 )
 
 missing=()

@@ -53,14 +53,15 @@ typedef enum {
     RV_PLACEMENT_NUMA  /**< `numa`: each process is bound to one NUMA zone,
                             round robin; its threads float inside it */
 } rv_placement_t;
-/** @brief progress.mode: who progresses the transport. The key is not
- * supported yet (its row says so): workers always progress inline. */
+/** @brief progress.mode: who posts to and progresses the transport. */
 typedef enum {
-    RV_PROGRESS_INLINE,  /**< `inline`: worker threads, in rv_progress */
-    RV_PROGRESS_THREAD,  /**< `thread`: a dedicated progress thread (not
-                              supported yet) */
-    RV_PROGRESS_DYNAMIC  /**< `dynamic`: an executor posting the requesters'
-                              commands (not supported yet) */
+    RV_PROGRESS_INLINE,  /**< `inline`: each worker thread, in rv_progress */
+    RV_PROGRESS_THREAD,  /**< `thread`: spinning executor threads post the
+                              worker threads' commands (static offloading) */
+    RV_PROGRESS_DYNAMIC, /**< `dynamic`: as thread, executors sleep when
+                              idle (dynamic offloading) */
+    RV_PROGRESS_DIRECT   /**< `direct`: worker threads share the executors'
+                              transport workers under a lock (baseline) */
 } rv_progress_mode_t;
 /** @brief memory.huge_pages: what backs registered chunks (see
  * rv_mem_chunk_allocator_create). */
@@ -109,7 +110,10 @@ typedef struct rv_core_config {
         rv_huge_pages_t huge_pages; /**< auto | off | require */
     } memory; /**< `memory.*`: registered memory */
     struct {
-        rv_progress_mode_t mode;    /**< inline | thread | dynamic */
+        rv_progress_mode_t mode;    /**< inline | thread | dynamic | direct */
+        int64_t executors;          /**< transport workers per process */
+        int64_t spin_us;            /**< dynamic: polling before sleep */
+        int64_t sleep_us;           /**< dynamic: longest sleep */
     } progress; /**< `progress.*`: how workers progress */
 } rv_core_config_t;
 

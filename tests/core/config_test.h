@@ -33,6 +33,7 @@ typedef struct {
     int64_t fanout;
     flavour_t flavour;
     char label[RV_CONFIG_STR_MAX];
+    int64_t turbo;
 } testlayer_config_t;
 
 extern const rv_config_table_t testlayer_table;

@@ -36,6 +36,10 @@ static const rv_config_field_t testlayer_fields[] = {
     {.name = "label", .type = RV_CFG_STRING,
      .offset = offsetof(testlayer_config_t, label), .def = "\"t\"",
      .help = "A string the test layer carries around."},
+    {.name = "turbo", .type = RV_CFG_INT,
+     .offset = offsetof(testlayer_config_t, turbo), .def = "0", .max = 9,
+     .later = "the turbo engine (a test)",
+     .help = "A key reserved for a part the test layer has not written."},
     {.name = NULL},
 };
 

@@ -241,12 +241,13 @@ void test_later_keys(void **state)
 {
     (void)state;
     /* Even the default value is refused: the key does nothing yet. */
-    expect_error("progress:\n  mode: inline\n", 2, 3,
-                 "progress.mode: not supported yet (the progress "
-                 "engine (core/))");
-    setenv("RIVET_PROGRESS_MODE", "thread", 1);
-    expect_env_error("environment RIVET_PROGRESS_MODE: error: progress.mode: "
-                     "not supported yet (the progress engine (core/))");
+    expect_error("testlayer:\n  turbo: 0\n", 2, 3,
+                 "testlayer.turbo: not supported yet (the turbo "
+                 "engine (a test))");
+    setenv("RIVET_TESTLAYER_TURBO", "1", 1);
+    expect_env_error("environment RIVET_TESTLAYER_TURBO: error: "
+                     "testlayer.turbo: not supported yet (the turbo engine "
+                     "(a test))");
     clear_config_env();
 }
 

@@ -249,9 +249,9 @@ void test_set(void **state)
     expect_set_error(cfg, "job.threads", "0",
                      "rv_config_set: error: job.threads: 0 is out of range; "
                      "expected an integer in 1..1024");
-    expect_set_error(cfg, "progress.mode", "thread",
-                     "rv_config_set: error: progress.mode: not supported yet "
-                     "(the progress engine (core/))");
+    expect_set_error(cfg, "testlayer.turbo", "1",
+                     "rv_config_set: error: testlayer.turbo: not supported "
+                     "yet (the turbo engine (a test))");
     expect_set_error(cfg, "transport.ofi.provider", "verbs",
                      "rv_config_set: error: unknown key "
                      "'transport.ofi.provider': no transport plugin "
