@@ -199,9 +199,11 @@ static const rv_config_field_t core_fields[] = {
         .def = "1000",
         .min = 1,
         .max = 1000000,
-        .help = "dynamic: longest sleep of an idle executor before it polls "
-                "the network for messages nobody asked for; an enqueued "
-                "command wakes it at once.",
+        .help = "dynamic: how long an idle executor sleeps before it polls "
+                "the network for messages nobody asked for, doubled after "
+                "each sleep that ends with nothing (up to 8 times this); "
+                "an enqueued command, or a worker thread polling for "
+                "messages, wakes it at once.",
     },
 
     {.name = NULL},

@@ -332,6 +332,7 @@ static void *exec_main(void *arg)
     const off_tp_t *off = e->off;
     unsigned idle = 0;
     long idle_since = 0;
+    unsigned timeouts = 0; /* sleeps in a row that nobody ended */
 
     rv_log_set_identity((int)off->rank, -1);
     while (!e->exit) {
@@ -341,6 +342,7 @@ static void *exec_main(void *arg)
         if (n > 0) {
             idle = 0;
             idle_since = 0;
+            timeouts = 0;
             continue;
         }
         /* Busy-polling yields the core to the requesters it serves when
@@ -351,13 +353,18 @@ static void *exec_main(void *arg)
          * executor is its own completer. */
         if (off->mode != RV_PROGRESS_DYNAMIC || e->outstanding > 0)
             continue;
+        /* The spin before sleeping follows activity only: a timed wake-up
+         * that finds nothing sleeps again at once, and longer (up to 8
+         * progress.sleep_us), so that an idle process costs little. */
         long now = now_ns();
         if (idle_since == 0)
             idle_since = now;
-        if (now - idle_since < off->spin_ns)
+        if (timeouts == 0 && now - idle_since < off->spin_ns)
             continue;
-        if (offq_sleep(&e->q, off->sleep_us))
+        int slept = offq_sleep(&e->q, off->sleep_us << (timeouts < 3 ? timeouts : 3));
+        if (slept != OFFQ_AWAKE)
             atomic_fetch_add_explicit(&e->sleeps, 1, memory_order_relaxed);
+        timeouts = slept == OFFQ_TIMED_OUT ? timeouts + 1 : 0;
         idle_since = 0;
     }
     return NULL;

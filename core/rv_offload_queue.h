@@ -140,32 +140,36 @@ static inline void offq_pop(offq_t *q)
     atomic_store_explicit(&q->head, q->next, memory_order_release);
 }
 
+/* What offq_sleep did. */
+enum { OFFQ_AWAKE, OFFQ_WOKEN, OFFQ_TIMED_OUT };
+
 /*
  * Executor (dynamic mode), finding nothing to do: sleeps up to
- * @p timeout_us unless a command is reserved. Returns true if it slept
- * (or tried to: woken at once by a requester's change of the tail).
+ * @p timeout_us unless a command is reserved. Returns OFFQ_AWAKE if it
+ * did not sleep, OFFQ_WOKEN if a requester woke it (or changed the tail
+ * before it could sleep), OFFQ_TIMED_OUT if nobody did.
  */
-static inline bool offq_sleep(offq_t *q, long timeout_us)
+static inline int offq_sleep(offq_t *q, long timeout_us)
 {
     uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
     /* model: executor "check": a reserved command keeps it awake, even
      * one whose requester has not filled it yet */
     if ((t >> 1) != q->next)
-        return false;
+        return OFFQ_AWAKE;
     if (t & 1u) {
         /* model: executor "clear": [count, 1] -> [count, 0] */
         if (!atomic_compare_exchange_strong_explicit(
                 &q->tail, &t, t & ~1u, memory_order_acq_rel,
                 memory_order_relaxed))
-            return false;
+            return OFFQ_AWAKE;
         t &= ~1u;
     }
     /* model: executor "sleep": only while the tail is still [count, 0] */
     struct timespec ts = {.tv_sec = timeout_us / 1000000,
                           .tv_nsec = (timeout_us % 1000000) * 1000};
-    syscall(SYS_futex, (uint32_t *)&q->tail, FUTEX_WAIT_PRIVATE, t, &ts,
-            NULL, 0);
-    return true;
+    long rc = syscall(SYS_futex, (uint32_t *)&q->tail, FUTEX_WAIT_PRIVATE, t,
+                      &ts, NULL, 0);
+    return rc != 0 && errno == ETIMEDOUT ? OFFQ_TIMED_OUT : OFFQ_WOKEN;
 }
 
 #endif

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The progress engine's modes measured as Endo and Taura measure software
+# offloading (round-trip latency, injection overhead, message rate with a
+# window of 256 per requester, idle CPU), every mode in the same run:
+#   inline   a transport worker per worker thread (rivet's default)
+#   direct   the requesters share one transport worker under a lock (the
+#            paper's direct injection)
+#   thread   one spinning executor per process posts the requesters'
+#            commands (static offloading)
+#   dynamic  as thread, the executor sleeps when idle (dynamic offloading)
+#
+#   bench/offload.sh [-r REPS] [-t SECS] [-q "1 2 4 8"] [-b BUILD_DIR]
+#
+# Writes bench/results/offload.csv with the columns
+#   mode,executors,requesters,size,metric,value
+# (metric rtt_us, inject_us, msg_rate_mps, idle_cpu_pct; medians over REPS
+# runs), every run to bench/results/offload-runs.csv, and PNGs
+# offload-rtt.png, offload-inject.png, offload-rate.png, offload-idle.png.
+# This machine has 2 cores: with 2 processes, every run of an offloading
+# mode (a requester and an executor per process, at least) is
+# oversubscribed; the summary says so.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+build=$top/build
+reps=3
+secs=1
+requesters="1 2 4 8"
+while getopts "r:t:q:b:h" o; do
+  case $o in
+    r) reps=$OPTARG ;;
+    t) secs=$OPTARG ;;
+    q) requesters=$OPTARG ;;
+    b) build=$OPTARG ;;
+    *) sed -n "2,22p" "$0"; exit 2 ;;
+  esac
+done
+results=$here/results
+mkdir -p "$results"
+runs=$results/offload-runs.csv
+csv=$results/offload.csv
+modes="inline direct thread dynamic"
+prog=$build/bin/rv-offload
+[ -x "$prog" ] || { echo "offload: build first ($prog missing)" >&2; exit 1; }
+
+echo "rep,mode,executors,requesters,size,metric,value" >"$runs"
+for rep in $(seq 1 "$reps"); do
+  for q in $requesters; do
+    for mode in $modes; do
+      rtt=""
+      [ "$q" = 1 ] && rtt=--rtt
+      out=$(RIVET_PROGRESS_MODE=$mode RIVET_JOB_THREADS=$q RIVET_PROGRESS_EXECUTORS=1 \
+        timeout 120 "$build/bin/rivetrun" -c "$top/configs/offload.yaml" "$prog" \
+        -t "$secs" $rtt) || { echo "offload: $mode x$q failed" >&2; exit 1; }
+      k=1; [ "$mode" = inline ] && k=$q
+      printf '%s\n' "$out" | grep -E '^[a-z_]+,[0-9]+,' |
+        awk -F, -v r="$rep" -v m="$mode" -v k="$k" -v q="$q" \
+          '{print r "," m "," k "," q "," $2 "," $1 "," $3}' >>"$runs"
+    done
+  done
+done
+
+# Medians over the repetitions.
+echo "mode,executors,requesters,size,metric,value" >"$csv"
+median_awk=$(cat "$here/median.awk")
+tail -n +2 "$runs" | awk -F, "$median_awk"'{k=$2","$3","$4","$5","$6; v[k]=v[k]" "$7
+  if (!(k in seen)) { seen[k]=1; order[n++]=k } }
+  END { for (i = 0; i < n; i++) print order[i] "," median(v[order[i]]) }' >>"$csv"
+
+get() { awk -F, -v m="$1" -v q="$2" -v s="$3" -v x="$4" \
+  '$1==m && $3==q && $4==s && $5==x {print $6}' "$csv"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+
+echo
+echo "progress engine (UCX shm, 2 processes; 2 cores: offloading runs oversubscribed)"
+printf '%-8s %12s %12s %12s %12s\n' mode "rtt 8B us" "rate@4 M/s" "inject@4 us" "idle cpu %"
+for m in $modes; do
+  printf '%-8s %12s %12s %12s %12s\n' "$m" "$(get $m 1 8 rtt_us)" \
+    "$(get $m 4 8 msg_rate_mps)" "$(get $m 4 8 inject_us)" "$(get $m 1 0 idle_cpu_pct)"
+done
+echo
+echo "targets (same run):"
+echo "  dynamic / direct message rate at 4 requesters: $(ratio "$(get dynamic 4 8 msg_rate_mps)" "$(get direct 4 8 msg_rate_mps)") (target >= 3)"
+echo "  dynamic / inline round trip at 8 B:            $(ratio "$(get dynamic 1 8 rtt_us)" "$(get inline 1 8 rtt_us)") (target <= 1.5)"
+echo "  dynamic idle CPU: $(get dynamic 1 0 idle_cpu_pct) % of a core (target < 2); thread: $(get thread 1 0 idle_cpu_pct) %"
+
+command -v gnuplot >/dev/null || { echo "offload: no gnuplot, no plots"; exit 0; }
+plot() { # name ylabel xlabel metric xcol(size|requesters) filter logx
+  local name=$1 ylab=$2 xlab=$3 metric=$4 xcol=$5 logx=$6
+  local data=$results/.offload-$name.dat
+  : >"$data"
+  for m in $modes; do
+    echo "# $m" >>"$data"
+    if [ "$xcol" = size ]; then
+      awk -F, -v m="$m" -v x="$metric" '$1==m && $3==1 && $5==x {print $4, $6}' "$csv" | sort -n >>"$data"
+    else
+      awk -F, -v m="$m" -v x="$metric" '$1==m && $5==x {print $3, $6}' "$csv" | sort -n >>"$data"
+    fi
+    printf '\n\n' >>"$data"
+  done
+  gnuplot <<GP
+set terminal pngcairo size 800,500
+set output "$results/offload-$name.png"
+set xlabel "$xlab"; set ylabel "$ylab"; set key top left; set grid
+$logx
+plot for [i=0:3] "$data" index i using 1:2 with linespoints title word("$modes", i+1)
+GP
+  rm -f "$data"
+}
+plot rtt "round trip (us)" "message size" rtt_us size \
+  'set logscale x 2; set xtics ("8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "64 KiB" 65536)'
+plot inject "time in the post call (us)" "requester threads" inject_us requesters 'set xtics (1,2,4,8)'
+plot rate "8-byte reads (million/s)" "requester threads (window 256 each)" msg_rate_mps requesters 'set xtics (1,2,4,8)'
+plot idle "CPU over an idle second (% of a core)" "requester threads" idle_cpu_pct requesters 'set xtics (1,2,4,8)'
+echo "wrote $csv and offload-*.png"
