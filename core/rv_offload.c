@@ -259,12 +259,15 @@ static rv_status_t off_am_send(rv_tworker_t *tw, uint32_t peer,
         memcpy(to, &wire, sizeof(wire));
         to += sizeof(wire);
         for (size_t i = 0; i < iovcnt; i++) {
+            if (iov[i].iov_len == 0)
+                continue; /* an empty piece may have no base */
             memcpy(to, iov[i].iov_base, iov[i].iov_len);
             to += iov[i].iov_len;
         }
     } else {
         c->iovcnt = (uint8_t)iovcnt;
-        memcpy(c->u.am.iov, iov, iovcnt * sizeof(*iov));
+        if (iovcnt > 0)
+            memcpy(c->u.am.iov, iov, iovcnt * sizeof(*iov));
         c->cb = cb;
         c->arg = arg;
     }
@@ -450,6 +453,8 @@ static void off_fini(rv_transport_t *tp)
             ref.c->op = OFF_EXIT;
             ref.c->u.sync.answer = &answer;
             cmd_submit(&stand_in, e, &ref);
+            while (!atomic_load_explicit(&answer.done, memory_order_acquire))
+                sched_yield();
         }
         off_exec_stop(e);
     }
