@@ -85,7 +85,7 @@ echo "  dynamic / inline round trip at 8 B:            $(ratio "$(get dynamic 1 
 echo "  dynamic idle CPU: $(get dynamic 1 0 idle_cpu_pct) % of a core (target < 2); thread: $(get thread 1 0 idle_cpu_pct) %"
 
 command -v gnuplot >/dev/null || { echo "offload: no gnuplot, no plots"; exit 0; }
-plot() { # name ylabel xlabel metric xcol(size|requesters) filter logx
+plot() { # name ylabel xlabel metric x(size|requesters) axis-settings
   local name=$1 ylab=$2 xlab=$3 metric=$4 xcol=$5 logx=$6
   local data=$results/.offload-$name.dat
   : >"$data"

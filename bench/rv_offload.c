@@ -90,13 +90,6 @@ static void read_done(void *arg, rv_status_t status)
     s->done++;
 }
 
-static long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 /* Keeps `window` 8-byte reads of rank 1's region in flight for `secs`. */
 static int rate(rv_worker_t *w, rv_trkey_t *rkey)
 {
@@ -106,19 +99,19 @@ static int rate(rv_worker_t *w, rv_trkey_t *rkey)
     rv_tid_t peer = rv_tid_make(rv_worker_context(w), 1, 0);
     uint64_t *buf = calloc((size_t)window, sizeof(uint64_t));
     rate_state_t s = {0, 0};
-    uint64_t calls = 0, inject = 0;
-    long t_end = now_ns() + (long)(secs * 1e9);
+    uint64_t calls = 0;
+    double inject = 0, t_end = bench_now_s() + secs;
     size_t slot = 0;
 
-    while (now_ns() < t_end) {
+    while (bench_now_s() < t_end) {
         /* Tops the window up once per round: a read that completes at
          * once (RV_OK) does not hold a slot. */
         for (long room = window - s.inflight; room > 0; room--) {
             uint64_t off = (uint64_t)(slot % (REGION / 8)) * 8;
-            long a = now_ns();
+            double a = bench_now_s();
             rv_status_t st = ops->get(tw, peer, &buf[slot++ % (size_t)window], 8,
                                       target.addr + off, rkey, read_done, &s);
-            inject += (uint64_t)(now_ns() - a);
+            inject += bench_now_s() - a;
             calls++;
             if (st == RV_OK)
                 s.done++;
@@ -132,7 +125,7 @@ static int rate(rv_worker_t *w, rv_trkey_t *rkey)
     while (s.inflight > 0)
         rv_progress(w);
     atomic_fetch_add(&total_ops, s.done);
-    atomic_fetch_add(&total_inject_ns, inject);
+    atomic_fetch_add(&total_inject_ns, (uint64_t)(inject * 1e9));
     atomic_fetch_add(&total_calls, calls);
     free(buf);
     return 0;

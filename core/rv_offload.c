@@ -15,13 +15,6 @@
 #define OFF(_tp) ((off_tp_t *)(void *)(_tp))
 #define REQ(_tw) ((off_req_t *)(void *)(_tw))
 
-static const char *mode_name(rv_progress_mode_t mode)
-{
-    return mode == RV_PROGRESS_THREAD    ? "thread"
-           : mode == RV_PROGRESS_DYNAMIC ? "dynamic"
-                                         : "direct";
-}
-
 /* ---------------------------------------------------------------------- */
 /* Commands                                                                */
 
@@ -192,7 +185,7 @@ static unsigned off_progress(rv_tworker_t *tw)
             break;
         off_item_t *item = caa_container_of(node, off_item_t, node);
         n++;
-        if (item->cb != NULL || item->exec != NULL) {
+        if (item->exec != NULL) { /* a completion */
             if (item->cb != NULL)
                 item->cb(item->arg, item->status);
             free(item);
@@ -289,16 +282,16 @@ static void off_am_release(rv_tworker_t *tw, void *desc)
 /* ---------------------------------------------------------------------- */
 /* One-sided operations                                                    */
 
-/* Queues an operation completing through @p cb. */
-static rv_status_t queue_op(off_req_t *r, cmd_ref_t *ref, off_op_t op,
-                            uint32_t peer, rv_completion_fn cb, void *arg)
+/* Queues an operation; @p cb (NULL for fence and rkey destroy, which have
+ * no completion) runs from the requester's progress. */
+static void queue_op(off_req_t *r, cmd_ref_t *ref, off_op_t op, uint32_t peer,
+                     rv_completion_fn cb, void *arg)
 {
     ref->c->op = (uint8_t)op;
     ref->c->peer = peer;
     ref->c->cb = cb;
     ref->c->arg = arg;
     cmd_submit(r, r->exec, ref);
-    return op == OFF_FENCE || op == OFF_RKEY_DESTROY ? RV_OK : RV_INPROGRESS;
 }
 
 static rv_status_t off_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
@@ -311,7 +304,8 @@ static rv_status_t off_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
     ref.c->u.rma.rkey = rkey;
     ref.c->u.rma.buf = (void *)(uintptr_t)src;
     ref.c->u.rma.len = len;
-    return queue_op(REQ(tw), &ref, OFF_PUT, peer, cb, arg);
+    queue_op(REQ(tw), &ref, OFF_PUT, peer, cb, arg);
+    return RV_INPROGRESS;
 }
 
 static rv_status_t off_get(rv_tworker_t *tw, uint32_t peer, void *dst,
@@ -324,7 +318,8 @@ static rv_status_t off_get(rv_tworker_t *tw, uint32_t peer, void *dst,
     ref.c->u.rma.rkey = rkey;
     ref.c->u.rma.buf = dst;
     ref.c->u.rma.len = len;
-    return queue_op(REQ(tw), &ref, OFF_GET, peer, cb, arg);
+    queue_op(REQ(tw), &ref, OFF_GET, peer, cb, arg);
+    return RV_INPROGRESS;
 }
 
 static rv_status_t queue_amo(rv_tworker_t *tw, off_op_t op, uint32_t peer,
@@ -339,7 +334,8 @@ static rv_status_t queue_amo(rv_tworker_t *tw, off_op_t op, uint32_t peer,
     ref.c->u.amo.v1 = v1;
     ref.c->u.amo.v2 = v2;
     ref.c->u.amo.result = result;
-    return queue_op(REQ(tw), &ref, op, peer, cb, arg);
+    queue_op(REQ(tw), &ref, op, peer, cb, arg);
+    return RV_INPROGRESS;
 }
 
 static rv_status_t off_fadd(rv_tworker_t *tw, uint32_t peer, uint64_t value,
@@ -363,7 +359,8 @@ static rv_status_t off_fence(rv_tworker_t *tw, uint32_t peer)
 {
     cmd_ref_t ref;
     cmd_get(REQ(tw), REQ(tw)->exec, &ref, true);
-    return queue_op(REQ(tw), &ref, OFF_FENCE, peer, NULL, NULL);
+    queue_op(REQ(tw), &ref, OFF_FENCE, peer, NULL, NULL);
+    return RV_OK;
 }
 
 static rv_status_t off_flush(rv_tworker_t *tw, uint32_t peer,
@@ -371,7 +368,8 @@ static rv_status_t off_flush(rv_tworker_t *tw, uint32_t peer,
 {
     cmd_ref_t ref;
     cmd_get(REQ(tw), REQ(tw)->exec, &ref, true);
-    return queue_op(REQ(tw), &ref, OFF_FLUSH, peer, cb, arg);
+    queue_op(REQ(tw), &ref, OFF_FLUSH, peer, cb, arg);
+    return RV_INPROGRESS;
 }
 
 static rv_status_t off_rkey_unpack(rv_tworker_t *tw, uint32_t peer,
@@ -431,7 +429,7 @@ static void off_query(rv_transport_t *tp, rv_transport_caps_t *caps)
         caps->eager_limit = caps->max_am_size;
     size_t used = strlen(caps->description);
     snprintf(caps->description + used, sizeof(caps->description) - used,
-             "; progress %s, %d executor%s", mode_name(off->mode), off->K,
+             "; progress %s, %d executor%s", rv_config_enum_name("progress.mode", (int)off->mode), off->K,
              off->K == 1 ? "" : "s");
 }
 
@@ -451,15 +449,7 @@ static void off_fini(rv_transport_t *tp)
         off_exec_t *e = &off->exec[k];
         if (e->has_thread) {
             off_req_t stand_in = {.off = off, .exec = e};
-            cmd_ref_t ref;
-            off_answer_t answer = {.status = RV_OK};
-            atomic_init(&answer.done, 0);
-            cmd_get(&stand_in, e, &ref, true);
-            ref.c->op = OFF_EXIT;
-            ref.c->u.sync.answer = &answer;
-            cmd_submit(&stand_in, e, &ref);
-            while (!atomic_load_explicit(&answer.done, memory_order_acquire))
-                sched_yield();
+            cmd_sync(&stand_in, e, OFF_EXIT, 0, NULL, 0, NULL, NULL);
         }
         off_exec_stop(e);
     }
@@ -547,7 +537,7 @@ rv_status_t rv__offload_init(rv_context_t *ctx, const rv_transport_ops_t *ops,
     for (int k = 0; k < K; k++) {
         if (off_exec_start(off, &off->exec[k], k) != RV_OK) {
             rv_error("cannot start executor %d of progress.mode %s", k,
-                     mode_name(off->mode));
+                     rv_config_enum_name("progress.mode", (int)off->mode));
             off->K = k + 1; /* fini stops those started */
             off_fini((rv_transport_t *)(void *)off);
             return RV_ERR_NO_MEMORY;

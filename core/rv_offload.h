@@ -163,8 +163,6 @@ struct off_exec {
     bool has_thread;
     pthread_t thread;
     pthread_mutex_t lock;       /* direct mode: the requesters share tw */
-    /* Counters, for the description and the benchmarks. */
-    _Atomic uint64_t posted, sleeps;
 };
 
 /* A worker thread's stand-in for a transport worker. */

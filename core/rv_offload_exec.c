@@ -208,7 +208,6 @@ void off_exec_run(off_exec_t *e, off_cmd_t *c)
     off_item_t *item;
     rv_status_t st;
 
-    atomic_fetch_add_explicit(&e->posted, 1, memory_order_relaxed);
     switch ((off_op_t)c->op) {
     case OFF_AM:
         post_am(e, c);
@@ -362,8 +361,6 @@ static void *exec_main(void *arg)
         if (timeouts == 0 && now - idle_since < off->spin_ns)
             continue;
         int slept = offq_sleep(&e->q, off->sleep_us << (timeouts < 3 ? timeouts : 3));
-        if (slept != OFFQ_AWAKE)
-            atomic_fetch_add_explicit(&e->sleeps, 1, memory_order_relaxed);
         timeouts = slept == OFFQ_TIMED_OUT ? timeouts + 1 : 0;
         idle_since = 0;
     }
@@ -375,16 +372,16 @@ rv_status_t off_exec_start(off_tp_t *off, off_exec_t *e, int index)
     e->off = off;
     e->index = index;
     offq_init(&e->q);
-    e->ring = aligned_alloc(64, OFFQ_SIZE * sizeof(off_cmd_t));
-    if (e->ring == NULL)
-        return RV_ERR_NO_MEMORY;
-    for (unsigned i = 0; i < OFFQ_SIZE; i++)
-        atomic_init(&e->ring[i].slot.seq, 0);
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&e->lock, &attr);
     pthread_mutexattr_destroy(&attr);
+    e->ring = aligned_alloc(64, OFFQ_SIZE * sizeof(off_cmd_t));
+    if (e->ring == NULL)
+        return RV_ERR_NO_MEMORY;
+    for (unsigned i = 0; i < OFFQ_SIZE; i++)
+        atomic_init(&e->ring[i].slot.seq, 0);
     if (off->mode == RV_PROGRESS_DIRECT)
         return RV_OK;
     if (pthread_create(&e->thread, NULL, exec_main, e) != 0)
