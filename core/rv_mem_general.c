@@ -424,6 +424,16 @@ const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *g,
     return b != NULL ? b->chunk : NULL;
 }
 
+rv_status_t rv_mem_general_reserve(rv_mem_general_t *g, size_t len)
+{
+    rv_status_t status = RV_OK;
+    pthread_mutex_lock(&g->lock);
+    while (status == RV_OK && g->bytes_held - g->bytes_in_use < len)
+        status = add_chunk(g);
+    pthread_mutex_unlock(&g->lock);
+    return status;
+}
+
 void rv_mem_general_trim(rv_mem_general_t *g)
 {
     pthread_mutex_lock(&g->lock);

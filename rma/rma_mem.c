@@ -115,6 +115,20 @@ void rv_mem_free(rv_worker_t *w, void *p)
         rv_mem_general_free(rw->gen, p);
 }
 
+rv_status_t rv_mem_reserve(rv_worker_t *w, size_t len)
+{
+    rma_worker_t *rw = rma_of(w);
+    if (rw == NULL) {
+        rma_not_initialised("rv_mem_reserve");
+        return RV_ERR_INVALID;
+    }
+    rv_status_t st = rv_mem_general_reserve(rw->gen, len);
+    if (st != RV_OK)
+        rv_error("cannot reserve %zu bytes of registered memory: %s", len,
+                 rv_status_str(st));
+    return st;
+}
+
 rv_mem_general_t *rma_region_allocator(rma_proc_t *proc, uint32_t region)
 {
     rv_mem_general_t *gen = NULL;

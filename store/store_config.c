@@ -32,12 +32,23 @@ static const rv_config_field_t store_fields[] = {
                 "into the new copy; a size (e.g. 32KiB), or auto: chosen "
                 "by a short calibration at job start.",
     },
+    {
+        .name = "preallocate",
+        .type = RV_CFG_BOOL,
+        .offset = OFF(preallocate),
+        .def = "false",
+        .help = "Whether each worker makes its share of store.capacity "
+                "ready at job start (registered and faulted in, as Ray's "
+                "preallocate_plasma_memory), so that creates and fetches "
+                "never wait for new memory.",
+    },
     {.name = NULL},
 };
 
 static const rv_config_table_t store_config_table = {
     .prefix = STORE_CONFIG_PREFIX,
-    .help = "The object store: capacity and the eager/rendezvous threshold.",
+    .help = "The object store: capacity, its preallocation and the "
+            "eager/rendezvous threshold.",
     .fields = store_fields,
     .size = sizeof(rv_store_config_t),
 };

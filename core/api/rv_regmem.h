@@ -569,6 +569,18 @@ RV_EXPORT const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *gen,
                                             const void *addr);
 
 /**
+ * @brief Takes chunks until at least @p len bytes of the chunks held are
+ * not allocated, so that allocations up to that much take no chunk (no
+ * mapping, registration or page fault) when they are made.
+ * @param [in] gen the allocator
+ * @param [in] len bytes
+ * @return RV_OK; the chunk allocator's error (the chunks taken so far are
+ *         kept)
+ * @note Thread-safe. rv_mem_general_trim gives the unused ones back.
+ */
+RV_EXPORT rv_status_t rv_mem_general_reserve(rv_mem_general_t *gen, size_t len);
+
+/**
  * @brief Gives chunks with nothing allocated back to the chunk
  * allocator.
  * @param [in] gen the allocator

@@ -94,6 +94,20 @@ RV_EXPORT void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr);
 RV_EXPORT void rv_mem_free(rv_worker_t *w, void *p);
 
 /**
+ * @brief Makes at least @p len bytes of registered memory ready in the
+ * calling worker's allocator: mapped, registered and faulted in, so that
+ * rv_mem_alloc calls adding up to that much pay none of it (memory a
+ * program knows it will fill, taken off its critical path).
+ * @param [in] w   the calling worker
+ * @param [in] len bytes; what the worker holds unallocated counts
+ * @return RV_OK; RV_ERR_INVALID on a job without the layer (logged);
+ *         RV_ERR_NO_MEMORY or the chunk allocator's error (logged)
+ * @note From @p w's own thread. The memory stays the worker's until the
+ *       job ends.
+ */
+RV_EXPORT rv_status_t rv_mem_reserve(rv_worker_t *w, size_t len);
+
+/**
  * @brief Allocates @p len bytes of registered memory in the NUMA zone of
  * worker @p owner (a service call it runs when it progresses; this waits,
  * progressing).

@@ -87,5 +87,6 @@ void test_stats_add_up(void **state);
 void test_general_random(void **state);
 void test_general_coalesce(void **state);
 void test_general_threads(void **state);
+void test_general_reserve(void **state);
 
 #endif

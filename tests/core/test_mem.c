@@ -327,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_general_random),
         cmocka_unit_test(test_general_coalesce),
         cmocka_unit_test(test_general_threads),
+        cmocka_unit_test(test_general_reserve),
         cmocka_unit_test(test_stats_add_up),
         cmocka_unit_test(test_ucx),
     };

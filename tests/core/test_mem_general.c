@@ -274,3 +274,37 @@ void test_general_threads(void **state)
     rv_mem_general_destroy(g);
     rv_mem_chunk_allocator_destroy(a);
 }
+
+/* A reserve takes chunks once; allocations up to it register nothing. */
+void test_general_reserve(void **state)
+{
+    (void)state;
+    mock_reset(false);
+    rv_mem_chunk_allocator_t *a =
+        make_chunks(64 * KIB, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
+    rv_mem_general_t *g = NULL;
+    assert_int_equal(rv_mem_general_create(a, &g), RV_OK);
+    assert_int_equal(rv_mem_general_reserve(g, 3 * 64 * KIB - 1), RV_OK);
+    rv_mem_stats_t s = rv_mem_general_stats(g);
+    assert_int_equal(s.bytes_reserved, 3 * 64 * KIB);
+    assert_int_equal(mock.registers, 3);
+    /* What is held and free already counts. */
+    assert_int_equal(rv_mem_general_reserve(g, 64 * KIB), RV_OK);
+    assert_int_equal(mock.registers, 3);
+
+    void *p[6];
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(rv_mem_general_alloc(g, 32 * KIB, 0, &p[i], NULL),
+                         RV_OK);
+    assert_int_equal(mock.registers, 3);
+    assert_int_equal(rv_mem_general_stats(g).bytes_in_use, 6 * 32 * KIB);
+    /* Past the reserve, chunks are taken as before. */
+    void *q;
+    assert_int_equal(rv_mem_general_alloc(g, 32 * KIB, 0, &q, NULL), RV_OK);
+    assert_int_equal(mock.registers, 4);
+    rv_mem_general_free(g, q);
+    for (int i = 0; i < 6; i++)
+        rv_mem_general_free(g, p[i]);
+    rv_mem_general_destroy(g);
+    rv_mem_chunk_allocator_destroy(a);
+}

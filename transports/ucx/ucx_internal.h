@@ -66,6 +66,7 @@ struct rv_trkey {
     ucp_rkey_h rkey;
     uint32_t region;
     uint64_t base, len;
+    uint8_t *mapped; /* the region mapped here (shm), or NULL */
 };
 
 /* An initiator waiting for its flush to be answered (target side). */

@@ -8,8 +8,15 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ucx_internal.h"
+
+/* Linux 5.14; older kernels refuse it and reads fault pages in. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 static rv_status_t mem_map(rv_transport_t *tp, void *addr, size_t len,
                            bool allocate, rv_tmem_t **mem_p)
@@ -113,6 +120,32 @@ void rv_ucx_rkey_buffer_release(rv_transport_t *tp, void *buf)
     free(buf);
 }
 
+/*
+ * On shared memory UCX maps the peer's segment into this process
+ * (ucp_rkey_ptr gives its address here), and put and get are memcpy to or
+ * from that mapping (ucx_rma.c does them itself, in one call). Each page
+ * of a fresh mapping faults on its first touch, one trap per 4 KiB page
+ * (fault-around does not apply): a cold 4 MiB read ran at 2.4 GB/s
+ * against 14 GB/s for memcpy. Mapping the whole region's pages at once
+ * when its key is unpacked costs about an eighth of those faults, once per
+ * region and reader. Keys of memory not mapped here (network transports)
+ * have no pointer.
+ */
+static void map_region(rv_trkey_t *rkey)
+{
+    void *p;
+    rkey->mapped = NULL;
+    if (rkey->len == 0 ||
+        ucp_rkey_ptr(rkey->rkey, rkey->base, &p) != UCS_OK)
+        return;
+    rkey->mapped = p;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t)p & ~(page - 1);
+    size_t len = (size_t)((uintptr_t)p + rkey->len - start);
+    if (madvise((void *)start, len, MADV_POPULATE_READ) != 0)
+        rv_debug("populating a peer's mapped region of %zu bytes: %m", len);
+}
+
 rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
                                const void *buf, size_t len,
                                rv_trkey_t **rkey_p)
@@ -145,6 +178,7 @@ rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
         free(rkey);
         return rv_ucx_status(s);
     }
+    map_region(rkey);
     *rkey_p = rkey;
     return RV_OK;
 }

@@ -1,6 +1,8 @@
 /*
  * UCX one-sided operations: put, get, 64-bit atomics, fence and flush.
  */
+#include <string.h>
+
 #include "ucx_internal.h"
 
 static void op_done(void *request, ucs_status_t status, void *user_data)
@@ -51,12 +53,34 @@ static ucx_op_t *op_start(struct rv_tworker *tw, uint32_t peer,
     return op;
 }
 
+/*
+ * The address here of [raddr, raddr+len) when the peer's region is mapped
+ * into this process (shm), else NULL. UCX's mm transports copy such
+ * transfers in 8 KiB fragments, which keeps glibc from the non-temporal
+ * stores that make one large memcpy run at memory speed: a cold 16 MiB
+ * get ran at 6.5 GB/s through UCX against 14 GB/s for memcpy. Every
+ * put and get of a mapped region goes this way, so none is ever in
+ * flight inside UCX for a get to overtake.
+ */
+static uint8_t *mapped_at(const rv_trkey_t *rkey, uint64_t raddr, size_t len)
+{
+    if (rkey->mapped == NULL || raddr < rkey->base ||
+        len > rkey->len || raddr - rkey->base > rkey->len - len)
+        return NULL;
+    return rkey->mapped + (raddr - rkey->base);
+}
+
 rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
                        rv_trkey_t *rkey, const void *src, size_t len,
                        rv_completion_fn cb, void *arg)
 {
     if (peer < tw->nworkers && tw->emulate[peer])
         return rv_ucx_emu_put(tw, peer, src, len, raddr, rkey, cb, arg);
+    uint8_t *there = mapped_at(rkey, raddr, len);
+    if (there != NULL && peer < tw->nworkers) {
+        memcpy(there, src, len);
+        return RV_OK;
+    }
     ucp_request_param_t p;
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
@@ -72,6 +96,11 @@ rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
 {
     if (peer < tw->nworkers && tw->emulate[peer])
         return rv_ucx_emu_get(tw, peer, dst, len, raddr, rkey, cb, arg);
+    const uint8_t *there = mapped_at(rkey, raddr, len);
+    if (there != NULL && peer < tw->nworkers) {
+        memcpy(dst, there, len);
+        return RV_OK;
+    }
     ucp_request_param_t p;
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
