@@ -42,6 +42,18 @@ static const rv_config_field_t ucx_fields[] = {
                 "choice (8256 B on shared memory with UCX 1.13).",
     },
     {
+        .name = "tcp_seg_size",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(tcp_seg_size),
+        .def = "0",
+        .min = 0,
+        .max = 4 * 1024 * 1024,
+        .help = "Segment size of UCX's TCP transport, for sending and "
+                "receiving (UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE): a "
+                "message above it travels in several segments. 0 keeps "
+                "UCX's 8KiB; 128KiB halves a 32KiB fetch on loopback.",
+    },
+    {
         .name = "rma_emulation",
         .type = RV_CFG_ENUM,
         .offset = OFF(rma_emulation),

@@ -17,6 +17,7 @@ typedef struct rv_ucx_config {
     char tls[RV_CONFIG_STR_MAX];         /* UCX_TLS */
     char net_devices[RV_CONFIG_STR_MAX]; /* UCX_NET_DEVICES */
     uint64_t rndv_thresh;                /* 0 = UCX's choice */
+    uint64_t tcp_seg_size;               /* 0 = UCX's choice */
     rv_rma_emulation_t rma_emulation;    /* auto | on | off */
     int64_t gid_index;                   /* -1 = UCX's choice */
 } rv_ucx_config_t;

@@ -1,7 +1,8 @@
 /*
  * UCX transport: process-level state and the ops table.
  *
- * transport.ucx.tls, .net_devices and .rndv_thresh are applied through
+ * transport.ucx.tls, .net_devices, .rndv_thresh, .tcp_seg_size and
+ * .gid_index are applied through
  * ucp_config_modify, so users configure UCX from the job file without
  * touching UCX_* variables (which still work, and are overridden by the
  * job file's values when both are set).
@@ -66,6 +67,17 @@ static rv_status_t ucx_config(const rv_ucx_config_t *c, ucp_config_t **cfg_p)
     if (status == RV_OK && c->rndv_thresh != 0) {
         snprintf(v, sizeof(v), "%llu", (unsigned long long)c->rndv_thresh);
         status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
+    }
+    /* UCX 1.13 hands keys it does not know to its transports' tables by
+     * their names without the table's prefix: "TCP_TX_SEG_SIZE" is
+     * accepted and ignored, "TX_SEG_SIZE" reaches the TCP transport. */
+    if (status == RV_OK && c->tcp_seg_size != 0) {
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)c->tcp_seg_size);
+        status = config_set(cfg, "TX_SEG_SIZE",
+                            "transport.ucx.tcp_seg_size", v);
+        if (status == RV_OK)
+            status = config_set(cfg, "RX_SEG_SIZE",
+                                "transport.ucx.tcp_seg_size", v);
     }
     if (status == RV_OK && c->gid_index >= 0) {
         /* UCX 1.13 takes the IB iface's GID index under its short name;
