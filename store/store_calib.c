@@ -1,7 +1,7 @@
 /*
  * store.rndv_threshold: auto. At job start, worker 0 fetches blocks of
  * 1 KiB - 1 MiB from the first worker of rank 1 both ways a fetch can go:
- * eagerly (as results of calls, in 64 KiB pieces all in flight) and by
+ * eagerly (as results of calls, in 256 KiB pieces all in flight) and by
  * rendezvous (a call's round trip standing for the pin, then one RDMA
  * read), and the threshold is the largest size up to which eager was
  * never slower ("Plasma over RDMA", section 3.4, picks its 32 KiB the

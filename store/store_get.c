@@ -9,11 +9,11 @@
  * the home where a copy is (or wait there for the seal), then fetch it:
  *
  *  - eager, one call: objects whose data and metadata fit
- *    store.rndv_threshold and one 64 KiB result come back as the result
+ *    store.rndv_threshold and one 256 KiB result come back as the result
  *    of one call (rivet.store.eager), landing in the new copy behind an
  *    8-byte status word (section 3.2, the two-sided protocol);
  *  - eager, in pieces: larger objects under the threshold are pinned at
- *    the owner (rivet.store.pin), fetched in 64 KiB results
+ *    the owner (rivet.store.pin), fetched in 256 KiB results
  *    (rivet.store.chunk), all in flight at once, then unpinned
  *    (rivet.store.fin);
  *  - rendezvous: above the threshold, pinned, then read with one RDMA

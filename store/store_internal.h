@@ -21,7 +21,7 @@
 /* Largest metadata of an object. */
 #define ST_META_MAX ((size_t)64 << 10)
 /* Largest piece of an eager transfer (one call's result). */
-#define ST_CHUNK ((size_t)64 << 10)
+#define ST_CHUNK ((size_t)256 << 10)
 /* Bytes in front of an object's data in its memory: where the status
  * word of a one-call eager fetch lands (store_get.c). */
 #define ST_HEAD 8

@@ -22,7 +22,7 @@
  *
  * Transfer ("Plasma over RDMA", sections 3.2-3.4). Objects of up to
  * store.rndv_threshold bytes (data and metadata) travel eagerly in the
- * results of calls, in chunks of at most 64 KiB; larger ones are pinned by
+ * results of calls, in chunks of at most 256 KiB; larger ones are pinned by
  * their owner, read by the fetcher with one RDMA read straight into the
  * buffer of its new copy, and unpinned by a FIN call: no copy on either
  * side. An object in use (referenced, or pinned for a reader) is never
