@@ -55,12 +55,11 @@ static ucx_op_t *op_start(struct rv_tworker *tw, uint32_t peer,
 
 /*
  * The address here of [raddr, raddr+len) when the peer's region is mapped
- * into this process (shm), else NULL. UCX's mm transports copy such
- * transfers in 8 KiB fragments, which keeps glibc from the non-temporal
- * stores that make one large memcpy run at memory speed: a cold 16 MiB
- * get ran at 6.5 GB/s through UCX against 14 GB/s for memcpy. Every
- * put and get of a mapped region goes this way, so none is ever in
- * flight inside UCX for a get to overtake.
+ * into this process (shm), else NULL. UCX's mm transports copy such a
+ * transfer through their bcopy path, a fragment of at most a segment per
+ * call; rivet does the same copy itself in one memcpy, with no request
+ * and no callback. Every put and get of a mapped region goes this way, so
+ * none is ever in flight inside UCX for a get to overtake.
  */
 static uint8_t *mapped_at(const rv_trkey_t *rkey, uint64_t raddr, size_t len)
 {
