@@ -294,32 +294,35 @@ static void queue_op(off_req_t *r, cmd_ref_t *ref, off_op_t op, uint32_t peer,
     cmd_submit(r, r->exec, ref);
 }
 
-static rv_status_t off_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
-                           rv_trkey_t *rkey, const void *src, size_t len,
-                           rv_completion_fn cb, void *arg)
+/* A put or a get: the buffer is the source of one, the target of the
+ * other, and the executor tells them apart by @p op. */
+static rv_status_t queue_rma(rv_tworker_t *tw, off_op_t op, uint32_t peer,
+                             void *buf, size_t len, uint64_t raddr,
+                             rv_trkey_t *rkey, rv_completion_fn cb, void *arg)
 {
     cmd_ref_t ref;
     cmd_get(REQ(tw), REQ(tw)->exec, &ref, true);
     ref.c->u.rma.raddr = raddr;
     ref.c->u.rma.rkey = rkey;
-    ref.c->u.rma.buf = (void *)(uintptr_t)src;
+    ref.c->u.rma.buf = buf;
     ref.c->u.rma.len = len;
-    queue_op(REQ(tw), &ref, OFF_PUT, peer, cb, arg);
+    queue_op(REQ(tw), &ref, op, peer, cb, arg);
     return RV_INPROGRESS;
+}
+
+static rv_status_t off_put(rv_tworker_t *tw, uint32_t peer, uint64_t raddr,
+                           rv_trkey_t *rkey, const void *src, size_t len,
+                           rv_completion_fn cb, void *arg)
+{
+    return queue_rma(tw, OFF_PUT, peer, (void *)(uintptr_t)src, len, raddr,
+                     rkey, cb, arg);
 }
 
 static rv_status_t off_get(rv_tworker_t *tw, uint32_t peer, void *dst,
                            size_t len, uint64_t raddr, rv_trkey_t *rkey,
                            rv_completion_fn cb, void *arg)
 {
-    cmd_ref_t ref;
-    cmd_get(REQ(tw), REQ(tw)->exec, &ref, true);
-    ref.c->u.rma.raddr = raddr;
-    ref.c->u.rma.rkey = rkey;
-    ref.c->u.rma.buf = dst;
-    ref.c->u.rma.len = len;
-    queue_op(REQ(tw), &ref, OFF_GET, peer, cb, arg);
-    return RV_INPROGRESS;
+    return queue_rma(tw, OFF_GET, peer, dst, len, raddr, rkey, cb, arg);
 }
 
 static rv_status_t queue_amo(rv_tworker_t *tw, off_op_t op, uint32_t peer,

@@ -2,10 +2,9 @@
  * UCX transport: process-level state and the ops table.
  *
  * transport.ucx.tls, .net_devices, .rndv_thresh, .tcp_seg_size and
- * .gid_index are applied through
- * ucp_config_modify, so users configure UCX from the job file without
- * touching UCX_* variables (which still work, and are overridden by the
- * job file's values when both are set).
+ * .gid_index are applied through ucp_config_modify, so users configure UCX
+ * from the job file without touching UCX_* variables (which still work,
+ * and are overridden by the job file's values when both are set).
  */
 #include <stdio.h>
 #include <stdlib.h>
