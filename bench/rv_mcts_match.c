@@ -10,8 +10,8 @@
  * distributed one starts each move from a fresh tree, as the sequential
  * one does: what is compared is the search, with its virtual loss and
  * its parallel selections, at equal work. With --ms each engine gets T
- * milliseconds per move, as rollouts from its rate measured on the first
- * position at the start of the job, and the distributed one keeps the
+ * milliseconds per move, as the rollouts that fill T on the first position
+ * (measured at the start of the job), and the distributed one keeps the
  * subtree of the moves played (as it plays). Games come in pairs from
  * the same random opening of one stone each (the engines swap colours in
  * the pair), so the first player's advantage cancels out; an opening is
@@ -19,8 +19,11 @@
  * (its best move wins 40 to 60 % for the side to move), since a decided
  * opening gives each engine one game of the pair whatever they do. Prints one
  * line per game and, last, a CSV line
- *   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move
- * with a 95 % Wilson interval of the distributed engine's win rate.
+ *   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move,ms_distributed,ms_uct
+ * with a 95 % Wilson interval of the distributed engine's win rate, and
+ * each engine's rollouts and wall time per move, on average over the
+ * games. At equal time each engine's rollouts per move follow its time
+ * per move through the games (keep_time), so both average T.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -48,6 +51,9 @@ static double now_s(void)
 typedef struct engine {
     uint64_t rollouts;  /* per move */
     rv_mcts_result_t res;
+    double seconds;     /* the games' moves: wall time, */
+    uint64_t done;      /* rollouts */
+    int moves;          /* and their number */
 } engine_t;
 
 static engine_t dist, uct;
@@ -71,22 +77,64 @@ static rv_status_t uct_move(const void *s, uint64_t seed, rv_move_t *m)
     return st;
 }
 
-/* Rollouts per second of each engine on position @p s. */
+/* Seconds the engine takes for one move from @p s at its current
+ * rollouts per move: the median of three. */
+static double move_time(rv_worker_t *w, const void *s, bool distributed)
+{
+    double t[3];
+    rv_move_t m;
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_s();
+        if (distributed)
+            dist_move(w, s, true, &m);
+        else
+            uct_move(s, (uint64_t)i + 1, &m);
+        t[i] = now_s() - t0;
+    }
+    double lo = fmin(t[0], fmin(t[1], t[2]));
+    double hi = fmax(t[0], fmax(t[1], t[2]));
+    return t[0] + t[1] + t[2] - lo - hi;
+}
+
+/* Rollouts per move that fill opt.ms for one engine on position @p s:
+ * from its rate on a long search first, then corrected on searches of
+ * the size found, so that a short move's fixed costs (the distributed
+ * engine's start and end of a search) count against its time. */
+static uint64_t fit_rollouts(rv_worker_t *w, const void *s, bool distributed,
+                             double *rate)
+{
+    uint64_t *n = distributed ? &dist.rollouts : &uct.rollouts;
+    *n = 20000;
+    *rate = (double)*n / move_time(w, s, distributed);
+    *n = (uint64_t)fmax(1.0, *rate * opt.ms / 1000.0);
+    for (int i = 0; i < 3; i++) {
+        double t = move_time(w, s, distributed);
+        *n = (uint64_t)fmax(1.0, (double)*n * (opt.ms / 1000.0) / t);
+    }
+    return *n;
+}
+
+/* Rollouts per move of each engine for opt.ms per move on position @p s. */
 static void calibrate(rv_worker_t *w, const void *s)
 {
-    rv_move_t m;
-    dist.rollouts = uct.rollouts = 20000;
-    double t0 = now_s();
-    dist_move(w, s, true, &m);
-    double dr = (double)dist.rollouts / (now_s() - t0);
-    t0 = now_s();
-    uct_move(s, 1, &m);
-    double ur = (double)uct.rollouts / (now_s() - t0);
-    dist.rollouts = (uint64_t)(dr * opt.ms / 1000.0);
-    uct.rollouts = (uint64_t)(ur * opt.ms / 1000.0);
+    double dr, ur;
+    fit_rollouts(w, s, true, &dr);
+    fit_rollouts(w, s, false, &ur);
     printf("calibration: distributed %.0f rollouts/s, sequential UCT %.0f "
-           "rollouts/s: %" PRIu64 " and %" PRIu64 " rollouts per %.0f ms "
-           "move\n", dr, ur, dist.rollouts, uct.rollouts, opt.ms);
+           "rollouts/s on long searches: %" PRIu64 " and %" PRIu64
+           " rollouts fill a %.0f ms move\n", dr, ur, dist.rollouts,
+           uct.rollouts, opt.ms);
+}
+
+/* Keeps an engine at opt.ms per move on average: a move that took @p dt
+ * seconds scales its rollouts per move by the square root of the ratio
+ * (positions later in a game play out faster, and the distributed
+ * engine's fixed cost per search does not shrink with them). */
+static void keep_time(engine_t *e, double dt)
+{
+    double f = sqrt(opt.ms / 1000.0 / dt);
+    f = fmin(1.25, fmax(0.8, f));
+    e->rollouts = (uint64_t)fmax(1.0, (double)e->rollouts * f);
 }
 
 /* One game from @p opening; returns whether the distributed engine won
@@ -103,8 +151,16 @@ static bool play_game(rv_worker_t *w, const uint8_t *opening, bool dist_black,
     while (!g->is_terminal(s)) {
         bool dist_turn = (g->to_play(s) == 0) == dist_black;
         rv_move_t m;
+        double t0 = now_s();
         rv_status_t st = dist_turn ? dist_move(w, s, !reuse, &m)
                                    : uct_move(s, seed++, &m);
+        double dt = now_s() - t0;
+        engine_t *e = dist_turn ? &dist : &uct;
+        e->seconds += dt;
+        e->moves++;
+        e->done += e->rollouts;
+        if (opt.ms > 0)
+            keep_time(e, dt);
         if (st != RV_OK)
             exit(1);
         if (reuse && rv_mcts_play(w, m) != RV_OK)
@@ -172,10 +228,15 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     }
     double lo, hi;
     wilson(wins, opt.games, &lo, &hi);
-    printf("%s,%d,%d,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%.0f\n",
+    double dms = 1000.0 * dist.seconds / dist.moves;
+    double ums = 1000.0 * uct.seconds / uct.moves;
+    uint64_t dn = dist.done / (uint64_t)dist.moves;
+    uint64_t un = uct.done / (uint64_t)uct.moves;
+    printf("per move: distributed %.2f ms, %" PRIu64 " rollouts; sequential "
+           "UCT %.2f ms, %" PRIu64 " rollouts\n", dms, dn, ums, un);
+    printf("%s,%d,%d,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%g,%.2f,%.2f\n",
            opt.ms > 0 ? "equal_time" : "equal_rollouts", opt.games, wins,
-           (double)wins / opt.games, lo, hi, dist.rollouts, uct.rollouts,
-           opt.ms);
+           (double)wins / opt.games, lo, hi, dn, un, opt.ms, dms, ums);
     return rv_mcts_shutdown(w);
 }
 
