@@ -30,8 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "rv_config.h"
 #include "rv_mcts.h"
 
@@ -40,13 +40,6 @@ static struct {
     uint64_t rollouts;
     double ms, c;
 } opt = {.games = 200, .size = 7, .sims = 16};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct engine {
     uint64_t rollouts;  /* per move */
@@ -84,12 +77,12 @@ static double move_time(rv_worker_t *w, const void *s, bool distributed)
     double t[3];
     rv_move_t m;
     for (int i = 0; i < 3; i++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (distributed)
             dist_move(w, s, true, &m);
         else
             uct_move(s, (uint64_t)i + 1, &m);
-        t[i] = now_s() - t0;
+        t[i] = bench_now_s() - t0;
     }
     double lo = fmin(t[0], fmin(t[1], t[2]));
     double hi = fmax(t[0], fmax(t[1], t[2]));
@@ -100,8 +93,8 @@ static double move_time(rv_worker_t *w, const void *s, bool distributed)
  * from its rate on a long search first, then corrected on searches of
  * the size found, so that a short move's fixed costs (the distributed
  * engine's start and end of a search) count against its time. */
-static uint64_t fit_rollouts(rv_worker_t *w, const void *s, bool distributed,
-                             double *rate)
+static void fit_rollouts(rv_worker_t *w, const void *s, bool distributed,
+                         double *rate)
 {
     uint64_t *n = distributed ? &dist.rollouts : &uct.rollouts;
     *n = 20000;
@@ -111,7 +104,6 @@ static uint64_t fit_rollouts(rv_worker_t *w, const void *s, bool distributed,
         double t = move_time(w, s, distributed);
         *n = (uint64_t)fmax(1.0, (double)*n * (opt.ms / 1000.0) / t);
     }
-    return *n;
 }
 
 /* Rollouts per move of each engine for opt.ms per move on position @p s. */
@@ -122,7 +114,7 @@ static void calibrate(rv_worker_t *w, const void *s)
     fit_rollouts(w, s, false, &ur);
     printf("calibration: distributed %.0f rollouts/s, sequential UCT %.0f "
            "rollouts/s on long searches: %" PRIu64 " and %" PRIu64
-           " rollouts fill a %.0f ms move\n", dr, ur, dist.rollouts,
+           " rollouts fill a %g ms move\n", dr, ur, dist.rollouts,
            uct.rollouts, opt.ms);
 }
 
@@ -151,10 +143,10 @@ static bool play_game(rv_worker_t *w, const uint8_t *opening, bool dist_black,
     while (!g->is_terminal(s)) {
         bool dist_turn = (g->to_play(s) == 0) == dist_black;
         rv_move_t m;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         rv_status_t st = dist_turn ? dist_move(w, s, !reuse, &m)
                                    : uct_move(s, seed++, &m);
-        double dt = now_s() - t0;
+        double dt = bench_now_s() - t0;
         engine_t *e = dist_turn ? &dist : &uct;
         e->seconds += dt;
         e->moves++;

@@ -127,13 +127,14 @@ static rv_status_t store_worker_start(rv_worker_t *w)
         return RV_ERR_NO_MEMORY;
     sw->w = w;
     sw->proc = rv_layer_context(rv_worker_context(w), st_slot);
-    rv_status_t st = RV_OK;
-    if (sw->proc->cfg->preallocate)
-        st = rv_mem_reserve(w, (sw->proc->capacity + sw->proc->threads - 1) /
-                                   sw->proc->threads);
-    if (st != RV_OK) {
-        free(sw);
-        return st;
+    if (sw->proc->cfg->preallocate) {
+        size_t share = (sw->proc->capacity + sw->proc->threads - 1) /
+                       sw->proc->threads;
+        rv_status_t st = rv_mem_reserve(w, share);
+        if (st != RV_OK) {
+            free(sw);
+            return st;
+        }
     }
     pthread_mutex_lock(&sw->proc->lock);
     sw->proc->running++;

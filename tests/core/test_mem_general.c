@@ -26,6 +26,17 @@ typedef struct live {
     const rv_mem_chunk_t *chunk;
 } live_t;
 
+/* A general allocator over 64 KiB chunks, with the mock's counts reset;
+ * *@p a_p gets the chunk allocator, destroyed after it. */
+static rv_mem_general_t *general_64k(rv_mem_chunk_allocator_t **a_p)
+{
+    mock_reset(false);
+    *a_p = make_chunks(64 * KIB, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
+    rv_mem_general_t *g = NULL;
+    assert_int_equal(rv_mem_general_create(*a_p, &g), RV_OK);
+    return g;
+}
+
 /* Randomized alloc/free against a shadow list. */
 enum { NLIVE = 300, OPS = 20000 };
 typedef struct shadow {
@@ -110,11 +121,8 @@ void test_general_random(void **state)
     shadow_t shadow = {.seed = 12345}, *sh = &shadow;
     (void)state;
 
-    mock_reset(false);
-    rv_mem_chunk_allocator_t *a =
-        make_chunks(chunk, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
-    assert_int_equal(rv_mem_general_create(a, &sh->g), RV_OK);
-    rv_mem_general_t *g = sh->g;
+    rv_mem_chunk_allocator_t *a;
+    rv_mem_general_t *g = sh->g = general_64k(&a);
 
     for (int op = 0; op < OPS; op++) {
         bool do_alloc = sh->nlive == 0 ||
@@ -162,11 +170,8 @@ void test_general_coalesce(void **state)
     void *p[8];
     (void)state;
 
-    mock_reset(false);
-    rv_mem_chunk_allocator_t *a =
-        make_chunks(chunk, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
-    rv_mem_general_t *g = NULL;
-    assert_int_equal(rv_mem_general_create(a, &g), RV_OK);
+    rv_mem_chunk_allocator_t *a;
+    rv_mem_general_t *g = general_64k(&a);
     for (int i = 0; i < 8; i++) {
         assert_int_equal(rv_mem_general_alloc(g, 1000, 0, &p[i], NULL), RV_OK);
         if (i > 0) /* best fit packs them from the start of the chunk */
@@ -253,11 +258,8 @@ void test_general_threads(void **state)
     pthread_t th[4];
     (void)state;
 
-    mock_reset(false);
-    rv_mem_chunk_allocator_t *a =
-        make_chunks(64 * KIB, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
-    rv_mem_general_t *g = NULL;
-    assert_int_equal(rv_mem_general_create(a, &g), RV_OK);
+    rv_mem_chunk_allocator_t *a;
+    rv_mem_general_t *g = general_64k(&a);
     for (int i = 0; i < 4; i++) {
         t[i] = (gthread_t){g, (unsigned)i * 7919 + 1, 0};
         assert_int_equal(pthread_create(&th[i], NULL, general_thread, &t[i]),
@@ -279,11 +281,8 @@ void test_general_threads(void **state)
 void test_general_reserve(void **state)
 {
     (void)state;
-    mock_reset(false);
-    rv_mem_chunk_allocator_t *a =
-        make_chunks(64 * KIB, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
-    rv_mem_general_t *g = NULL;
-    assert_int_equal(rv_mem_general_create(a, &g), RV_OK);
+    rv_mem_chunk_allocator_t *a;
+    rv_mem_general_t *g = general_64k(&a);
     assert_int_equal(rv_mem_general_reserve(g, 3 * 64 * KIB - 1), RV_OK);
     rv_mem_stats_t s = rv_mem_general_stats(g);
     assert_int_equal(s.bytes_reserved, 3 * 64 * KIB);

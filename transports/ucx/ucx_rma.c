@@ -61,9 +61,10 @@ static ucx_op_t *op_start(struct rv_tworker *tw, uint32_t peer,
  * and no callback. Every put and get of a mapped region goes this way, so
  * none is ever in flight inside UCX for a get to overtake.
  */
-static uint8_t *mapped_at(const rv_trkey_t *rkey, uint64_t raddr, size_t len)
+static uint8_t *mapped_at(const struct rv_tworker *tw, uint32_t peer,
+                          const rv_trkey_t *rkey, uint64_t raddr, size_t len)
 {
-    if (rkey->mapped == NULL || raddr < rkey->base ||
+    if (peer >= tw->nworkers || rkey->mapped == NULL || raddr < rkey->base ||
         len > rkey->len || raddr - rkey->base > rkey->len - len)
         return NULL;
     return rkey->mapped + (raddr - rkey->base);
@@ -75,8 +76,8 @@ rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
 {
     if (peer < tw->nworkers && tw->emulate[peer])
         return rv_ucx_emu_put(tw, peer, src, len, raddr, rkey, cb, arg);
-    uint8_t *there = mapped_at(rkey, raddr, len);
-    if (there != NULL && peer < tw->nworkers) {
+    uint8_t *there = mapped_at(tw, peer, rkey, raddr, len);
+    if (there != NULL) {
         memcpy(there, src, len);
         return RV_OK;
     }
@@ -95,8 +96,8 @@ rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
 {
     if (peer < tw->nworkers && tw->emulate[peer])
         return rv_ucx_emu_get(tw, peer, dst, len, raddr, rkey, cb, arg);
-    const uint8_t *there = mapped_at(rkey, raddr, len);
-    if (there != NULL && peer < tw->nworkers) {
+    const uint8_t *there = mapped_at(tw, peer, rkey, raddr, len);
+    if (there != NULL) {
         memcpy(dst, there, len);
         return RV_OK;
     }
