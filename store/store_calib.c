@@ -1,13 +1,19 @@
 /*
  * store.rndv_threshold: auto. At job start, worker 0 fetches blocks of
- * 1 KiB - 1 MiB from the first worker of rank 1 both ways a fetch can go:
- * eagerly (as results of calls, in 256 KiB pieces all in flight) and by
- * rendezvous (a call's round trip standing for the pin, then one RDMA
- * read), and the threshold is the largest size up to which eager was
- * never slower ("Plasma over RDMA", section 3.4, picks its 32 KiB the
- * same way, by measuring both). Every worker waits for the answer before
- * the job's function runs; a job of one process has no remote fetch and
- * keeps 32 KiB.
+ * 1 KiB - 256 KiB from the first worker of rank 1 both ways a fetch can
+ * go: eagerly (as the result of one call) and by rendezvous (a call's
+ * round trip standing for the pin, then one RDMA read), and the threshold
+ * is the largest size up to which eager was never slower ("Plasma over
+ * RDMA", section 3.4, picks its 32 KiB the same way, by measuring both).
+ * Every worker waits for the answer before the job's function runs; a job
+ * of one process has no remote fetch and keeps 32 KiB.
+ *
+ * The largest size is one eager result (ST_CHUNK), so auto never picks
+ * eager pieces. It stops there for a second reason: over UCX tcp, once a
+ * connection has carried a transfer of 1 MiB or more, 256 KiB fetches on
+ * it take 10-17 % longer for the rest of the job (measured with and
+ * without fixed socket buffers), and a calibration must not leave the job
+ * slower than it found it.
  *
  * Only rma operations and calls whose handlers need no worker state of
  * this layer are used: the other workers may still be starting.
@@ -18,7 +24,7 @@
 #include "store_internal.h"
 
 #define CAL_REPS 9
-#define CAL_MAX ((size_t)1 << 20)
+#define CAL_MAX ST_CHUNK
 #define CAL_DEFAULT ((size_t)32 << 10)
 
 static rv_handler_id_t cal_echo_id, cal_rptr_id, cal_result_id;
@@ -77,10 +83,7 @@ static double time_fetch(rv_worker_t *w, rv_tid_t peer, rv_rptr_t src,
         rv_sync_init(&sync, 0);
         int64_t t0 = st_now_ns();
         if (eager) {
-            for (size_t off = 0; off < n; off += ST_CHUNK)
-                rv_call_return(w, peer, cal_echo_id, NULL, 0, dst + off,
-                               n - off < ST_CHUNK ? n - off : ST_CHUNK,
-                               &sync, 0);
+            rv_call_return(w, peer, cal_echo_id, NULL, 0, dst, n, &sync, 0);
         } else {
             rv_call_return(w, peer, cal_echo_id, NULL, 0, &word, sizeof(word),
                            NULL, 0); /* the pin's round trip */
