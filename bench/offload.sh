@@ -16,6 +16,11 @@
 # (metric rtt_us, inject_us, msg_rate_mps, idle_cpu_pct; medians over REPS
 # runs), every run to bench/results/offload-runs.csv, and PNGs
 # offload-rtt.png, offload-inject.png, offload-rate.png, offload-idle.png.
+# Thread and dynamic modes run a second time with a completer thread beside
+# each executor (progress.completers: threads): both runs go to
+# bench/results/offload-completers.csv, with the columns
+#   mode,completers,requesters,size,metric,value
+# (completers executors or threads), and the summary compares them.
 # This machine has 2 cores: with 2 processes, every run of an offloading
 # mode (a requester and an executor per process, at least) is
 # oversubscribed; the summary says so.
@@ -32,43 +37,73 @@ while getopts "r:t:q:b:h" o; do
     t) secs=$OPTARG ;;
     q) requesters=$OPTARG ;;
     b) build=$OPTARG ;;
-    *) sed -n "2,22p" "$0"; exit 2 ;;
+    *) sed -n "2,27p" "$0"; exit 2 ;;
   esac
 done
 results=$here/results
 mkdir -p "$results"
 runs=$results/offload-runs.csv
 csv=$results/offload.csv
+cruns=$results/offload-completers-runs.csv
+ccsv=$results/offload-completers.csv
 modes="inline direct thread dynamic"
 prog=$build/bin/rv-offload
 [ -x "$prog" ] || { echo "offload: build first ($prog missing)" >&2; exit 1; }
 
+# One job: mode, requesters, progress.completers; prints the
+# program's "metric,size,value" rows.
+run_job() {
+  local mode=$1 q=$2 completers=$3 rtt=""
+  [ "$q" = 1 ] && rtt=--rtt
+  RIVET_PROGRESS_MODE=$mode RIVET_JOB_THREADS=$q RIVET_PROGRESS_EXECUTORS=1 \
+    RIVET_PROGRESS_COMPLETERS=$completers \
+    timeout 120 "$build/bin/rivetrun" -c "$top/configs/offload.yaml" "$prog" \
+    -t "$secs" $rtt | grep -E '^[a-z_]+,[0-9]+,' ||
+    { echo "offload: $mode x$q ($completers as completers) failed" >&2; exit 1; }
+}
+
 echo "rep,mode,executors,requesters,size,metric,value" >"$runs"
+echo "rep,mode,completers,requesters,size,metric,value" >"$cruns"
 for rep in $(seq 1 "$reps"); do
   for q in $requesters; do
     for mode in $modes; do
-      rtt=""
-      [ "$q" = 1 ] && rtt=--rtt
-      out=$(RIVET_PROGRESS_MODE=$mode RIVET_JOB_THREADS=$q RIVET_PROGRESS_EXECUTORS=1 \
-        timeout 120 "$build/bin/rivetrun" -c "$top/configs/offload.yaml" "$prog" \
-        -t "$secs" $rtt) || { echo "offload: $mode x$q failed" >&2; exit 1; }
+      out=$(run_job "$mode" "$q" executors)
       k=1; [ "$mode" = inline ] && k=$q
-      printf '%s\n' "$out" | grep -E '^[a-z_]+,[0-9]+,' |
+      printf '%s\n' "$out" |
         awk -F, -v r="$rep" -v m="$mode" -v k="$k" -v q="$q" \
           '{print r "," m "," k "," q "," $2 "," $1 "," $3}' >>"$runs"
+      case $mode in thread|dynamic) ;; *) continue ;; esac
+      # The same mode with separate completer threads, beside it.
+      printf '%s\n' "$out" |
+        awk -F, -v r="$rep" -v m="$mode" -v q="$q" \
+          '{print r "," m ",executors," q "," $2 "," $1 "," $3}' >>"$cruns"
+      run_job "$mode" "$q" threads |
+        awk -F, -v r="$rep" -v m="$mode" -v q="$q" \
+          '{print r "," m ",threads," q "," $2 "," $1 "," $3}' >>"$cruns"
     done
   done
 done
 
 # Medians over the repetitions.
-echo "mode,executors,requesters,size,metric,value" >"$csv"
 median_awk=$(cat "$here/median.awk")
-tail -n +2 "$runs" | awk -F, "$median_awk"'{k=$2","$3","$4","$5","$6; v[k]=v[k]" "$7
-  if (!(k in seen)) { seen[k]=1; order[n++]=k } }
-  END { for (i = 0; i < n; i++) print order[i] "," median(v[order[i]]) }' >>"$csv"
+medians() { # runs-file header out-file
+  echo "$2" >"$3"
+  tail -n +2 "$1" | awk -F, "$median_awk"'{k=$2","$3","$4","$5","$6; v[k]=v[k]" "$7
+    if (!(k in seen)) { seen[k]=1; order[n++]=k } }
+    END { for (i = 0; i < n; i++) print order[i] "," median(v[order[i]]) }' >>"$3"
+}
+medians "$runs" "mode,executors,requesters,size,metric,value" "$csv"
+medians "$cruns" "mode,completers,requesters,size,metric,value" "$ccsv"
 
-get() { awk -F, -v m="$1" -v q="$2" -v s="$3" -v x="$4" \
-  '$1==m && $3==q && $4==s && $5==x {print $6}' "$csv"; }
+get() { # mode [completers] requesters size metric [file]
+  if [ $# -ge 5 ]; then
+    awk -F, -v m="$1" -v c="$2" -v q="$3" -v s="$4" -v x="$5" \
+      '$1==m && $2==c && $3==q && $4==s && $5==x {print $6}' "$6"
+  else
+    awk -F, -v m="$1" -v q="$2" -v s="$3" -v x="$4" \
+      '$1==m && $3==q && $4==s && $5==x {print $6}' "$csv"
+  fi
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
 echo
@@ -83,6 +118,17 @@ echo "targets (same run):"
 echo "  dynamic / direct message rate at 4 requesters: $(ratio "$(get dynamic 4 8 msg_rate_mps)" "$(get direct 4 8 msg_rate_mps)") (target >= 3)"
 echo "  dynamic / inline round trip at 8 B:            $(ratio "$(get dynamic 1 8 rtt_us)" "$(get inline 1 8 rtt_us)") (target <= 1.5)"
 echo "  dynamic idle CPU: $(get dynamic 1 0 idle_cpu_pct) % of a core (target < 2); thread: $(get thread 1 0 idle_cpu_pct) %"
+
+echo
+echo "completers: each executor polling its own worker, or a completer thread beside it (same run)"
+printf '%-8s %-10s %12s %12s %12s %12s\n' mode completers "rtt 8B us" "rate@2 M/s" "rate@4 M/s" "idle cpu %"
+for m in thread dynamic; do
+  for c in executors threads; do
+    printf '%-8s %-10s %12s %12s %12s %12s\n' "$m" "$c" "$(get $m $c 1 8 rtt_us "$ccsv")" \
+      "$(get $m $c 2 8 msg_rate_mps "$ccsv")" "$(get $m $c 4 8 msg_rate_mps "$ccsv")" \
+      "$(get $m $c 1 0 idle_cpu_pct "$ccsv")"
+  done
+done
 
 command -v gnuplot >/dev/null || { echo "offload: no gnuplot, no plots"; exit 0; }
 plot() { # name ylabel xlabel metric x(size|requesters) axis-settings

@@ -26,6 +26,7 @@
 /* ENUM fields are read and written as int. */
 _Static_assert(sizeof(rv_placement_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_progress_mode_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(rv_completers_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_huge_pages_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_stats_mode_t) == sizeof(int), "enum size");
 
@@ -180,6 +181,20 @@ static const rv_config_field_t core_fields[] = {
         .help = "Transport workers per process in the thread, dynamic and "
                 "direct modes, each with its executor thread; worker thread "
                 "t uses executor t mod executors. At most job.threads.",
+    },
+    {
+        .name = "progress.completers",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(progress.completers),
+        .def = "executors",
+        .values = "executors|threads",
+        .help = "thread and dynamic: who polls the executors' transport "
+                "workers for completions and messages. executors: each "
+                "executor, between the commands it posts. threads: a "
+                "completer thread beside each executor, which then only "
+                "posts (Endo and Taura's completers); the two share the "
+                "worker under a lock. In dynamic mode an idle completer "
+                "sleeps too, and the executor wakes it when it posts.",
     },
     {
         .name = "progress.spin_us",

@@ -198,8 +198,12 @@ static unsigned off_progress(rv_tworker_t *tw)
         if (r->am_recv(r->am_arg, &rx, item) != RV_INPROGRESS)
             free(item);
     }
-    if (n == 0 && r->off->mode == RV_PROGRESS_DYNAMIC)
-        offq_nudge(&e->q);
+    if (n == 0 && r->off->mode == RV_PROGRESS_DYNAMIC) {
+        if (r->off->completers)
+            offw_nudge(&e->cwake); /* the completer polls the network */
+        else
+            offq_nudge(&e->q);
+    }
     /* A worker that offloads cannot make progress itself: with nothing
      * to run it gives its core to the executors (measured on 2 cores, a
      * round trip of 8 bytes went from 20 to 7 us). */
@@ -432,8 +436,10 @@ static void off_query(rv_transport_t *tp, rv_transport_caps_t *caps)
         caps->eager_limit = caps->max_am_size;
     size_t used = strlen(caps->description);
     snprintf(caps->description + used, sizeof(caps->description) - used,
-             "; progress %s, %d executor%s", rv_config_enum_name("progress.mode", (int)off->mode), off->K,
-             off->K == 1 ? "" : "s");
+             "; progress %s, %d executor%s%s",
+             rv_config_enum_name("progress.mode", (int)off->mode), off->K,
+             off->K == 1 ? "" : "s",
+             off->completers ? " and completer threads" : "");
 }
 
 /* The plugin names a broken connection by its executor: core names the
@@ -513,6 +519,8 @@ rv_status_t rv__offload_init(rv_context_t *ctx, const rv_transport_ops_t *ops,
     off->vtable.config = ops->config;
     off->ops = ops;
     off->mode = core->progress.mode;
+    off->completers = core->progress.completers == RV_COMPLETERS_THREADS &&
+                      off->mode != RV_PROGRESS_DIRECT;
     off->K = K;
     off->T = T;
     off->rank = params->rank;

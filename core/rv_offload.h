@@ -10,8 +10,10 @@
  * place of a transport worker: its operations become commands in the
  * lockless queue (rv_offload_queue.h) of one of the process's K
  * *executors*, which own the plugin's K transport workers, post the
- * commands, poll their completions (an executor is its own completer) and
- * route what they receive. A requester's progress runs, on its own
+ * commands, poll their completions and route what they receive. An
+ * executor is its own completer, or (progress.completers: threads) a
+ * completer thread beside it polls while it only posts, as in the paper's
+ * design (Implementation: Completers). A requester's progress runs, on its own
  * thread, the completions of its operations and the messages addressed to
  * it, from its wait-free inbox (liburcu's wfcqueue), in the order its
  * executor put them there: the FIFO order of every sender-receiver pair is
@@ -157,12 +159,19 @@ struct off_exec {
     off_cmd_t *ring;            /* OFFQ_SIZE commands */
     rv_tworker_t *tw;           /* the plugin's worker */
     int users, disconnects;     /* attached requesters; their disconnects */
-    long outstanding;           /* operations whose completion is due */
+    _Atomic long outstanding;   /* operations whose completion is due */
     _Atomic long copies;        /* of those, sends from copies */
-    bool exit;
+    _Atomic bool exit;
     bool has_thread;
     pthread_t thread;
-    pthread_mutex_t lock;       /* direct mode: the requesters share tw */
+    /* Direct mode: the requesters share tw under it. Completer threads:
+     * the executor and its completer do. */
+    pthread_mutex_t lock;
+    /* progress.completers: threads. The completer's wake word
+     * (rv_offload_queue.h: offw_*) and its thread. */
+    _Alignas(64) _Atomic uint32_t cwake;
+    bool has_completer;
+    pthread_t completer;
 };
 
 /* A worker thread's stand-in for a transport worker. */
@@ -185,6 +194,7 @@ struct off_tp {
     const rv_transport_ops_t *ops;  /* the plugin's */
     rv_transport_t *tp;
     rv_progress_mode_t mode;
+    bool completers;            /* progress.completers: threads */
     int K, T;
     uint32_t rank, size;
     long spin_ns, sleep_us;

@@ -5,6 +5,9 @@
  * R requesters enqueue M commands each into one executor's queue of SIZE
  * slots; the executor posts them, each becomes an outstanding operation
  * that the network completes and the executor (its own completer) reaps.
+ * With -DCOMPLETER a completer process reaps them instead
+ * (progress.completers: threads): the executor signals it after posting,
+ * on a wake word of its own, and it sleeps when nothing is outstanding.
  * The labels name the steps that rv_offload_queue.h and rv_offload_exec.c
  * mark with "model: <step>".
  *
@@ -12,8 +15,9 @@
  * was posted and completed: the monitor's assertion) and no deadlock (no
  * process blocked outside an end state), for every interleaving.
  * Build with -DLOST_WAKEUP for the protocol without the futex's compare
- * (the executor sleeps unconditionally once it cleared its bit): SPIN
- * must then find the lost wake-up, which shows the check can fail.
+ * (the executor sleeps unconditionally once it cleared its bit), or with
+ * -DCOMPLETER -DLOST_CWAKEUP for the completer's: SPIN must then find the
+ * lost wake-up, which shows the check can fail.
  */
 #ifndef R
 #define R 2
@@ -31,6 +35,9 @@ byte outstanding = 0;/* posted, not yet reaped */
 byte ready = 0;      /* completions the network has for the executor */
 byte posted = 0;
 byte completed = 0;
+byte cposts = 0;     /* the completer's word: the executor's posts */
+bit cawake = 1;      /* ...and its bit: the completer is awake */
+bit csleeping = 0;   /* the completer waits on the futex */
 
 proctype requester()
 {
@@ -66,18 +73,33 @@ loop:
     :: head < TOTAL && filled[head] ->
         /* take and post */
         posted++; outstanding++; head++;
+#ifdef COMPLETER
+        /* signal: CAS [cposts, b] -> [cposts + 1, 1]; wake the completer
+         * when the bit replaced was 0 */
+        atomic {
+            if
+            :: cawake == 0 -> csleeping = 0
+            :: else -> skip
+            fi;
+            cposts++; cawake = 1
+        };
+#endif
         goto loop
+#ifndef COMPLETER
     :: ready > 0 ->
         /* complete: the executor reaps a completion */
         atomic { ready--; outstanding--; completed++ };
         goto loop
+#endif
     :: else -> skip
     fi;
+#ifndef COMPLETER
     /* A completer sleeps only when nothing is outstanding. */
     if
     :: outstanding > 0 -> goto loop
     :: else -> skip
     fi;
+#endif
     /* check: a reserved command, even one not filled yet, keeps it awake */
     atomic { t_count = count; t_awake = awake };
     if
@@ -110,6 +132,55 @@ end_sleep:
     (sleeping == 0);
     goto loop
 }
+
+#ifdef COMPLETER
+/* rv_offload_exec.c: completer_main. */
+active proctype completer()
+{
+    byte seen_count;
+    bit seen_awake;
+loop:
+    /* the word is read before polling */
+    atomic { seen_count = cposts; seen_awake = cawake };
+    if
+    :: ready > 0 ->
+        /* complete */
+        atomic { ready--; outstanding--; completed++ };
+        goto loop
+    :: else -> skip
+    fi;
+    /* check: it sleeps only when nothing is outstanding */
+    if
+    :: outstanding > 0 -> goto loop
+    :: else -> skip
+    fi;
+    /* clear: CAS [seen, 1] -> [seen, 0]; a failed CAS goes round again */
+    if
+    :: seen_awake == 1 ->
+        atomic {
+            if
+            :: cposts == seen_count && cawake == 1 -> cawake = 0
+            :: else -> goto loop
+            fi
+        }
+    :: else -> skip
+    fi;
+    /* sleep: only while the word is still [seen, 0] */
+    atomic {
+#ifdef LOST_CWAKEUP
+        csleeping = 1
+#else
+        if
+        :: cposts == seen_count && cawake == 0 -> csleeping = 1
+        :: else -> goto loop
+        fi
+#endif
+    };
+end_sleep:
+    (csleeping == 0);
+    goto loop
+}
+#endif
 
 /* The network completes what was posted, in its own time. */
 active proctype network()

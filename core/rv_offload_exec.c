@@ -46,7 +46,7 @@ static off_item_t *done_new(off_exec_t *e, const off_cmd_t *c)
 static void done_cb(void *arg, rv_status_t status)
 {
     off_item_t *item = arg;
-    item->exec->outstanding--;
+    atomic_fetch_sub_explicit(&item->exec->outstanding, 1, memory_order_relaxed);
     item->status = status;
     off_inbox_push(item->req, item);
 }
@@ -55,7 +55,7 @@ static void done_cb(void *arg, rv_status_t status)
 static void done_post(off_exec_t *e, off_item_t *item, rv_status_t st)
 {
     if (st == RV_INPROGRESS) {
-        e->outstanding++;
+        atomic_fetch_add_explicit(&e->outstanding, 1, memory_order_relaxed);
         return;
     }
     item->status = st;
@@ -66,7 +66,7 @@ static void free_owned(void *arg, rv_status_t status)
 {
     off_item_t *item = arg;
     (void)status;
-    item->exec->outstanding--;
+    atomic_fetch_sub_explicit(&item->exec->outstanding, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&item->exec->copies, 1, memory_order_relaxed);
     free(item);
 }
@@ -117,7 +117,7 @@ static void post_am_copied(off_exec_t *e, off_cmd_t *c, uint32_t peer)
     st = ops->am_send(e->tw, peer, c->hdr, c->hdr_len, &one, 1, 0, free_owned,
                       item);
     if (st == RV_INPROGRESS) {
-        e->outstanding++;
+        atomic_fetch_add_explicit(&e->outstanding, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&e->copies, 1, memory_order_relaxed);
     } else {
         free(item);
@@ -310,11 +310,18 @@ static long now_ns(void)
 }
 
 /* Posts the commands waiting in the queue, up to a batch, so that polling
- * the network is never starved by a stream of commands. */
+ * the network is never starved by a stream of commands. With a completer
+ * thread the batch is posted under the lock they share, and the completer
+ * is told. */
 static unsigned exec_drain(off_exec_t *e)
 {
+    bool shared = e->off->completers;
     unsigned n = 0;
-    while (n < 64 && !e->exit) {
+    if (!offq_ready(&e->q, &e->ring[e->q.next & (OFFQ_SIZE - 1)].slot))
+        return 0; /* nothing to post: the completer keeps the lock */
+    if (shared)
+        pthread_mutex_lock(&e->lock);
+    while (n < 64 && !atomic_load_explicit(&e->exit, memory_order_relaxed)) {
         off_cmd_t *c = &e->ring[e->q.next & (OFFQ_SIZE - 1)];
         if (!offq_ready(&e->q, &c->slot))
             break;
@@ -322,47 +329,113 @@ static unsigned exec_drain(off_exec_t *e)
         offq_pop(&e->q);
         n++;
     }
+    if (shared)
+        pthread_mutex_unlock(&e->lock);
+    if (shared && n > 0)
+        offw_signal(&e->cwake); /* model: executor "signal" */
     return n;
+}
+
+/* How long a thread with nothing to do has been idle (dynamic mode). */
+typedef struct {
+    unsigned polls;    /* empty polls in a row */
+    long since;        /* when the first was, in ns; 0: not idle */
+    unsigned timeouts; /* sleeps in a row that nobody ended */
+} off_idle_t;
+
+static void idle_reset(off_idle_t *s)
+{
+    s->polls = 0;
+    s->since = 0;
+    s->timeouts = 0;
+}
+
+/*
+ * One empty poll. Busy-polling yields the core to the requesters it
+ * serves when there are more threads than cores. In dynamic mode, returns
+ * the microseconds to sleep for, once the spin before sleeping is over,
+ * and 0 while it is not. The spin follows activity only: a timed wake-up
+ * that finds nothing sleeps again at once, and longer (up to 8
+ * progress.sleep_us), so that an idle process costs little.
+ */
+static long idle_poll(const off_tp_t *off, off_idle_t *s)
+{
+    if (++s->polls % 64 == 0)
+        sched_yield();
+    if (off->mode != RV_PROGRESS_DYNAMIC)
+        return 0;
+    long now = now_ns();
+    if (s->since == 0)
+        s->since = now;
+    if (s->timeouts == 0 && now - s->since < off->spin_ns)
+        return 0;
+    return off->sleep_us << (s->timeouts < 3 ? s->timeouts : 3);
+}
+
+static void idle_slept(off_idle_t *s, int slept)
+{
+    s->timeouts = slept == OFFQ_TIMED_OUT ? s->timeouts + 1 : 0;
+    s->since = 0;
+}
+
+static bool nothing_outstanding(const off_exec_t *e)
+{
+    return atomic_load_explicit(&e->outstanding, memory_order_relaxed) == 0;
 }
 
 static void *exec_main(void *arg)
 {
     off_exec_t *e = arg;
     const off_tp_t *off = e->off;
-    unsigned idle = 0;
-    long idle_since = 0;
-    unsigned timeouts = 0; /* sleeps in a row that nobody ended */
+    off_idle_t idle = {0};
 
     rv_log_set_identity((int)off->rank, -1);
-    while (!e->exit) {
+    while (!atomic_load_explicit(&e->exit, memory_order_relaxed)) {
         unsigned n = exec_drain(e);
-        if (e->tw != NULL && off_exec_may_poll(e))
+        if (!off->completers && e->tw != NULL && off_exec_may_poll(e))
             n += off->ops->progress(e->tw); /* model: "complete" */
         if (n > 0) {
-            idle = 0;
-            idle_since = 0;
-            timeouts = 0;
+            idle_reset(&idle);
             continue;
         }
-        /* Busy-polling yields the core to the requesters it serves when
-         * there are more threads than cores. */
-        if (++idle % 64 == 0)
-            sched_yield();
-        /* A completer sleeps only when nothing is outstanding: the
-         * executor is its own completer. */
-        if (off->mode != RV_PROGRESS_DYNAMIC || e->outstanding > 0)
+        /* An executor that is its own completer sleeps only when nothing
+         * is outstanding. */
+        long us = idle_poll(off, &idle);
+        if (us == 0 || (!off->completers && !nothing_outstanding(e)))
             continue;
-        /* The spin before sleeping follows activity only: a timed wake-up
-         * that finds nothing sleeps again at once, and longer (up to 8
-         * progress.sleep_us), so that an idle process costs little. */
-        long now = now_ns();
-        if (idle_since == 0)
-            idle_since = now;
-        if (timeouts == 0 && now - idle_since < off->spin_ns)
+        idle_slept(&idle, offq_sleep(&e->q, us));
+    }
+    return NULL;
+}
+
+/* progress.completers: threads. Polls the executor's worker, under the
+ * lock they share, and sleeps (dynamic mode) when nothing is outstanding,
+ * until the executor posts again ("Implementation: Completers"). */
+static void *completer_main(void *arg)
+{
+    off_exec_t *e = arg;
+    const off_tp_t *off = e->off;
+    off_idle_t idle = {0};
+
+    rv_log_set_identity((int)off->rank, -1);
+    while (!atomic_load_explicit(&e->exit, memory_order_relaxed)) {
+        /* Read before polling: a post after this changes the word, and
+         * the sleep below then does not happen. */
+        uint32_t seen = atomic_load_explicit(&e->cwake, memory_order_acquire);
+        unsigned n = 0;
+        pthread_mutex_lock(&e->lock);
+        if (e->tw != NULL && off_exec_may_poll(e))
+            n = off->ops->progress(e->tw); /* model: completer "complete" */
+        pthread_mutex_unlock(&e->lock);
+        if (n > 0) {
+            idle_reset(&idle);
             continue;
-        int slept = offq_sleep(&e->q, off->sleep_us << (timeouts < 3 ? timeouts : 3));
-        timeouts = slept == OFFQ_TIMED_OUT ? timeouts + 1 : 0;
-        idle_since = 0;
+        }
+        long us = idle_poll(off, &idle);
+        /* model: completer "check" */
+        if (us == 0 || !nothing_outstanding(e))
+            continue;
+        idle_slept(&idle, offw_sleep(&e->cwake, seen, us));
     }
     return NULL;
 }
@@ -384,9 +457,15 @@ rv_status_t off_exec_start(off_tp_t *off, off_exec_t *e, int index)
         atomic_init(&e->ring[i].slot.seq, 0);
     if (off->mode == RV_PROGRESS_DIRECT)
         return RV_OK;
+    atomic_init(&e->cwake, 1u); /* awake at first, as offq_init */
     if (pthread_create(&e->thread, NULL, exec_main, e) != 0)
         return RV_ERR_NO_MEMORY;
     e->has_thread = true;
+    if (off->completers) {
+        if (pthread_create(&e->completer, NULL, completer_main, e) != 0)
+            return RV_ERR_NO_MEMORY;
+        e->has_completer = true;
+    }
     return RV_OK;
 }
 
@@ -394,6 +473,11 @@ void off_exec_stop(off_exec_t *e)
 {
     if (e->has_thread)
         pthread_join(e->thread, NULL);
+    if (e->has_completer) {
+        atomic_store(&e->exit, true);
+        offw_nudge(&e->cwake);
+        pthread_join(e->completer, NULL);
+    }
     if (e->tw != NULL) /* a job that never ran its workers' destroy */
         e->off->ops->worker_destroy(e->tw);
     pthread_mutex_destroy(&e->lock);

@@ -70,6 +70,64 @@ static inline void offq_futex_wake(_Atomic uint32_t *word)
 }
 
 /*
+ * A wake word, [count, awake], on its own: what a completer thread sleeps
+ * on (progress.completers: threads). Its count is the operations its
+ * executor posted; the executor signals after posting, the completer
+ * sleeps only when nothing is outstanding, by the same compare-and-swap
+ * and futex as the command queue's executor below.
+ */
+
+/* Executor: one more post; wakes the completer if it slept. */
+static inline void offw_signal(_Atomic uint32_t *w)
+{
+    uint32_t t = atomic_load_explicit(w, memory_order_relaxed);
+    uint32_t next;
+    do {
+        /* model: executor "signal": [count, b] -> [count + 1, 1] */
+        next = ((((t >> 1) + 1) & OFFQ_MASK) << 1) | 1u;
+    } while (!atomic_compare_exchange_weak_explicit(
+        w, &t, next, memory_order_acq_rel, memory_order_relaxed));
+    if (!(t & 1u))
+        offq_futex_wake(w);
+}
+
+/* Anyone: sets the awake bit of a sleeper, and wakes it, without a
+ * count. */
+static inline void offw_nudge(_Atomic uint32_t *w)
+{
+    uint32_t t = atomic_load_explicit(w, memory_order_relaxed);
+    if (!(t & 1u) && atomic_compare_exchange_strong_explicit(
+                         w, &t, t | 1u, memory_order_acq_rel,
+                         memory_order_relaxed))
+        offq_futex_wake(w);
+}
+
+/* What offq_sleep and offw_sleep did. */
+enum { OFFQ_AWAKE, OFFQ_WOKEN, OFFQ_TIMED_OUT };
+
+/*
+ * The sleeper, which read @p t from @p w before it found nothing to do:
+ * clears the awake bit unless @p w moved since, then sleeps up to
+ * @p timeout_us while @p w is still [count, 0].
+ */
+static inline int offw_sleep(_Atomic uint32_t *w, uint32_t t, long timeout_us)
+{
+    if (t & 1u) {
+        /* model: "clear": [count, 1] -> [count, 0] */
+        if (!atomic_compare_exchange_strong_explicit(
+                w, &t, t & ~1u, memory_order_acq_rel, memory_order_relaxed))
+            return OFFQ_AWAKE;
+        t &= ~1u;
+    }
+    /* model: "sleep": only while the word is still [count, 0] */
+    struct timespec ts = {.tv_sec = timeout_us / 1000000,
+                          .tv_nsec = (timeout_us % 1000000) * 1000};
+    long rc = syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, t, &ts,
+                      NULL, 0);
+    return rc != 0 && errno == ETIMEDOUT ? OFFQ_TIMED_OUT : OFFQ_WOKEN;
+}
+
+/*
  * Requester: reserves the next slot. Returns false when the queue is full
  * (the requester waits for the executor, never for another requester).
  * On success *count_p is the slot's count and *old_p the tail replaced,
@@ -118,11 +176,7 @@ static inline void offq_publish(offq_t *q, offq_slot_t *slot, uint32_t count,
  */
 static inline void offq_nudge(offq_t *q)
 {
-    uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    if (!(t & 1u) && atomic_compare_exchange_strong_explicit(
-                         &q->tail, &t, t | 1u, memory_order_acq_rel,
-                         memory_order_relaxed))
-        offq_futex_wake(&q->tail);
+    offw_nudge(&q->tail);
 }
 
 /* Executor: whether @p slot, the slot of the next count, is filled. */
@@ -140,9 +194,6 @@ static inline void offq_pop(offq_t *q)
     atomic_store_explicit(&q->head, q->next, memory_order_release);
 }
 
-/* What offq_sleep did. */
-enum { OFFQ_AWAKE, OFFQ_WOKEN, OFFQ_TIMED_OUT };
-
 /*
  * Executor (dynamic mode), finding nothing to do: sleeps up to
  * @p timeout_us unless a command is reserved. Returns OFFQ_AWAKE if it
@@ -156,20 +207,8 @@ static inline int offq_sleep(offq_t *q, long timeout_us)
      * one whose requester has not filled it yet */
     if ((t >> 1) != q->next)
         return OFFQ_AWAKE;
-    if (t & 1u) {
-        /* model: executor "clear": [count, 1] -> [count, 0] */
-        if (!atomic_compare_exchange_strong_explicit(
-                &q->tail, &t, t & ~1u, memory_order_acq_rel,
-                memory_order_relaxed))
-            return OFFQ_AWAKE;
-        t &= ~1u;
-    }
-    /* model: executor "sleep": only while the tail is still [count, 0] */
-    struct timespec ts = {.tv_sec = timeout_us / 1000000,
-                          .tv_nsec = (timeout_us % 1000000) * 1000};
-    long rc = syscall(SYS_futex, (uint32_t *)&q->tail, FUTEX_WAIT_PRIVATE, t,
-                      &ts, NULL, 0);
-    return rc != 0 && errno == ETIMEDOUT ? OFFQ_TIMED_OUT : OFFQ_WOKEN;
+    /* model: executor "clear", then "sleep" */
+    return offw_sleep(&q->tail, t, timeout_us);
 }
 
 #endif

@@ -63,6 +63,14 @@ typedef enum {
     RV_PROGRESS_DIRECT   /**< `direct`: worker threads share the executors'
                               transport workers under a lock (baseline) */
 } rv_progress_mode_t;
+/** @brief progress.completers: who polls the offloaded transport workers
+ * for completions and messages. */
+typedef enum {
+    RV_COMPLETERS_EXECUTORS, /**< `executors`: each executor polls its own
+                                  worker between commands */
+    RV_COMPLETERS_THREADS    /**< `threads`: a completer thread per executor
+                                  polls, the executor only posts */
+} rv_completers_t;
 /** @brief memory.huge_pages: what backs registered chunks (see
  * rv_mem_chunk_allocator_create). */
 typedef enum {
@@ -114,6 +122,7 @@ typedef struct rv_core_config {
         int64_t executors;          /**< transport workers per process */
         int64_t spin_us;            /**< dynamic: polling before sleep */
         int64_t sleep_us;           /**< dynamic: longest sleep */
+        rv_completers_t completers; /**< executors | threads */
     } progress; /**< `progress.*`: how workers progress */
 } rv_core_config_t;
 

@@ -77,8 +77,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 13, am 10, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 5 */
-    assert_int_equal(rows, 50);
+    /* core 14, am 10, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 5 */
+    assert_int_equal(rows, 51);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
@@ -91,6 +91,9 @@ void test_tables(void **state)
         rv_config_enum_name("progress.mode", RV_PROGRESS_DYNAMIC), "dynamic");
     assert_string_equal(
         rv_config_enum_name("progress.mode", RV_PROGRESS_DIRECT), "direct");
+    assert_string_equal(
+        rv_config_enum_name("progress.completers", RV_COMPLETERS_THREADS),
+        "threads");
     assert_string_equal(rv_config_enum_name("am.path", RV_AM_PATH_WRITE),
                         "write");
     assert_string_equal(rv_config_enum_name("am.aggregation", RV_AGG_TRAD),
