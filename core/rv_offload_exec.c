@@ -313,18 +313,24 @@ static long now_ns(void)
  * the network is never starved by a stream of commands. With a completer
  * thread the batch is posted under the lock they share, and the completer
  * is told. */
+static off_cmd_t *next_cmd(off_exec_t *e)
+{
+    off_cmd_t *c = &e->ring[e->q.next & (OFFQ_SIZE - 1)];
+    return offq_ready(&e->q, &c->slot) ? c : NULL;
+}
+
 static unsigned exec_drain(off_exec_t *e)
 {
     bool shared = e->off->completers;
     unsigned n = 0;
-    if (!offq_ready(&e->q, &e->ring[e->q.next & (OFFQ_SIZE - 1)].slot))
+    off_cmd_t *c = next_cmd(e);
+    if (c == NULL)
         return 0; /* nothing to post: the completer keeps the lock */
     if (shared)
         pthread_mutex_lock(&e->lock);
-    while (n < 64 && !atomic_load_explicit(&e->exit, memory_order_relaxed)) {
-        off_cmd_t *c = &e->ring[e->q.next & (OFFQ_SIZE - 1)];
-        if (!offq_ready(&e->q, &c->slot))
-            break;
+    for (; c != NULL && n < 64 &&
+           !atomic_load_explicit(&e->exit, memory_order_relaxed);
+         c = next_cmd(e)) {
         off_exec_run(e, c); /* model: executor "take" and "post" */
         offq_pop(&e->q);
         n++;
