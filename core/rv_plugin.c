@@ -5,7 +5,12 @@
  *   1. every folder of RIVET_PLUGIN_PATH (colon-separated);
  *   2. the folder librivet.so itself was loaded from (build/lib in a build
  *      tree) and its "rivet" subfolder (the install layout: libdir/rivet);
- *   3. the install plugin folder compiled in (RIVET_PLUGIN_DIR).
+ *   3. the same beside the running program's own file (/proc/self/exe,
+ *      symlinks resolved): its folder and, from bin/, the installation's
+ *      libdir and libdir/rivet, wherever the installation was moved;
+ *   4. the install plugin folder compiled in (RIVET_PLUGIN_DIR).
+ * RIVET_PLUGIN_PATH comes first so that a user can always override what
+ * an installation carries, as UCX_MODULE_DIR does for UCX's modules.
  * A name that is not found is an error that lists what is available.
  */
 #include <dirent.h>
@@ -18,6 +23,10 @@
 #include <unistd.h>
 
 #include "rv_core.h"
+
+#ifndef RIVET_PLUGIN_LIBDIR
+#define RIVET_PLUGIN_LIBDIR "lib"
+#endif
 
 #ifndef RIVET_PLUGIN_DIR
 #define RIVET_PLUGIN_DIR "/usr/local/lib/rivet"
@@ -47,6 +56,33 @@ static void dirs_add(dir_list_t *l, const char *dir, size_t len)
         l->n++;
 }
 
+/* Adds the folders where plugins sit relative to the file @p path (after
+ * its symlinks are resolved): beside it, its "rivet" subfolder (the
+ * install layout: libdir/rivet), and, for a program in bin/, the lib/ and
+ * lib/rivet/ next to it. */
+static void dirs_add_near(dir_list_t *l, const char *path)
+{
+    static const char *const rel[] = {"",
+                                      "/rivet",
+                                      "/../lib",
+                                      "/../lib/rivet",
+                                      "/../" RIVET_PLUGIN_LIBDIR,
+                                      "/../" RIVET_PLUGIN_LIBDIR "/rivet"};
+    char file[PATH_MAX];
+    if (realpath(path, file) == NULL)
+        return;
+    char *slash = strrchr(file, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        char sub[PATH_MAX + 32], real[PATH_MAX];
+        snprintf(sub, sizeof(sub), "%s%s", file, rel[i]);
+        if (realpath(sub, real) != NULL)
+            dirs_add(l, real, strlen(real));
+    }
+}
+
 static void dirs_collect(dir_list_t *l)
 {
     const char *env = getenv("RIVET_PLUGIN_PATH");
@@ -58,25 +94,17 @@ static void dirs_collect(dir_list_t *l)
         }
     }
 
+    /* librivet's own file (build/lib in a build tree, libdir when
+     * installed), then the running program's: a program that carries
+     * core itself (rivetrun, rivet-config) has no librivet to ask, and
+     * dladdr names it by argv[0], which is a bare name when it was
+     * started from PATH. The kernel's /proc/self/exe is its real file
+     * however it was started (PATH, a symlink, a full path). */
     Dl_info info;
-    if (dladdr((void *)rv__plugin_load, &info) && info.dli_fname != NULL) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        if (slash != NULL) {
-            /* Beside librivet (lib/ and lib/rivet/), or, for a program
-             * that carries core itself (rivetrun), in the lib/ next to
-             * its bin/. */
-            static const char *const rel[] = {"", "/rivet", "/../lib",
-                                              "/../lib/rivet"};
-            int len = (int)(slash - info.dli_fname);
-            for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-                char sub[PATH_MAX], real[PATH_MAX];
-                snprintf(sub, sizeof(sub), "%.*s%s", len, info.dli_fname,
-                         rel[i]);
-                if (realpath(sub, real) != NULL)
-                    dirs_add(l, real, strlen(real));
-            }
-        }
-    }
+    if (dladdr((void *)rv__plugin_load, &info) && info.dli_fname != NULL &&
+        strchr(info.dli_fname, '/') != NULL)
+        dirs_add_near(l, info.dli_fname);
+    dirs_add_near(l, "/proc/self/exe");
     dirs_add(l, RIVET_PLUGIN_DIR, strlen(RIVET_PLUGIN_DIR));
 }
 

@@ -40,13 +40,33 @@ cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
 cmake --build "$tmp/app/build" >> "$tmp/app.log"
 
 cfg="$src/configs/pingpong-shm.yaml"
-for prog in "$tmp/hello-pc" "$tmp/app/build/hello-cmake"; do
-  # No plugin path from the build tree: the installed layout must suffice.
-  out=$(env -u RIVET_PLUGIN_PATH "$tmp/prefix/bin/rivetrun" --timeout 60 \
-        -n 3 -c "$cfg" "$prog")
-  echo "$out"
-  test "$(echo "$out" | grep -c 'hello from an installed rivet')" -eq 2
+# The installed rivetrun started the three ways users start it: from PATH,
+# through a symlink in another folder, and by its full path. Each must find
+# the installed plugins from its own location alone: no plugin path from
+# the build tree, and a working directory where nothing of rivet lies.
+mkdir "$tmp/links"
+ln -s "$tmp/prefix/bin/rivetrun" "$tmp/links/rivetrun"
+run_installed() { # HOW PROGRAM
+  local how=$1 prog=$2 runner
+  case $how in
+    path) runner=rivetrun ;;
+    symlink) runner="$tmp/links/rivetrun" ;;
+    full) runner="$tmp/prefix/bin/rivetrun" ;;
+  esac
+  (cd "$tmp" && env -u RIVET_PLUGIN_PATH PATH="$tmp/prefix/bin:$PATH" \
+     $runner --timeout 60 -n 3 -c "$cfg" "$prog")
+}
+for how in path symlink full; do
+  for prog in "$tmp/hello-pc" "$tmp/app/build/hello-cmake"; do
+    echo "rivetrun started by $how: $prog"
+    out=$(run_installed "$how" "$prog")
+    echo "$out"
+    test "$(echo "$out" | grep -c 'hello from an installed rivet')" -eq 2
+  done
 done
+# rivet-config loads the plugins' tables the same way.
+(cd "$tmp" && env -u RIVET_PLUGIN_PATH PATH="$tmp/prefix/bin:$PATH" \
+   rivet-config --check -c "$cfg") | grep -q ": ok$"
 
 # A transport plugin from the installed headers alone (pkg-config's include
 # folder; nothing of the source tree), every symbol resolved against the
