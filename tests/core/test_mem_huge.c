@@ -178,7 +178,7 @@ void test_huge_require_fails(void **state)
 
     if (read_long(HUGE_2M_DIR "free_hugepages") > 0) {
         print_message("2MiB huge pages are free: require cannot fail\n");
-        return;
+        skip();
     }
     mock_reset(false);
     rv_mem_chunk_allocator_t *a =
@@ -297,4 +297,11 @@ void test_huge_real(void **state)
     rv_mem_chunk_allocator_destroy(a);
     assert_int_equal(read_long(HUGE_2M_DIR "free_hugepages"), free1);
     assert_int_equal(mock.deregisters, 3);
+    if (free0 != 0) {
+        /* Huge pages free before ours: require succeeds past our
+         * reservation, so its failure is not checked, and says so. */
+        print_message("%ld 2MiB huge pages were free before the test's "
+                      "reservation: require past it not checked\n", free0);
+        skip();
+    }
 }
