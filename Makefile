@@ -51,8 +51,11 @@ bench: build
 bench-table2: build
 	bench/seriema-table2.sh -b $(BUILD)
 
+# The README's generated parts: the configuration reference and the tables
+# of measured figures (from bench/results/*.csv).
 readme: build
 	scripts/readme-reference.sh $(BUILD)/bin/rivet-config README.md --update
+	scripts/readme-figures.py --update README.md
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -12,7 +12,7 @@ pkgs=("$@")
   libpmix-dev openmpi-bin
   libibverbs-dev
   nettle-dev
-  gnuplot-nox procps doxygen
+  gnuplot-nox procps doxygen python3
   spin
 )
 

@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""The README's measured figures, generated from bench/results/*.csv.
+
+Every table of measured figures in README.md sits between two markers,
+
+  <!-- bench:NAME:begin (generated from bench/results/FILE.csv by `make readme`) -->
+  <!-- bench:NAME:end -->
+
+and is written by the function TABLES[NAME] from that CSV. Without
+--update this script checks the README instead:
+
+- every marked table equals what its CSV gives now;
+- every figure outside the marked tables, code blocks (inline code too)
+  and the configuration reference that names a unit (µs, ms, ns, %,
+  games, ×, a rate such as M/s, MB/s, GB/s or rollouts/s) has a CSV value
+  behind it: the number, at the precision printed, equals a value of the
+  same quantity in some bench/results/*.csv (a time in any of µs, ms, ns;
+  a percentage also as a fraction or a ratio; '64 M calls/s' also as
+  64,000,000). A column's quantity follows from its name (column_unit);
+- no table that names a unit in its header sits outside the markers.
+
+A figure that is a setting rather than a result (a timeout a test uses)
+is written as code, where the check does not look.
+
+Usage: readme-figures.py [--update] [--results DIR] [README]
+"""
+
+import argparse
+import bisect
+import csv
+import difflib
+import glob
+import os
+import re
+import sys
+from decimal import ROUND_HALF_UP, Decimal
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------- formatting
+
+def dec(v):
+    """A CSV cell (or a computed float) as a Decimal, rounded as people
+    round: half up, from the digits the CSV prints (7.795 -> 7.80)."""
+    if isinstance(v, Decimal):
+        return v
+    return Decimal(v if isinstance(v, str) else repr(v))
+
+
+def fmt_fixed(v, digits):
+    return str(dec(v).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP))
+
+
+def fmt_int(v):
+    """1334.0 -> '1,334'."""
+    return f"{int(fmt_fixed(v, 0)):,}"
+
+
+def fmt_sig(v, sig=3):
+    """Three significant digits, trailing zeros kept: 70.95 -> '71.0',
+    195.356 -> '195'."""
+    d = dec(v)
+    if d == 0:
+        return "0"
+    digits = max(0, sig - 1 - d.adjusted())
+    s = fmt_fixed(d, digits)
+    if dec(s).adjusted() > d.adjusted() and digits > 0:
+        s = fmt_fixed(d, digits - 1)  # 9.996 -> '10.0', not '10.00'
+    return s
+
+
+def fmt_millions(v):
+    """95854040 -> '95.9 M'."""
+    return f"{fmt_fixed(dec(v) / 1000000, 1)} M"
+
+
+def fmt_pct(fraction):
+    """0.545 -> '54.5 %'."""
+    return f"{fmt_fixed(dec(fraction) * 100, 1)} %"
+
+
+def fmt_size(n):
+    """Message sizes as the README writes them: 4096 -> '4 KiB'."""
+    n = int(n)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def fmt_ratio(v):
+    """Two decimals, or three significant digits from 10 up: 121.004 ->
+    '121'."""
+    return fmt_fixed(v, 2) if dec(v) < 10 else fmt_sig(v)
+
+
+def ratio(a, b):
+    return fmt_ratio(dec(a) / dec(b))
+
+
+def fmt_mb(v):
+    """MB/s as whole numbers, with a decimal below 100 (3.8 stays 3.8)."""
+    return fmt_int(v) if dec(v) >= 100 else fmt_sig(v, 2)
+
+
+def markdown(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------- tables
+# One function per table: it reads its CSV and returns the markdown table.
+# read(name) gives the CSV's rows as dicts, in file order.
+
+def one(rows, **match):
+    """The single row whose columns equal match."""
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    if len(found) != 1:
+        raise SystemExit(f"readme-figures: {len(found)} rows match {match}")
+    return found[0]
+
+
+def table_compare_ucx(read):
+    rows = read("compare-ucx.csv")
+    names = {"latency_us": "latency (µs)", "msg_rate_mps": "messages (M/s)",
+             "bandwidth_mbps": "bandwidth (MB/s)"}
+    body = [[names.get(r["metric"], r["metric"]), r["transport"],
+             fmt_size(r["size"]), r["rivet"], r["ucx"],
+             fmt_ratio(r["ratio"])] for r in rows]
+    return markdown(["metric", "transport", "size", "rivet", "ucp_am_*",
+                     "ratio"], body)
+
+
+def table_seriema_ratios(read):
+    rows = read("seriema-table2-ratios.csv")
+    body = [[r["transport"], f"`{r['ratio']}`", fmt_ratio(r["value"]),
+             r["target"]] for r in rows]
+    return markdown(["transport", "ratio", "measured", "Seriema's target"],
+                    body)
+
+
+def table_bale(read):
+    rows = read("bale.csv")
+
+    def rate(app, **m):
+        return float(one(rows, app=app, **m)["rate_per_worker"])
+
+    def best(app, system, workers):
+        cands = [r for r in rows if r["app"] == app and
+                 r["system"] == system and r["workers"] == workers]
+        top = max(cands, key=lambda r: float(r["rate_per_worker"]))
+        return float(top["rate_per_worker"]), top["mode"]
+
+    body = []
+    for app, label in (("histo", "histogram"), ("ig", "index-gather")):
+        shm = rate(app, system="rivet", mode="send-trad", workers="2x1",
+                   transport="shm")
+        local, _ = best(app, "rivet", "1x2")
+        tcp = rate(app, system="rivet", mode="send-trad", workers="2x1",
+                   transport="tcp")
+        conveyor = rate(app, system="bale", mode="Conveyor")
+        top, top_mode = best(app, "bale", "2x1")
+        body.append([label, fmt_millions(shm), fmt_millions(local),
+                     fmt_millions(tcp), fmt_millions(conveyor),
+                     f"{fmt_millions(top)} ({top_mode.lower()})",
+                     f"{ratio(shm, conveyor)}, {ratio(shm, top)}"])
+    return markdown(["app", "rivet shm 2×1 (send/trad)",
+                     "rivet 1×2 (local bypass, best mode)", "rivet tcp 2×1",
+                     "Bale conveyor", "Bale best", "rivet shm ÷ conveyor, best"],
+                    body)
+
+
+def table_mcts_scaling(read):
+    rows = read("mcts-scaling.csv")
+    uct = float(one(rows, config="uct")["rollouts_per_s"])
+    single = float(one(rows, config="1x1")["rollouts_per_s"])
+    body = []
+    for r in rows:
+        if r["config"] == "uct":
+            label = "sequential UCT"
+        elif r["config"] == "1x1":
+            label = "1 worker"
+        else:
+            procs, threads = r["config"].split("x")
+            label = (f"{procs} × {threads}, {r['aggregation']}, "
+                     f"owner {r['owner']}")
+            if r["remote_only"] == "true":
+                label += ", `remote_only`"
+        v = float(r["rollouts_per_s"])
+        body.append([label, fmt_int(v), ratio(v, uct), ratio(v, single)])
+    return markdown(["configuration (processes × threads)", "rollouts/s",
+                     "÷ sequential UCT", "÷ 1 worker"], body)
+
+
+def table_mcts_strength(read):
+    rows = read("mcts-strength.csv")
+    body = []
+    for r in rows:
+        mode = r["mode"].replace("_", " ")
+        body.append([mode,
+                     f"{fmt_sig(r['ms_distributed'])} vs "
+                     f"{fmt_sig(r['ms_uct'])} ms",
+                     f"{fmt_int(r['rollouts_distributed'])} vs "
+                     f"{fmt_int(r['rollouts_uct'])}",
+                     f"{fmt_pct(r['win_rate'])} of {fmt_int(r['games'])}",
+                     f"{fmt_pct(r['ci_low'])[:-2]}–{fmt_pct(r['ci_high'])}"])
+    return markdown(["mode", "per move", "rollouts (distributed vs UCT)",
+                     "distributed won", "95 % interval"], body)
+
+
+def table_store_fetch(read):
+    rows = read("store.csv")
+    columns = (("rivet shm (hybrid)", "rivet-hybrid", "shm"),
+               ("rivet tcp (hybrid)", "rivet-hybrid", "tcp"),
+               ("Redis GET", "redis", "tcp"),
+               ("socket", "socket", "tcp"),
+               ("memcpy", "memcpy", "shm"))
+    sizes = sorted({int(r["size"]) for r in rows if r["op"] == "fetch"})
+    body = []
+    for size in sizes:
+        cells = [fmt_size(size)]
+        for _, system, transport in columns:
+            r = one(rows, system=system, transport=transport, op="fetch",
+                    size=str(size))
+            cells.append(fmt_int(r["mb_per_s"]))
+        body.append(cells)
+    return markdown(["size"] + [c[0] for c in columns], body)
+
+
+def amlong_cells(row, ours, theirs, ratio_col):
+    """rivet, GASNet-EX and their ratio, '–' where GASNet-EX has none."""
+    if not row[theirs]:
+        return [fmt_sig(row[ours]), "–", "–"]
+    return [fmt_sig(row[ours]), fmt_sig(row[theirs]),
+            fmt_fixed(row[ratio_col], 2)]
+
+
+AMLONG_RTT_SIZES = (8, 64, 512, 4096, 16384, 32768, 65536, 262144, 1 << 20)
+
+
+def table_amlong_pingpong(read):
+    rows = [r for r in read("amlong-pingpong-by-state.csv")
+            if r["state"] == "slow" and r["protocol"] == "reassembly"]
+    body = []
+    for size in AMLONG_RTT_SIZES:
+        cells = [fmt_size(size)]
+        for transport in ("shm", "tcp"):
+            r = one(rows, transport=transport, size=str(size))
+            if transport == "tcp" and not r["gasnet_rtt_us"] and size == 65536:
+                # udp carries at most 65000 B per AM Long: its nearest size.
+                r = one(rows, transport=transport, size="65000")
+                c = amlong_cells(r, "rtt_us", "gasnet_rtt_us",
+                                 "rtt_ratio_rivet_over_gasnet")
+                cells += [c[0] + " (65000 B)", c[1] + " (65000 B)", c[2]]
+                continue
+            cells += amlong_cells(r, "rtt_us", "gasnet_rtt_us",
+                                  "rtt_ratio_rivet_over_gasnet")
+        body.append(cells)
+    return markdown(["round trip (µs)", "rivet shm", "GASNet-EX smp", "ratio",
+                     "rivet tcp", "GASNet-EX udp", "ratio"], body)
+
+
+def table_amlong_injection(read):
+    rows = [r for r in read("amlong-injection-by-state.csv")
+            if r["state"] == "slow" and r["protocol"] == "reassembly"]
+    body = []
+    for size in (4096, 32768, 65536, 1 << 20):
+        for depth in (1, 256):
+            cells = [f"{fmt_size(size)}, d = {depth}"]
+            for transport in ("shm", "tcp"):
+                r = one(rows, transport=transport, size=str(size),
+                        depth=str(depth))
+                cells += amlong_cells(r, "inject_us", "gasnet_inject_us",
+                                      "inject_ratio_rivet_over_gasnet")
+            body.append(cells)
+    return markdown(["injection (µs)", "rivet shm", "GASNet-EX smp", "ratio",
+                     "rivet tcp", "GASNet-EX udp", "ratio"], body)
+
+
+def table_verbs_bw(read):
+    rows = read("verbs-bw.csv")
+    modes = ("all_signaled", "manual", "automatic", "ib_send_bw",
+             "ib_write_bw")
+    sizes = sorted({int(r["size"]) for r in rows})
+    body = []
+    for size in sizes:
+        v = {m: float(one(rows, mode=m, size=str(size))["msgs_per_s"])
+             for m in modes}
+        body.append([fmt_size(size)] + [fmt_int(v[m]) for m in modes] +
+                    [ratio(v["automatic"], v["manual"]),
+                     ratio(v["all_signaled"], v["manual"])])
+    return markdown(["size"] + [f"`{m}`" for m in modes] +
+                    ["automatic ÷ manual", "all signaled ÷ manual"], body)
+
+
+def table_verbs_rndv(read):
+    rows = read("verbs-rndv.csv")
+    sizes = sorted({int(r["size"]) for r in rows})
+    body = []
+    for window in ("1", "8"):
+        for size in sizes:
+            v = {p: float(one(rows, protocol=p, size=str(size),
+                              window=window)["mb_per_s"])
+                 for p in ("read", "write_imm", "rivet")}
+            body.append([fmt_size(size), window] +
+                        [fmt_fixed(v[p], 1) for p in v] +
+                        [ratio(v["write_imm"], v["read"]),
+                         ratio(v["rivet"], v["read"])])
+    return markdown(["size", "in flight", "read (MB/s)", "write_imm (MB/s)",
+                     "rivet (MB/s)", "write_imm ÷ read", "rivet ÷ read"],
+                    body)
+
+
+def table_rma_bw(read):
+    """The ratio is the CSV's: the median of each repetition's ratio."""
+    rows = read("rma-bw.csv")
+    body = [[r["op"], r["transport"], fmt_size(r["size"]),
+             fmt_mb(r["rivet_mb_per_s"]), fmt_mb(r["ucx_mb_per_s"]),
+             fmt_ratio(r["ratio"])] for r in rows]
+    return markdown(["op", "transport", "size", "rivet (MB/s)",
+                     "UCX (MB/s)", "rivet ÷ UCX"], body)
+
+
+# name -> (CSV the table is generated from, function)
+TABLES = {
+    "compare-ucx": ("compare-ucx.csv", table_compare_ucx),
+    "seriema-table2": ("seriema-table2-ratios.csv", table_seriema_ratios),
+    "bale": ("bale.csv", table_bale),
+    "mcts-scaling": ("mcts-scaling.csv", table_mcts_scaling),
+    "mcts-strength": ("mcts-strength.csv", table_mcts_strength),
+    "store-fetch": ("store.csv", table_store_fetch),
+    "amlong-pingpong": ("amlong-pingpong-by-state.csv",
+                        table_amlong_pingpong),
+    "amlong-injection": ("amlong-injection-by-state.csv",
+                         table_amlong_injection),
+    "verbs-bw": ("verbs-bw.csv", table_verbs_bw),
+    "verbs-rndv": ("verbs-rndv.csv", table_verbs_rndv),
+    "rma-bw": ("rma-bw.csv", table_rma_bw),
+}
+
+
+# ------------------------------------------------------------ marked tables
+
+BEGIN = re.compile(r"<!-- bench:([a-z0-9-]+):begin\b")
+
+
+def begin_line(name):
+    return (f"<!-- bench:{name}:begin (generated from bench/results/"
+            f"{TABLES[name][0]} by `make readme`) -->")
+
+
+def end_line(name):
+    return f"<!-- bench:{name}:end -->"
+
+
+def regenerate(lines, read):
+    """The README with every marked table written from its CSV."""
+    out, i = [], 0
+    while i < len(lines):
+        m = BEGIN.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        name = m.group(1)
+        if name not in TABLES:
+            raise SystemExit(f"README line {i + 1}: unknown table '{name}'")
+        try:
+            j = lines.index(end_line(name), i + 1)
+        except ValueError:
+            raise SystemExit(f"README line {i + 1}: no {end_line(name)}")
+        out += [begin_line(name)] + TABLES[name][1](read).split("\n")
+        out.append(end_line(name))
+        i = j + 1
+    return out
+
+
+# ------------------------------------------------------------ prose figures
+
+NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# A unit: a time, %, games, × (a ratio; '2×1' is a job shape), or a rate,
+# with its scale ('64 M calls/s', 'M/s', 'MB/s', 'GB/s').
+UNIT = (r"(?P<unit>[µμ]s\b|us\b|ms\b|ns\b|%|games?\b|×(?!\s*\d)"
+        r"|(?P<scale>[kKMG])?(?P<bytes>B)?/s\b"
+        r"|(?P<wscale>[kKMG])?\s*[A-Za-z]+/s\b)")
+FIGURE = re.compile(rf"(?<![\w.,])(?P<a>{NUM})"
+                    rf"(?:\s*[–-]\s*(?P<b>{NUM}))?\s*{UNIT}")
+SCALE = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+TIME = {"µs": 1e-6, "μs": 1e-6, "us": 1e-6, "ms": 1e-3, "ns": 1e-9}
+UNIT_IN_HEADER = re.compile(r"[µμ]s\b|\bms\b|\bns\b|%|/s\b")
+
+# What a CSV column measures, as (quantity, factor to the base unit), by
+# its name: times in seconds, bandwidths in B/s, rates in 1/s. A figure is
+# only compared with columns of its own quantity, so that a percentage
+# does not find its number among latencies. Columns named here are those
+# whose names say nothing; the rest follow column_unit's rules.
+COLUMN_UNITS = {
+    "win_rate": ("fraction", 1), "ci_low": ("fraction", 1),
+    "ci_high": ("fraction", 1), "games": ("games", 1),
+    "distributed_wins": ("games", 1), "rate_per_worker": ("rate", 1),
+}
+# In a long-format CSV (a column 'metric' names what a row measures), the
+# columns that hold the measured values.
+METRIC_VALUE_COLUMNS = ("value", "rivet", "ucx")
+
+
+def column_unit(name):
+    """(quantity, factor) of a column or metric name, or None."""
+    if name in COLUMN_UNITS:
+        return COLUMN_UNITS[name]
+    if "ratio" in name or "_over_" in name:
+        return ("ratio", 1)
+    if name.endswith("_pct"):
+        return ("fraction", 0.01)
+    if "mb_per_s" in name or name.endswith("_mbps"):
+        return ("bandwidth", 1e6)
+    if name.endswith("_mps") or name.endswith("_mops"):
+        return ("rate", 1e6)
+    if name.endswith("_per_s"):
+        return ("rate", 1)
+    for suffix, factor in (("_us", 1e-6), ("_ns", 1e-9), ("_ms", 1e-3)):
+        if name.endswith(suffix):
+            return ("time", factor)
+    if name.startswith("ms_"):
+        return ("time", 1e-3)
+    return None
+
+
+def csv_values(results):
+    """quantity -> sorted values in base units, from the CSVs of results.
+    Every repetition's file (*-runs.csv) is left out: a figure quotes a
+    median, which the summary CSV beside it holds. In a CSV with a metric
+    column (long format), a row's values measure that metric; a column
+    'value' beside a column 'ratio' of names holds ratios."""
+    values = {}
+    for path in glob.glob(os.path.join(results, "*.csv")):
+        if path.endswith("-runs.csv"):
+            continue
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                for name, cell in row.items():
+                    try:
+                        v = float(cell)
+                    except (TypeError, ValueError):
+                        continue
+                    unit = column_unit(name)
+                    if "metric" in row and name in METRIC_VALUE_COLUMNS \
+                            and unit is None:
+                        unit = column_unit(row["metric"])
+                    if name == "value" and "ratio" in row:
+                        unit = ("ratio", 1)
+                    if unit:
+                        values.setdefault(unit[0], []).append(v * unit[1])
+    for v in values.values():
+        v.sort()
+    return values
+
+
+def figure_candidates(unit, scale, is_bytes):
+    """(quantity, factor) pairs a figure with this unit may be."""
+    if unit in TIME:
+        return [("time", TIME[unit])]
+    if unit == "%":
+        return [("fraction", 0.01), ("ratio", 0.01)]
+    if unit.startswith("game"):
+        return [("games", 1)]
+    if unit == "×":
+        return [("ratio", 1)]
+    return [("bandwidth" if is_bytes else "rate", SCALE[scale or ""])]
+
+
+def backed(text, candidates, values):
+    """Whether the printed number text has a CSV value behind it."""
+    x = float(text.replace(",", ""))
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    half = 0.5 * 10 ** -decimals
+    for quantity, factor in candidates:
+        pool = values.get(quantity, [])
+        lo, hi = (x - half) * factor, (x + half) * factor
+        lo, hi = lo - 1e-9 * abs(lo), hi + 1e-9 * abs(hi)
+        i = bisect.bisect_left(pool, lo)
+        if i < len(pool) and pool[i] <= hi:
+            return True
+    return False
+
+
+def scannable(lines):
+    """The README with what the prose check skips blanked out: code
+    blocks, marked tables, the configuration reference, inline code and
+    HTML comments. Inline code becomes '_' so that it separates a number
+    from a unit; line breaks stay, so offsets give line numbers."""
+    out, skip_until = [], None
+    for line in lines:
+        if skip_until is not None:
+            if line.startswith(skip_until):
+                skip_until = None
+            out.append("")
+            continue
+        if line.startswith("```"):
+            skip_until = "```"
+        elif BEGIN.match(line):
+            skip_until = end_line(BEGIN.match(line).group(1))
+        elif line.startswith("<!-- config-reference:begin"):
+            skip_until = "<!-- config-reference:end -->"
+        if skip_until is not None:
+            out.append("")
+            continue
+        line = re.sub(r"`[^`]*`", lambda m: "_" * len(m.group(0)), line)
+        out.append(re.sub(r"<!--.*?-->", "", line))
+    return out
+
+
+def unbacked_figures(lines, values):
+    """(line number, figure) for each figure in prose with no CSV value."""
+    text = "\n".join(scannable(lines))
+    bad = []
+    for m in FIGURE.finditer(text):
+        candidates = figure_candidates(
+            m.group("unit"), m.group("scale") or m.group("wscale"),
+            m.group("bytes") is not None)
+        for num in (m.group("a"), m.group("b")):
+            if num and not backed(num, candidates, values):
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append((line, m.group(0).replace("\n", " ")))
+                break
+    return bad
+
+
+def unmarked_tables(lines):
+    """Line numbers of table headers outside the markers naming a unit."""
+    scan = scannable(lines)
+    return [i + 1 for i, line in enumerate(scan)
+            if line.startswith("|") and i + 1 < len(scan)
+            and scan[i + 1].startswith("|---")
+            and UNIT_IN_HEADER.search(line)]
+
+
+# --------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("readme", nargs="?", default=os.path.join(ROOT,
+                                                              "README.md"))
+    ap.add_argument("--update", action="store_true",
+                    help="rewrite the marked tables instead of checking")
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench",
+                                                      "results"))
+    args = ap.parse_args()
+
+    def read(name):
+        with open(os.path.join(args.results, name), newline="") as f:
+            return list(csv.DictReader(f))
+
+    with open(args.readme, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    generated = regenerate(lines, read)
+    if args.update:
+        with open(args.readme, "w", encoding="utf-8") as f:
+            f.write("\n".join(generated))
+        print(f"updated {args.readme}")
+        return 0
+
+    failed = False
+    if generated != lines:
+        sys.stdout.writelines(difflib.unified_diff(
+            [l + "\n" for l in lines], [l + "\n" for l in generated],
+            "README.md", "README.md as bench/results/*.csv give it"))
+        print("README.md's measured tables differ from their CSVs: "
+              "run make readme")
+        failed = True
+    values = csv_values(args.results)
+    for line, figure in unbacked_figures(lines, values):
+        print(f"README.md:{line}: '{figure}' has no bench/results/*.csv "
+              f"value behind it (back it, move it into a generated table "
+              f"or remove it)\n  {lines[line - 1]}")
+        failed = True
+    for line in unmarked_tables(lines):
+        print(f"README.md:{line}: a table of measured figures outside "
+              f"<!-- bench:NAME:begin/end --> markers\n  {lines[line - 1]}")
+        failed = True
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
