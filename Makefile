@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo check check-asan check-verbs docs bench install readme clean
+.PHONY: all deps build demo check check-full check-asan check-verbs docs bench install readme clean
 
 all: build
 
@@ -22,7 +22,15 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	$(BUILD)/bin/rivetrun -c configs/pingpong-shm.yaml $(BUILD)/bin/rv-pingpong
 
+# Every layer's functional tests over every transport configuration here
+# (ucx-shm and ucx-tcp; the RDMA ones where a device is present), a few
+# minutes on two cores. The long stress runs (label stress: the 10 M-call
+# reply matrix and the like) wait for check-full.
 check: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 300 -LE stress
+
+# The whole suite, the stress runs included (what CI runs after check).
+check-full: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300
 
 check-asan: deps
