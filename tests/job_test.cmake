@@ -199,3 +199,17 @@ function(rivet_job_test name)
     endforeach()
   endforeach()
 endfunction()
+
+# rivet_skipped_test(NAME WHY reason [LABELS label...])
+#
+# Registers a test that this build cannot run, because a tool it needs
+# (mpirun, a compiler's ThreadSanitizer) was not found at configure time,
+# as one that says why and exits with RIVET_TEST_SKIP_CODE: ctest shows it
+# skipped in every build, instead of the build showing nothing.
+function(rivet_skipped_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 S "" "WHY" "LABELS")
+  add_test(NAME ${name} COMMAND sh -c
+    "echo '${name}: ${S_WHY}: skipped'; exit ${RIVET_TEST_SKIP_CODE}")
+  set_tests_properties(${name} PROPERTIES
+    SKIP_RETURN_CODE ${RIVET_TEST_SKIP_CODE} LABELS "${S_LABELS}")
+endfunction()
