@@ -16,6 +16,12 @@
  * A node keeps only the edges it has expanded (a growing array) and the
  * moves it has not tried, so that a tree of a million nodes on 11x11 Hex
  * costs tens of megabytes rather than the gigabytes of full edge arrays.
+ *
+ * A tree can outlive one search (rv_uct_tree_*): playing a move keeps the
+ * chosen child's subtree, with its statistics, as the new root and frees
+ * the rest, as rv_mcts_play does for the distributed tree, so that the
+ * two engines can be compared with the same reuse. rv_uct_search is one
+ * search on a tree of its own.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -46,20 +52,22 @@ typedef struct uct_node {
     rv_move_t untried[]; /* legal moves not yet expanded */
 } uct_node_t;
 
-typedef struct uct_search {
+struct rv_uct_tree {
     const rv_game_t *game;
     int sims;
     double c;
     uint64_t rng;
-    uint64_t nodes;
+    uint64_t nodes; /* alive */
     void *walk; /* the position of the node a rollout is at */
     void *sim;  /* a playout's scratch copy */
+    uct_node_t *root;
+    void *root_state; /* the root's position */
     rv_move_t moves[RV_GAME_MAX_MOVES];
-} uct_search_t;
+};
 
 /* A node for position @p state reached through edge @p edge of
  * @p parent (NULL for the root); NULL when out of memory. */
-static uct_node_t *uct_node_new(uct_search_t *u, const void *state,
+static uct_node_t *uct_node_new(rv_uct_tree_t *u, const void *state,
                                 uct_node_t *parent, int edge)
 {
     const rv_game_t *g = u->game;
@@ -82,16 +90,20 @@ static uct_node_t *uct_node_new(uct_search_t *u, const void *state,
     return node;
 }
 
-static void uct_node_free(uct_node_t *node)
+/* Frees @p node and its subtree but for a child detached from it (its
+ * edge's child set to NULL). */
+static void uct_node_free(rv_uct_tree_t *u, uct_node_t *node)
 {
     for (int i = 0; i < node->nedges; i++)
-        uct_node_free(node->edges[i].child);
+        if (node->edges[i].child != NULL)
+            uct_node_free(u, node->edges[i].child);
     free(node->edges);
     free(node);
+    u->nodes--;
 }
 
 /* The edge of @p node of highest UCB1 value (every edge has a visit). */
-static int uct_select(const uct_search_t *u, const uct_node_t *node)
+static int uct_select(const rv_uct_tree_t *u, const uct_node_t *node)
 {
     double log_n = log((double)node->visits), best_value = -1.0;
     int best = 0;
@@ -110,7 +122,7 @@ static int uct_select(const uct_search_t *u, const uct_node_t *node)
 /* Creates a child of @p node for one of its untried moves, drawn at
  * random so that a search cut short has not favoured the first moves.
  * u->walk moves to the child's position. NULL when out of memory. */
-static uct_node_t *uct_expand(uct_search_t *u, uct_node_t *node)
+static uct_node_t *uct_expand(rv_uct_tree_t *u, uct_node_t *node)
 {
     if (node->nedges == node->cap) {
         int cap = node->cap ? 2 * node->cap : 4;
@@ -133,7 +145,7 @@ static uct_node_t *uct_expand(uct_search_t *u, uct_node_t *node)
 
 /* Counts the outcomes of u->sims playouts from @p leaf (u->walk) into
  * @p outcome, indexed by RV_GAME_FIRST, _SECOND and _DRAW. */
-static void uct_simulate(uct_search_t *u, const uct_node_t *leaf,
+static void uct_simulate(rv_uct_tree_t *u, const uct_node_t *leaf,
                          uint64_t outcome[3])
 {
     if (leaf->winner != RV_GAME_NONE) {
@@ -162,7 +174,7 @@ static void uct_backup(uct_node_t *leaf, const uint64_t outcome[3])
 
 /* One rollout from @p root; RV_ERR_NO_MEMORY if a node could not be
  * made (the tree is left consistent). */
-static rv_status_t uct_rollout(uct_search_t *u, uct_node_t *root,
+static rv_status_t uct_rollout(rv_uct_tree_t *u, uct_node_t *root,
                                const void *state)
 {
     uint64_t outcome[3] = {0, 0, 0};
@@ -197,7 +209,7 @@ static int uct_cmp_moves(const void *a, const void *b)
 }
 
 /* The root's moves, tried or not, into @p res. */
-static void uct_report(const uct_search_t *u, const uct_node_t *root,
+static void uct_report(const rv_uct_tree_t *u, const uct_node_t *root,
                        rv_mcts_result_t *res)
 {
     int k = 0;
@@ -226,46 +238,136 @@ static double uct_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void uct_result_clear(rv_mcts_result_t *res)
+{
+    res->nmoves = 0;
+    res->best = 0;
+    res->rollouts = res->root_visits = res->nodes = res->deferred = 0;
+    res->seconds = 0.0;
+}
+
+rv_status_t rv_uct_tree_create(const rv_game_t *game, const void *state,
+                               int sims, double c, uint64_t seed,
+                               rv_uct_tree_t **tree)
+{
+    if (tree == NULL)
+        return RV_ERR_INVALID;
+    *tree = NULL;
+    if (game == NULL || state == NULL || sims < 1 || !(c >= 0.0) ||
+        game->is_terminal(state))
+        return RV_ERR_INVALID;
+    rv_uct_tree_t *u = malloc(sizeof(*u));
+    if (u == NULL)
+        return RV_ERR_NO_MEMORY;
+    /* A zero seed would stall xorshift64*; the header asks for a
+     * non-zero one, and mixing it lets neighbouring seeds differ. */
+    *u = (rv_uct_tree_t){
+        .game = game, .sims = sims, .c = c, .rng = mc_rng_seed(seed)};
+    u->walk = malloc(game->state_max);
+    u->sim = malloc(game->state_max);
+    u->root_state = malloc(game->state_max);
+    if (u->walk != NULL && u->sim != NULL && u->root_state != NULL) {
+        memcpy(u->root_state, state, game->state_len(state));
+        u->root = uct_node_new(u, state, NULL, -1);
+    }
+    if (u->root == NULL) {
+        rv_uct_tree_destroy(u);
+        return RV_ERR_NO_MEMORY;
+    }
+    *tree = u;
+    return RV_OK;
+}
+
+rv_status_t rv_uct_tree_search(rv_uct_tree_t *u, uint64_t rollouts,
+                               rv_mcts_result_t *res)
+{
+    if (res == NULL)
+        return RV_ERR_INVALID;
+    uct_result_clear(res);
+    if (u == NULL || u->root->winner != RV_GAME_NONE)
+        return RV_ERR_INVALID;
+    double start = uct_now();
+    rv_status_t st = RV_OK;
+    for (uint64_t i = 0; i < rollouts && st == RV_OK; i++)
+        if ((st = uct_rollout(u, u->root, u->root_state)) == RV_OK)
+            res->rollouts++;
+    if (st == RV_OK)
+        uct_report(u, u->root, res);
+    res->seconds = uct_now() - start;
+    return st;
+}
+
+/* The edge of @p node for move @p m, or -1 when no rollout took it. */
+static int uct_edge_of(const uct_node_t *node, rv_move_t m)
+{
+    for (int i = 0; i < node->nedges; i++)
+        if (node->edges[i].move == m)
+            return i;
+    return -1;
+}
+
+static bool uct_untried(const uct_node_t *node, rv_move_t m)
+{
+    for (int i = 0; i < node->nuntried; i++)
+        if (node->untried[i] == m)
+            return true;
+    return false;
+}
+
+rv_status_t rv_uct_tree_play(rv_uct_tree_t *u, rv_move_t m)
+{
+    if (u == NULL)
+        return RV_ERR_INVALID;
+    uct_node_t *old = u->root;
+    int i = uct_edge_of(old, m);
+    if (i < 0 && !uct_untried(old, m))
+        return RV_ERR_INVALID;
+    uct_node_t *root;
+    if (i >= 0) {
+        /* The child keeps its subtree and the statistics of its own
+         * edges; it leaves the old root before that is freed. */
+        root = old->edges[i].child;
+        old->edges[i].child = NULL;
+        root->parent = NULL;
+        root->parent_edge = -1;
+    } else {
+        memcpy(u->walk, u->root_state, u->game->state_len(u->root_state));
+        u->game->apply(u->walk, m);
+        if ((root = uct_node_new(u, u->walk, NULL, -1)) == NULL)
+            return RV_ERR_NO_MEMORY; /* the tree is as it was */
+    }
+    u->game->apply(u->root_state, m);
+    uct_node_free(u, old);
+    u->root = root;
+    return RV_OK;
+}
+
+void rv_uct_tree_destroy(rv_uct_tree_t *u)
+{
+    if (u == NULL)
+        return;
+    if (u->root != NULL)
+        uct_node_free(u, u->root);
+    free(u->walk);
+    free(u->sim);
+    free(u->root_state);
+    free(u);
+}
+
 rv_status_t rv_uct_search(const rv_game_t *game, const void *state,
                           uint64_t rollouts, int sims, double c, uint64_t seed,
                           rv_mcts_result_t *res)
 {
     if (res == NULL)
         return RV_ERR_INVALID;
-    res->nmoves = 0;
-    res->best = 0;
-    res->rollouts = res->root_visits = res->nodes = res->deferred = 0;
-    res->seconds = 0.0;
-    if (game == NULL || state == NULL || sims < 1 || !(c >= 0.0) ||
-        game->is_terminal(state))
-        return RV_ERR_INVALID;
-
+    uct_result_clear(res);
     double start = uct_now();
-    rv_status_t st = RV_ERR_NO_MEMORY;
-    uct_search_t *u = malloc(sizeof(*u));
-    if (u == NULL)
-        return st;
-    /* A zero seed would stall xorshift64*; the header asks for a
-     * non-zero one, and mixing it lets neighbouring seeds differ. */
-    *u = (uct_search_t){
-        .game = game, .sims = sims, .c = c, .rng = mc_rng_seed(seed)};
-    u->walk = malloc(game->state_max);
-    u->sim = malloc(game->state_max);
-    uct_node_t *root = NULL;
-    if (u->walk != NULL && u->sim != NULL)
-        root = uct_node_new(u, state, NULL, -1);
-    if (root != NULL) {
-        st = RV_OK;
-        for (uint64_t i = 0; i < rollouts && st == RV_OK; i++)
-            if ((st = uct_rollout(u, root, state)) == RV_OK)
-                res->rollouts++;
-        if (st == RV_OK)
-            uct_report(u, root, res);
-        uct_node_free(root);
-    }
-    free(u->walk);
-    free(u->sim);
-    free(u);
+    rv_uct_tree_t *u;
+    rv_status_t st = rv_uct_tree_create(game, state, sims, c, seed, &u);
+    if (st == RV_OK)
+        st = rv_uct_tree_search(u, rollouts, res);
+    rv_uct_tree_destroy(u);
+    /* The one-shot search's time covers its tree's making and freeing. */
     res->seconds = uct_now() - start;
     return st;
 }

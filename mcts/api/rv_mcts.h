@@ -306,11 +306,68 @@ RV_EXPORT rv_status_t rv_mcts_shutdown(rv_worker_t *w);
  * @param [in]  seed        the generator's seed (non-zero)
  * @param [out] res         what it found (the caller's)
  * @return RV_OK; RV_ERR_INVALID when the game is over; RV_ERR_NO_MEMORY
- * @note Any thread; it allocates its tree and frees it before returning.
+ * @note Any thread; it allocates its tree and frees it before returning
+ *       (res->seconds counts both).
  */
 RV_EXPORT rv_status_t rv_uct_search(const rv_game_t *game, const void *state,
                                     uint64_t rollouts, int sims, double c,
                                     uint64_t seed, rv_mcts_result_t *res);
+
+/** @brief A sequential UCT tree kept from one search to the next. */
+typedef struct rv_uct_tree rv_uct_tree_t;
+
+/**
+ * @brief A sequential UCT tree of one root, for searches that keep what
+ * they found across moves (rv_uct_tree_play), as the distributed search
+ * does.
+ * @param [in]  game  the game
+ * @param [in]  state the root position (copied)
+ * @param [in]  sims  playouts per leaf (as mcts.simulations_per_leaf)
+ * @param [in]  c     exploration constant (as mcts.c)
+ * @param [in]  seed  the generator's seed (non-zero)
+ * @param [out] tree  the tree (NULL on an error)
+ * @return RV_OK; RV_ERR_INVALID for a NULL argument, sims < 1, c < 0 or a
+ *         finished game; RV_ERR_NO_MEMORY
+ * @note Any thread; a tree is used by one thread at a time.
+ */
+RV_EXPORT rv_status_t rv_uct_tree_create(const rv_game_t *game,
+                                         const void *state, int sims,
+                                         double c, uint64_t seed,
+                                         rv_uct_tree_t **tree);
+
+/**
+ * @brief Adds @p rollouts rollouts to @p tree and reports its root's
+ * moves: res->root_visits counts those kept from earlier moves too,
+ * res->nodes the tree's nodes, res->seconds this search alone.
+ * @param [in]  tree     the tree
+ * @param [in]  rollouts rollouts to add
+ * @param [out] res      what it found (the caller's)
+ * @return RV_OK; RV_ERR_INVALID for a NULL argument or a root whose game
+ *         is over (res->nmoves 0); RV_ERR_NO_MEMORY (the rollouts done
+ *         are kept)
+ * @note The thread using the tree.
+ */
+RV_EXPORT rv_status_t rv_uct_tree_search(rv_uct_tree_t *tree,
+                                         uint64_t rollouts,
+                                         rv_mcts_result_t *res);
+
+/**
+ * @brief Plays @p m at the root: the child's subtree, with its
+ * statistics, becomes the root (a new node if no rollout reached it) and
+ * the rest of the tree is freed before it returns.
+ * @param [in] tree the tree
+ * @param [in] m    a legal move of the root position
+ * @return RV_OK; RV_ERR_INVALID for a NULL tree or a move that is not
+ *         legal at the root; RV_ERR_NO_MEMORY (the tree unchanged)
+ * @note The thread using the tree.
+ */
+RV_EXPORT rv_status_t rv_uct_tree_play(rv_uct_tree_t *tree, rv_move_t m);
+
+/**
+ * @brief Frees @p tree and every node it holds.
+ * @param [in] tree the tree (NULL: nothing)
+ */
+RV_EXPORT void rv_uct_tree_destroy(rv_uct_tree_t *tree);
 
 #ifdef __cplusplus
 }

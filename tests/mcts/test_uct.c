@@ -5,6 +5,9 @@
  *   win rate breaking ties, the visits summing to the rollouts run and to
  *   the root's visits, one node per rollout, the same seed the same
  *   search, the root position untouched, and its refusals;
+ * - a tree kept across moves (rv_uct_tree_*): the same search as the
+ *   one-shot one, and a played move's subtree kept as the root with the
+ *   chosen child's visits, for the engine's move and the opponent's;
  * - its choices: on random 3x3 and 4x4 Hex and tic-tac-toe positions
  *   where an exact solver (here, negamax over the game's callbacks) finds
  *   at most two moves that keep the position's value, it picks one.
@@ -218,6 +221,85 @@ static void test_uct_contract(void **state)
     assert_int_equal(a.nmoves, 0);
 }
 
+/* The visits of @p res's moves, summed. */
+static uint64_t visits_sum(const rv_mcts_result_t *res)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < res->nmoves; i++)
+        sum += res->moves[i].visits;
+    return sum;
+}
+
+/* Plays @p res's best move in @p t and checks that the new root carries
+ * the chosen child's visits: all of its edge's but the rollout that made
+ * it (no rollout of these searches reaches a finished game), and one node
+ * per rollout through it. Leaves the new root's moves in @p res. */
+static void check_play_keeps(rv_uct_tree_t *t, rv_mcts_result_t *res)
+{
+    uint64_t chosen = res->moves[0].visits;
+    assert_true(chosen > 1);
+    assert_int_equal(rv_uct_tree_play(t, res->best), RV_OK);
+    assert_int_equal(rv_uct_tree_search(t, 0, res), RV_OK);
+    assert_int_equal(res->rollouts, 0);
+    assert_int_equal(res->root_visits, chosen - 1);
+    assert_int_equal(visits_sum(res), chosen - 1);
+    assert_int_equal(res->nodes, chosen);
+}
+
+/* A tree kept across moves: the same search as rv_uct_search from the
+ * same seed; after the engine's move and the opponent's reply the root
+ * keeps each chosen child's statistics, later rollouts add to them; a
+ * move no rollout tried starts a fresh root; an illegal move is refused. */
+static void test_uct_tree_keeps_subtree(void **state)
+{
+    (void)state;
+    const rv_game_t *g = rv_game_hex();
+    static rv_mcts_result_t a, b;
+    pos_t s;
+    rv_uct_tree_t *t;
+    new_pos(&s, 7);
+    assert_int_equal(rv_uct_search(g, &s, 3000, 2, 0.7, 99, &a), RV_OK);
+    assert_int_equal(rv_uct_tree_create(g, &s, 2, 0.7, 99, &t), RV_OK);
+    assert_int_equal(rv_uct_tree_search(t, 3000, &b), RV_OK);
+    check_result(g, &s, &b, 3000);
+    assert_int_equal(b.nodes, 3001);
+    for (int i = 0; i < a.nmoves; i++) {
+        assert_int_equal(a.moves[i].move, b.moves[i].move);
+        assert_int_equal(a.moves[i].visits, b.moves[i].visits);
+    }
+
+    rv_move_t mine = b.best;
+    check_play_keeps(t, &b); /* the engine's move */
+    g->apply(&s, mine);
+    check_play_keeps(t, &b); /* the opponent's reply, from what it kept */
+    uint64_t kept = b.root_visits;
+    assert_int_equal(rv_uct_tree_search(t, 500, &b), RV_OK);
+    assert_int_equal(b.rollouts, 500);
+    assert_int_equal(b.root_visits, kept + 500);
+    assert_int_equal(visits_sum(&b), kept + 500);
+
+    assert_int_equal(rv_uct_tree_play(t, mine), RV_ERR_INVALID); /* taken */
+    rv_uct_tree_destroy(t);
+
+    /* Ten rollouts try ten of the 48 moves left. */
+    assert_int_equal(rv_uct_tree_create(g, &s, 2, 0.7, 5, &t), RV_OK);
+    assert_int_equal(rv_uct_tree_search(t, 10, &b), RV_OK);
+    assert_int_equal(b.moves[b.nmoves - 1].visits, 0);
+    assert_int_equal(rv_uct_tree_play(t, b.moves[b.nmoves - 1].move), RV_OK);
+    assert_int_equal(rv_uct_tree_search(t, 0, &b), RV_OK);
+    assert_int_equal(b.root_visits, 0);
+    assert_int_equal(b.nodes, 1);
+    assert_int_equal(b.nmoves, 47);
+    rv_uct_tree_destroy(t);
+    rv_uct_tree_destroy(NULL);
+
+    assert_int_equal(rv_uct_tree_create(g, &s, 0, 0.7, 99, &t),
+                     RV_ERR_INVALID);
+    assert_null(t);
+    assert_int_equal(rv_uct_tree_search(NULL, 1, &b), RV_ERR_INVALID);
+    assert_int_equal(rv_uct_tree_play(NULL, 0), RV_ERR_INVALID);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -237,6 +319,7 @@ int main(void)
     rnd_state = 67890;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uct_contract),
+        cmocka_unit_test(test_uct_tree_keeps_subtree),
         cmocka_unit_test(test_uct_solves_hex3),
         cmocka_unit_test(test_uct_solves_hex4),
         cmocka_unit_test(test_uct_solves_tictactoe),
