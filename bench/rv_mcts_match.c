@@ -1,24 +1,31 @@
 /*
  * rv-mcts-match: games of Hex between the distributed search (every
- * worker of the job) and the plain sequential UCT (rv_uct_search, in
+ * worker of the job) and the plain sequential UCT (rv_uct_tree_*, in
  * worker 0's thread alone), with the same playouts and settings.
  *
  *   rv-mcts-match --games G --size N --rollouts R            equal rollouts
  *   rv-mcts-match --games G --size N --ms T                  equal time
  *
- * With --rollouts both engines run R rollouts per move, and the
- * distributed one starts each move from a fresh tree, as the sequential
- * one does: what is compared is the search, with its virtual loss and
- * its parallel selections, at equal work. With --ms each engine gets T
- * milliseconds per move, as the rollouts that fill T on the first position
- * (measured at the start of the job), and the distributed one keeps the
- * subtree of the moves played (as it plays). Games come in pairs from
- * the same random opening of one stone each (the engines swap colours in
- * the pair), so the first player's advantage cancels out; an opening is
- * kept only when a sequential UCT of 20,000 rollouts finds it balanced
- * (its best move wins 40 to 60 % for the side to move), since a decided
- * opening gives each engine one game of the pair whatever they do. Prints one
- * line per game and, last, a CSV line
+ * With --rollouts both engines run R rollouts per move, each from a
+ * fresh tree: the distributed one sets the position (reclaiming the
+ * previous move's tree) and the sequential one makes its tree and frees
+ * it; what is compared is the search, with its virtual loss and its
+ * parallel selections, at equal work. With --ms each engine gets T
+ * milliseconds per move, as the rollouts that fill T on the first
+ * position (measured at the start of the job), and both keep the subtree
+ * of the moves played, their own and the opponent's (rv_mcts_play,
+ * rv_uct_tree_play). In both modes an engine's clock runs over its whole
+ * move: bringing its tree up to the position (the opponent's move
+ * played in it, or a new game's position set, the old tree reclaimed),
+ * the search, and playing its own move (the rest of the tree reclaimed).
+ * Games come in pairs from the same random opening of one stone each
+ * (the engines swap colours in the pair), so the first player's advantage
+ * cancels out; an opening is kept only when a sequential UCT of 20,000
+ * rollouts finds it balanced (its best move wins 40 to 60 % for the side
+ * to move), since a decided opening gives each engine one game of the
+ * pair whatever they do. Prints one line per game, a line of each
+ * engine's time per move (and of it, the time of keeping its tree), and
+ * last a CSV line
  *   mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move,ms_distributed,ms_uct
  * with a 95 % Wilson interval of the distributed engine's win rate, and
  * each engine's rollouts and wall time per move, on average over the
@@ -42,46 +49,97 @@ static struct {
 } opt = {.games = 200, .size = 7, .sims = 16};
 
 typedef struct engine {
+    bool distributed;
     uint64_t rollouts;  /* per move */
     rv_mcts_result_t res;
+    rv_uct_tree_t *tree; /* the sequential engine's, kept across moves */
+    int synced;         /* the game's moves its tree has played; -1: its
+                           tree is not of this game */
     double seconds;     /* the games' moves: wall time, */
-    uint64_t done;      /* rollouts */
+    uint64_t done;      /* rollouts, */
+    uint64_t kept;      /* the root's visits kept from earlier moves, */
+    double tree_seconds; /* the time of keeping its tree (moves played
+                            in it, positions set), */
     int moves;          /* and their number */
 } engine_t;
 
-static engine_t dist, uct;
+static engine_t dist = {.distributed = true}, uct;
 
-/* The distributed engine's move in @p s. */
-static rv_status_t dist_move(rv_worker_t *w, const void *s, bool fresh,
-                             rv_move_t *m)
+/* Brings @p e's tree to position @p s, which the game's moves @p hist
+ * (@p n of them) led to: a new tree for a new game, otherwise the moves
+ * it has not played yet (the opponent's), each keeping its subtree. */
+static rv_status_t sync_tree(rv_worker_t *w, engine_t *e, const void *s,
+                             const rv_move_t *hist, int n, uint64_t seed)
 {
-    rv_status_t st = fresh ? rv_mcts_position(w, s) : RV_OK;
+    rv_status_t st = RV_OK;
+    if (e->synced < 0) {
+        if (e->distributed)
+            return rv_mcts_position(w, s);
+        rv_uct_tree_destroy(e->tree);
+        return rv_uct_tree_create(rv_game_hex(), s, opt.sims, opt.c, seed,
+                                  &e->tree);
+    }
+    for (int i = e->synced; i < n && st == RV_OK; i++)
+        st = e->distributed ? rv_mcts_play(w, hist[i])
+                            : rv_uct_tree_play(e->tree, hist[i]);
+    return st;
+}
+
+/* @p e's move in @p s from a fresh tree. */
+static rv_status_t fresh_move(rv_worker_t *w, engine_t *e, const void *s,
+                              uint64_t seed, rv_move_t *m)
+{
+    rv_status_t st;
+    if (e->distributed) {
+        st = rv_mcts_position(w, s);
+        if (st == RV_OK)
+            st = rv_mcts_search(w, e->rollouts, &e->res);
+    } else {
+        st = rv_uct_search(rv_game_hex(), s, e->rollouts, opt.sims, opt.c,
+                           seed, &e->res);
+    }
+    *m = e->res.best;
+    return st;
+}
+
+/* @p e's whole move in @p s after the game's moves @p hist (@p n): with
+ * @p keep, its tree brought up to @p s, the search, and its move played
+ * in its tree; otherwise a search from a fresh tree. The caller times
+ * all of it. */
+static rv_status_t engine_move(rv_worker_t *w, engine_t *e, const void *s,
+                               const rv_move_t *hist, int n, bool keep,
+                               uint64_t seed, rv_move_t *m)
+{
+    if (!keep)
+        return fresh_move(w, e, s, seed, m);
+    double t0 = bench_now_s();
+    rv_status_t st = sync_tree(w, e, s, hist, n, seed);
+    double t1 = bench_now_s();
     if (st == RV_OK)
-        st = rv_mcts_search(w, dist.rollouts, &dist.res);
-    *m = dist.res.best;
+        st = e->distributed ? rv_mcts_search(w, e->rollouts, &e->res)
+                            : rv_uct_tree_search(e->tree, e->rollouts, &e->res);
+    *m = e->res.best;
+    double t2 = bench_now_s();
+    if (st == RV_OK)
+        st = e->distributed ? rv_mcts_play(w, *m)
+                            : rv_uct_tree_play(e->tree, *m);
+    e->tree_seconds += t1 - t0 + bench_now_s() - t2;
+    e->synced = n + 1;
     return st;
 }
 
-static rv_status_t uct_move(const void *s, uint64_t seed, rv_move_t *m)
-{
-    rv_status_t st = rv_uct_search(rv_game_hex(), s, uct.rollouts, opt.sims,
-                                   opt.c, seed, &uct.res);
-    *m = uct.res.best;
-    return st;
-}
-
-/* Seconds the engine takes for one move from @p s at its current
- * rollouts per move: the median of three. */
-static double move_time(rv_worker_t *w, const void *s, bool distributed)
+/* Seconds engine @p e takes for one move from @p s with a new tree at
+ * its current rollouts per move, keeping its tree as in a game: the
+ * median of three. */
+static double move_time(rv_worker_t *w, const void *s, engine_t *e)
 {
     double t[3];
     rv_move_t m;
     for (int i = 0; i < 3; i++) {
+        e->synced = -1;
         double t0 = bench_now_s();
-        if (distributed)
-            dist_move(w, s, true, &m);
-        else
-            uct_move(s, (uint64_t)i + 1, &m);
+        if (engine_move(w, e, s, NULL, 0, true, (uint64_t)i + 1, &m) != RV_OK)
+            exit(1);
         t[i] = bench_now_s() - t0;
     }
     double lo = fmin(t[0], fmin(t[1], t[2]));
@@ -92,17 +150,18 @@ static double move_time(rv_worker_t *w, const void *s, bool distributed)
 /* Rollouts per move that fill opt.ms for one engine on position @p s:
  * from its rate on a long search first, then corrected on searches of
  * the size found, so that a short move's fixed costs (the distributed
- * engine's start and end of a search) count against its time. */
-static void fit_rollouts(rv_worker_t *w, const void *s, bool distributed,
+ * engine's start and end of a search, and for both the tree's making and
+ * reclamation) count against its time. */
+static void fit_rollouts(rv_worker_t *w, const void *s, engine_t *e,
                          double *rate)
 {
-    uint64_t *n = distributed ? &dist.rollouts : &uct.rollouts;
-    *n = 20000;
-    *rate = (double)*n / move_time(w, s, distributed);
-    *n = (uint64_t)fmax(1.0, *rate * opt.ms / 1000.0);
+    e->rollouts = 20000;
+    *rate = (double)e->rollouts / move_time(w, s, e);
+    e->rollouts = (uint64_t)fmax(1.0, *rate * opt.ms / 1000.0);
     for (int i = 0; i < 3; i++) {
-        double t = move_time(w, s, distributed);
-        *n = (uint64_t)fmax(1.0, (double)*n * (opt.ms / 1000.0) / t);
+        double t = move_time(w, s, e);
+        e->rollouts =
+            (uint64_t)fmax(1.0, (double)e->rollouts * (opt.ms / 1000.0) / t);
     }
 }
 
@@ -110,8 +169,9 @@ static void fit_rollouts(rv_worker_t *w, const void *s, bool distributed,
 static void calibrate(rv_worker_t *w, const void *s)
 {
     double dr, ur;
-    fit_rollouts(w, s, true, &dr);
-    fit_rollouts(w, s, false, &ur);
+    fit_rollouts(w, s, &dist, &dr);
+    fit_rollouts(w, s, &uct, &ur);
+    dist.tree_seconds = uct.tree_seconds = 0.0; /* the games' alone */
     printf("calibration: distributed %.0f rollouts/s, sequential UCT %.0f "
            "rollouts/s on long searches: %" PRIu64 " and %" PRIu64
            " rollouts fill a %g ms move\n", dr, ur, dist.rollouts,
@@ -136,28 +196,29 @@ static bool play_game(rv_worker_t *w, const uint8_t *opening, bool dist_black,
 {
     const rv_game_t *g = rv_game_hex();
     uint8_t s[1024];
-    bool reuse = opt.ms > 0;
+    rv_move_t hist[RV_GAME_MAX_MOVES];
+    int n = 0;
+    bool keep = opt.ms > 0;
     memcpy(s, opening, g->state_max);
-    if (reuse && rv_mcts_position(w, s) != RV_OK)
-        exit(1);
+    dist.synced = uct.synced = -1;
     while (!g->is_terminal(s)) {
         bool dist_turn = (g->to_play(s) == 0) == dist_black;
+        engine_t *e = dist_turn ? &dist : &uct;
         rv_move_t m;
         double t0 = bench_now_s();
-        rv_status_t st = dist_turn ? dist_move(w, s, !reuse, &m)
-                                   : uct_move(s, seed++, &m);
+        rv_status_t st = engine_move(w, e, s, hist, n, keep, seed++, &m);
         double dt = bench_now_s() - t0;
-        engine_t *e = dist_turn ? &dist : &uct;
-        e->seconds += dt;
-        e->moves++;
-        e->done += e->rollouts;
-        if (opt.ms > 0)
-            keep_time(e, dt);
         if (st != RV_OK)
             exit(1);
-        if (reuse && rv_mcts_play(w, m) != RV_OK)
-            exit(1);
+        e->seconds += dt;
+        e->moves++;
+        e->done += e->res.rollouts;
+        if (e->res.root_visits > e->res.rollouts)
+            e->kept += e->res.root_visits - e->res.rollouts;
+        if (opt.ms > 0)
+            keep_time(e, dt);
         g->apply(s, m);
+        hist[n++] = m;
     }
     return (g->winner(s) == RV_GAME_FIRST) == dist_black;
 }
@@ -167,8 +228,9 @@ static void wilson(int wins, int n, double *lo, double *hi)
     double z = 1.96, p = (double)wins / n, d = 1 + z * z / n;
     double mid = (p + z * z / (2.0 * n)) / d;
     double half = z * sqrt(p * (1 - p) / n + z * z / (4.0 * n * n)) / d;
-    *lo = mid - half;
-    *hi = mid + half;
+    /* Clamped: rounding leaves -0.000 at no wins. */
+    *lo = fmax(0.0, mid - half);
+    *hi = fmin(1.0, mid + half);
 }
 
 /* A random opening of one stone each that a sequential UCT finds
@@ -224,11 +286,17 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     double ums = 1000.0 * uct.seconds / uct.moves;
     uint64_t dn = dist.done / (uint64_t)dist.moves;
     uint64_t un = uct.done / (uint64_t)uct.moves;
-    printf("per move: distributed %.2f ms, %" PRIu64 " rollouts; sequential "
-           "UCT %.2f ms, %" PRIu64 " rollouts\n", dms, dn, ums, un);
+    printf("per move: distributed %.2f ms (%.2f keeping its tree), %" PRIu64
+           " rollouts, %.1f root visits kept; sequential UCT %.2f ms "
+           "(%.2f keeping its tree), %" PRIu64 " rollouts, %.1f root visits "
+           "kept\n", dms, 1000.0 * dist.tree_seconds / dist.moves, dn,
+           (double)dist.kept / dist.moves, ums,
+           1000.0 * uct.tree_seconds / uct.moves, un,
+           (double)uct.kept / uct.moves);
     printf("%s,%d,%d,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%g,%.2f,%.2f\n",
            opt.ms > 0 ? "equal_time" : "equal_rollouts", opt.games, wins,
            (double)wins / opt.games, lo, hi, dn, un, opt.ms, dms, ums);
+    rv_uct_tree_destroy(uct.tree);
     return rv_mcts_shutdown(w);
 }
 
