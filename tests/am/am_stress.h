@@ -126,7 +126,8 @@ static inline bool remote(rv_tid_t a, rv_tid_t b)
 /* The jobs (test_am_stress_jobs.c)                                        */
 
 /* The worker every other worker streams to (slow_receiver, ovfl_limit),
- * and how long it sleeps in slow_receiver. */
+ * and how long it pauses in slow_receiver where no ring can fill (path
+ * send, or puts that wait for it): nothing is required of the rings then. */
 #define RECEIVER 0
 #define SLOW_MS 300
 
@@ -147,6 +148,26 @@ bool rma_waits_for_target(void);
 /* Calls per pair in all_to_all, and per sender in slow_receiver. */
 uint64_t calls_per_pair(void);
 uint64_t stream_calls(void);
+
+/* ---------------------------------------------------------------------- */
+/* What a receiver that does not progress waits for                        */
+
+/* The jobs whose receiver waits for its senders' rings to fill. */
+enum { BOARD_SLOW, BOARD_OVFL, BOARD_JOBS };
+
+/* Maps the job's board: a counter per such job, in shared memory that
+ * every process of the job maps (named after rivetrun's bootstrap
+ * address), on which each remote sender tells the receiver that it met a
+ * full ring, or gave up streaming without. The receiver cannot be told
+ * through rivet itself: it does not progress. From main, before rv_init;
+ * false (with a message) on failure. */
+bool board_open(void);
+
+/* Installs the probe layer, whose progress hook tells the board once its
+ * worker's rv_am_stats_t.ring_full has grown since board_arm: a sender
+ * that waits inside a call for room (am.on_full: retry) is seen meeting
+ * the full ring while it waits. Main thread, before the first job. */
+rv_status_t probe_install(rv_context_t *c);
 
 int body_all_to_all(rv_worker_t *w, void *arg);
 int body_slow_receiver(rv_worker_t *w, void *arg);
