@@ -84,6 +84,26 @@ static inline double bench_now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/*
+ * A send buffer as ucx_perftest's, the baseline's: page-aligned, with its
+ * pages present. ucx_perftest allocates its buffers with ucp_mem_map: over
+ * shm System V shared memory, whose pages are real memory once touched
+ * (over tcp anonymous memory it never writes, where the socket copy, not
+ * the source, sets the pace). A buffer never written (calloc's) is mapped
+ * to the kernel's one zero page instead, and a rendezvous that copies out
+ * of it (CMA over shm) reads a single cached 4 KiB page, twice as fast as
+ * real data. It is written once, here, and not per send, as ucx_perftest's
+ * is not either.
+ */
+static inline char *bench_buffer(size_t size)
+{
+    size_t page = 4096, len = ((size ? size : 1) + page - 1) / page * page;
+    char *buf = aligned_alloc(page, len);
+    if (buf != NULL)
+        memset(buf, 0xa5, len);
+    return buf;
+}
+
 /* -n ITERS if given, else about @p budget bytes' worth of @p size-byte
  * operations, within [min, max]. */
 static inline long bench_iters(const bench_opts_t *o, size_t size,

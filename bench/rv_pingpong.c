@@ -58,7 +58,7 @@ static int cmp_double(const void *a, const void *b)
 
 static int run_size(rv_worker_t *w, rv_tid_t peer, size_t size, double *rtt)
 {
-    char *buf = calloc(1, size ? size : 1);
+    char *buf = bench_buffer(size);
     if (buf == NULL)
         return 1;
     for (long i = 0; i < opt.warmup + opt.iters; i++) {
@@ -137,7 +137,7 @@ int main(int argc, char **argv)
     size_t max = 1;
     for (int s = 0; s < opt.nsizes; s++)
         max = opt.sizes[s] > max ? opt.sizes[s] : max;
-    pp.reply = calloc(1, max);
+    pp.reply = bench_buffer(max);
     if (pp.reply == NULL)
         return 1;
     /* Both handlers only count or reply: they run inline, in the

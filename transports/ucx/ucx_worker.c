@@ -690,6 +690,24 @@ static bool rma_needs_emulation(const char *info)
     return !native;
 }
 
+/* At log level info, logs the lanes and the AM protocol by size
+ * (ucp_ep_print_info's "lane[" and "am_send:" lines) of the endpoint to
+ * @p peer_rank, so that a benchmark can record which protocol it ran. */
+static void log_ep_info(int peer_rank, const char *info)
+{
+    if (!rv_log_enabled(RV_LOG_INFO) || info == NULL)
+        return;
+    for (const char *line = info; *line;) {
+        const char *eol = strchrnul(line, '\n');
+        const char *p = line + strspn(line, "# \t");
+        if (p < eol && (strncmp(p, "lane[", 5) == 0 ||
+                        strncmp(p, "am_send:", 8) == 0))
+            rv_info("ucx endpoint to rank %d: %.*s", peer_rank,
+                    (int)(eol - p), p);
+        line = *eol ? eol + 1 : eol;
+    }
+}
+
 rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
                            const void *addr, size_t len)
 {
@@ -714,8 +732,10 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
                     (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
     if (emu == RV_RMA_EMU_AUTO || describe) {
         char *info = ep_info(tw->eps[peer]);
-        if (describe)
+        if (describe) {
             record_lanes(tp, info);
+            log_ep_info(peer_rank, info);
+        }
         if (emu == RV_RMA_EMU_AUTO)
             tw->emulate[peer] = rma_needs_emulation(info);
         if (describe && tw->emulate[peer])
