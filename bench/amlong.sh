@@ -18,10 +18,10 @@
 # script says so); without -P the runs are not labelled with the machine's
 # state either (state "unprobed").
 #
-# Machine state: c2c-probe runs before and after each transport's runs of
-# a repetition and prints the round trip of a cache line bounced between
-# cpu 0 and cpu 1 and the time of a 1 MiB copy of data the other core just
-# wrote. A probe is "fast" (line <= 300 ns and copy <= 80 us), "slow"
+# Machine state: c2c-probe (bench/machine-state.sh) runs before and
+# after each transport's runs of a repetition and prints the round trip
+# of a cache line bounced between cpu 0 and cpu 1 and the time of a 1 MiB
+# copy of data the other core just wrote. A probe is "fast" (line <= 300 ns and copy <= 80 us), "slow"
 # (line <= 1000 ns and copy <= 300 us) or "loaded" (worse); the runs'
 # state is the two probes' ("slow", or "fast>slow" if it changed). Every
 # probe goes to bench/results/amlong-pingpong-state.csv or
@@ -70,6 +70,27 @@
 # bench/results/amlong-injection.png. It prints rivet's and GASNet's
 # injection time per size at the shallowest and deepest queue.
 #
+# What ran: beside each medians file, *-peers.csv
+# (amlong-pingpong-peers.csv, amlong-injection-peers.csv) holds one row
+# per system and transport with the columns
+#   reps,system,transport,version,stack,compiler,build_flags,binding,cpu
+# reps: the repetitions the row describes (FIRST-LAST; with -a each
+# session adds its rows); system rivet or gasnet-ex (transport: the rivet
+# transport it ran beside); version: rivet's git describe, GASNet-EX's
+# release; stack: the UCX and job settings under rivet, GASNet-EX's
+# conduit and configuration; compiler and build_flags: read from rivet's
+# CMake build, and for GASNet-EX from the identification strings it
+# builds into its programs (release, configuration, compiler, configure
+# options), its conduit's makefile fragment (the compiler's path) and its
+# build log (the options the program was compiled with); binding: where
+# each side's workers ran, from a short run of each before the
+# measurements (rivet's debug log, hwloc's core index; for GASNet-EX the
+# cpus the kernel lets each process run on and the cpu time it used, in
+# start order: over udp the first two are the spawner and its fork, which
+# only wait); cpu: lscpu's model name. One row per
+# system rather than columns of the medians files: these hold per build
+# and launch, not per figure.
+#
 # Beside each medians file, *-by-state.csv holds the same medians per
 # machine state (the runs' state label first, then the key columns, the
 # number of runs, rivet's and GASNet's figures and the ratio), and the
@@ -83,6 +104,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/machine-state.sh"
+. "$here/peer-info.sh"
 median_awk=$(cat "$here/median.awk")
 top=$(dirname "$here")
 build=$top/build
@@ -119,24 +142,14 @@ pp_sizes=$pp_sizes,65536,131072,262144,524288,1048576
 
 fail() { echo "amlong: $*" >&2; exit 1; }
 part() { [[ " $parts " == *" $1 "* ]]; } # part NAME: is it selected?
-. "$here/ucx-perftest.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # --------------------------------------------------------------------------
 # The peers: GASNet-EX's programs and the machine-state probe.
 gasnet_sh=""
-probe_bin=""
 if [ $summary_only -eq 0 ]; then
-  if [ -n "$peers" ]; then
-    [ -f "$peers/c2c-probe.c" ] || fail "no c2c-probe.c in $peers"
-    cc -O2 -pthread "$peers/c2c-probe.c" -o "$tmp/c2c-probe" ||
-      fail "cannot build $peers/c2c-probe.c"
-    probe_bin=$tmp/c2c-probe
-  else
-    echo "amlong: no peers folder (-P DIR): runs are not labelled with the" \
-         "machine's state" >&2
-  fi
+  machine_probe_init "$peers" "$tmp" || exit 1
   if [ -n "$gasnet_dir" ]; then
     [ -n "$peers" ] && [ -x "$peers/gasnet/gasnet.sh" ] ||
       fail "-g $gasnet_dir needs -P PEERS_DIR holding gasnet/gasnet.sh"
@@ -165,21 +178,7 @@ conduit() {
 
 # probe FILE REP TRANSPORT WHEN -> appends the probe's row to FILE, prints
 # its state
-probe() {
-  local out
-  if [ -z "$probe_bin" ] || ! out=$("$probe_bin"); then
-    echo unprobed; return
-  fi
-  echo "$out" | awk -v rep="$2" -v tl="$3" -v when="$4" -v f="$1" '
-    $1 == "c2c:" { line = $3; x = $5
-      st = "loaded"
-      if (line <= 1000 && x <= 300) st = "slow"
-      if (line <= 300 && x <= 80) st = "fast"
-      printf "%s,%s,%s,%s,%s,%s,%s,%s\n", rep, tl, when, line, x, $7, $9,
-             st >> f
-      print st }'
-}
-state_of() { [ "$1" = "$2" ] && echo "$1" || echo "$1>$2"; }
+probe() { machine_probe "$1" "$2,$3,$4"; }
 
 # start_runs RUNS HEADER STATE_FILE -> the first repetition's number: 1
 # after writing fresh headers, or (-a) the one after the runs file's last
@@ -196,7 +195,73 @@ start_runs() {
     echo 1
   fi
 }
-state_header="rep,transport,when,line_rtt_ns,xcore_copy1M_us,local_copy1M_us,zeropage_copy1M_us,state"
+state_header="rep,transport,when,$machine_state_header"
+
+# gasnet_ident CONDUIT PROGRAM KEY -> the identification string $KEY: ...$
+# GASNet-EX built into PROGRAM of CONDUIT (GASNetConfig, GASNetGitHash,
+# GASNetCompilerID, GASNetConfigureArgs)
+gasnet_ident() {
+  grep -ao '\$'"$3"': [^$]*\$' "$gasnet_dir/obj/$1-conduit/$2" 2> /dev/null |
+    tail -1 | sed 's/^[^:]*: *//; s/ *\$$//' || true
+}
+
+# gasnet_row CONDUIT PROGRAM -> GASNet-EX's version, stack, compiler and
+# build flags, as its build recorded them, for the peers file
+gasnet_row() {
+  local c=$1 prog=$2 config flags cc
+  config=$(gasnet_ident "$c" "$prog" GASNetConfig)
+  echo -n "$(csv_field "$(echo "$config" | sed -n 's/.*RELEASE=\([^,]*\).*/\1/p')" \
+                       "($(gasnet_ident "$c" "$prog" GASNetGitHash))"),"
+  echo -n "$(csv_field "$c conduit: $(echo "$config" |
+                        sed 's/^([^)]*) //; s/RELEASE=[^,]*,//; s/SPEC=[^,]*,//' |
+                        tr , ' ')"),"
+  cc=$(sed -n 's/^GASNET_CC *= *//p' "$gasnet_dir/obj/$c-conduit/$c-seq.mak" \
+         2> /dev/null) || true
+  echo -n "$(csv_field "$(gasnet_ident "$c" "$prog" GASNetCompilerID |
+                         sed -n 's/.*COMPILER_FAMILY:\([^|]*\)|COMPILER_VERSION:\([^|]*\).*/\1 \2/p')" \
+                       "(${cc:-unknown})"),"
+  # The options of the command that compiled PROGRAM for this conduit,
+  # from the build's log: optimization, defines and code generation, not
+  # warnings or include paths.
+  flags=$(grep -- "-c -o $prog.o " "$gasnet_dir/build.log" 2> /dev/null |
+          grep -- "/$c-conduit " | head -1 |
+          awk '{ for (i = 2; i <= NF; i++)
+                   if ($i ~ /^-([ODfmg]|std)/) o = o " " $i
+                   else if ($i == "--param") { o = o " " $i " " $(i + 1); i++ }
+                 print substr(o, 2) }') || true
+  csv_field "configure $(gasnet_ident "$c" "$prog" GASNetConfigureArgs |
+                         tr -d "'"); $prog: ${flags:-unknown}"
+}
+
+# peers_header and write_peers FILE FIRST LAST "PROGRAM ARGS" "GASNET_PROGRAM
+# ARGS": the rows of what ran in repetitions FIRST-LAST into FILE (fresh,
+# unless -a adds to it): per transport, rivet's build and where a short
+# run of PROGRAM put its workers, and GASNet-EX's, beside it, with a short
+# run of GASNET_PROGRAM
+peers_header="reps,system,transport,version,stack,compiler,build_flags,binding,cpu"
+write_peers() {
+  local f=$1 reps="$2-$3" rv_cmd gex_cmd tl c cfg cpu
+  read -ra rv_cmd <<< "$4"
+  read -ra gex_cmd <<< "$5"
+  [ $append -eq 1 ] && [ -s "$f" ] || echo "$peers_header" > "$f"
+  cpu=$(machine_model)
+  for tl in $transports; do
+    cfg=$top/configs/pingpong-$tl.yaml
+    printf '%s,rivet,%s,%s,%s,%s,%s,%s,%s\n' "$reps" "$tl" \
+      "$(rivet_version "$top")" "$(rivet_stack "$cfg")" \
+      "$(rivet_compiler "$build")" "$(rivet_flags "$build" "${rv_cmd[0]}")" \
+      "$(rivet_binding "$build" "$cfg" 2 1 "$build/bin/${rv_cmd[0]}" \
+           "${rv_cmd[@]:1}")" "$cpu" >> "$f"
+    c=$(conduit "$tl")
+    [ -n "$c" ] || continue
+    printf '%s,gasnet-ex,%s,%s,%s,%s\n' "$reps" "$tl" \
+      "$(gasnet_row "$c" "${gex_cmd[0]}")" \
+      "$(peer_binding "${gex_cmd[0]}" "$gasnet_sh" "$c" "$gasnet_dir" \
+           "${gex_cmd[@]}")" "$cpu" >> "$f"
+  done
+  echo "what ran: $f"
+  cat "$f"
+}
 
 # by_state RUNS NKEY RIVET GASNET STATE HEADER -> medians per (state, the
 # runs file's first NKEY columns): runs, rivet's figure (column RIVET),
@@ -298,6 +363,8 @@ if [ $summary_only -eq 0 ] && part amlong; then
   r0=$(start_runs "$runs" \
         "protocol,transport,size,rep,bw_mb_per_s,rtt_us,gasnet_rtt_us,state" \
         "$pp_state")
+  write_peers "$results/amlong-pingpong-peers.csv" "$r0" $((r0 + reps - 1)) \
+    "rv-amlong -s 8 -n 1000" "testam 20000 8 G"
   for rep in $(seq "$r0" $((r0 + reps - 1))); do
     for tl in $transports; do
       c=$(conduit "$tl")
@@ -322,7 +389,7 @@ if [ $summary_only -eq 0 ] && part amlong; then
           '/^[0-9]+,/ { print p "," tl "," $1 "," rep "," $3 "," $2 }' \
           >> "$tmp/rivet"
       done
-      st=$(state_of "$s0" "$(probe "$pp_state" "$rep" "$tl" after)")
+      st=$(machine_state_of "$s0" "$(probe "$pp_state" "$rep" "$tl" after)")
       awk -F, -v st="$st" 'FILENAME == ARGV[1] { g[$1] = $2; next }
         { print $0 "," ($3 in g ? g[$3] : "") "," st }' \
         "$tmp/gasnet" "$tmp/rivet" >> "$runs"
@@ -528,6 +595,8 @@ if [ $summary_only -eq 0 ] && part inject; then
   r0=$(start_runs "$inj_runs" \
         "protocol,transport,size,depth,rep,inject_us,complete_us,gasnet_inject_us,state" \
         "$inj_state")
+  write_peers "$results/amlong-injection-peers.csv" "$r0" $((r0 + reps - 1)) \
+    "rv-amlong-queue -s 4096 -W 16 -n 100" "testqueue -l -i 200 16 4096"
   for rep in $(seq "$r0" $((r0 + reps - 1))); do
     for tl in $transports; do
       c=$(conduit "$tl")
@@ -557,7 +626,7 @@ if [ $summary_only -eq 0 ] && part inject; then
         [ -n "$rows" ] || fail "no rows from rv-amlong-queue: $p, $tl"
         echo "$rows" >> "$tmp/rivet"
       done
-      st=$(state_of "$s0" "$(probe "$inj_state" "$rep" "$tl" after)")
+      st=$(machine_state_of "$s0" "$(probe "$inj_state" "$rep" "$tl" after)")
       awk -F, -v st="$st" 'FILENAME == ARGV[1] { g[$1 "," $2] = $3; next }
         { k = $3 "," $4; print $0 "," (k in g ? g[k] : "") "," st }' \
         "$tmp/gasnet" "$tmp/rivet" >> "$inj_runs"

@@ -36,6 +36,21 @@
 # (system bale or rivet; mode Bale's model or rivet's path-aggregation;
 # workers PROCESSESxTHREADS; rate in updates or requests per second per
 # worker; 0 when no run succeeded), and a plot to bench/results/bale.png.
+# What ran goes to bench/results/bale-peers.csv, one row per system and
+# configuration (rivet's layouts and transports, Bale's one), with the
+# columns
+#   system,workers,transport,version,stack,compiler,build_flags,binding,cpu
+# version: rivet's git describe, or the Bale tarball its script built and
+# the versions of Bale's packages; stack: the UCX (and for Bale, the Open
+# MPI OpenSHMEM and the launch options of its script) underneath;
+# compiler and build_flags: read from rivet's CMake build and from the
+# configure logs of Bale's build; binding: where each worker ran, from a
+# short run of each before the measurements (rivet's debug log, hwloc's
+# core index; for Bale the cpus the kernel lets each PE run on and the
+# cpu time it used, in start order); cpu: lscpu's model name. One row per system rather than columns of
+# bale.csv: these are properties of the builds and launches, the same on
+# every figure's row, and a configure line repeated on each of them would
+# bury the figures. -s leaves the file as the runs made it.
 # It prints, per app and rivet layout/transport, rivet's best mode beside
 # Bale's conveyor and Bale's best model, with the ratios (targets: best /
 # conveyor >= 1.0, best / Bale's best >= 0.8). A run that fails, times out
@@ -44,6 +59,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/machine-state.sh"
+. "$here/peer-info.sh"
 median_awk=$(cat "$here/median.awk")
 top=$(dirname "$here")
 build=$top/build
@@ -81,6 +98,7 @@ mkdir -p "$results"
 runs=$results/bale-runs.csv
 csv=$results/bale.csv
 png=$results/bale.png
+peers_csv=$results/bale-peers.csv
 
 fail() { echo "bale: $*" >&2; exit 1; }
 
@@ -192,6 +210,85 @@ run_bale() { # app model rep
   fi
 }
 
+# bale_version -> the tarball Bale's script built and the versions its
+# packages' configure logs give
+bale_version() {
+  local tarball pkgs
+  tarball=$(sed -n 's|^TARBALL=.*/||p' "$bale_sh" | head -1)
+  pkgs=$(sed -n 's/^It was created by \(.*\) configure \(.*\), which.*/\1 \2/p' \
+           "$bale_dir"/obj/*/config.log 2> /dev/null | paste -sd ';' - |
+           sed 's/;/; /g') || true
+  csv_field "${tarball:-unknown tarball}${pkgs:+ ($pkgs)}"
+}
+
+# bale_stack -> the OpenSHMEM and UCX Bale runs on and the launch options
+# of its script
+bale_stack() {
+  local ompi launch tls
+  ompi=$(oshmem_info 2> /dev/null | sed -n 's/^ *Open MPI: //p' | head -1) || true
+  launch=$(sed -e ':a' -e '/\\$/N; s/\\\n *//; ta' "$bale_sh" |
+           grep -o 'oshrun [^"]*' | head -1 | sed 's/ *$//') || true
+  tls=$(grep -o 'UCX_TLS=[^ ]*' "$bale_sh" | head -1) || true
+  csv_field "Open MPI ${ompi:-unknown} OpenSHMEM ($launch); UCX $(ucx_version) $tls"
+}
+
+# bale_compiler -> the compiler oshcc ran, as the configure logs give it
+bale_compiler() {
+  local v
+  v=$(awk '/^configure:[0-9]*: .* --version >&5$/ { cc = $2; getline
+             print cc " = " $0; exit }' "$bale_dir/obj/apps/config.log" \
+        2> /dev/null) || true
+  csv_field "$v"
+}
+
+# bale_flags -> each package's configure options (the prefix left out)
+# and compiler variables from its configure log, packages with the same
+# ones together
+bale_flags() {
+  local v
+  v=$(awk 'FNR == 1 { p = FILENAME; sub(/\/config\.log$/, "", p); sub(/.*\//, "", p)
+                      pk[++n] = p }
+           /^  \$ / && !(p in args) { a = $0; sub(/^  \$ [^ ]*configure/, "configure", a)
+                                      gsub(/ --prefix=[^ ]*/, "", a); args[p] = a }
+           /^(CC|CFLAGS|CPPFLAGS|LDFLAGS)=/ { v = $0; sub(/^[A-Z]*=/, "", v)
+                                               gsub(/\047/, "", v)
+                                               if (v != "") f[p] = f[p] " " substr($0, 1, index($0, "=")) v }
+           END { for (i = 1; i <= n; i++) { k = args[pk[i]] f[pk[i]]
+                   if (k in who) who[k] = who[k] " " pk[i]
+                   else { who[k] = pk[i]; ks[++m] = k } }
+                 for (i = 1; i <= m; i++)
+                   printf "%s%s [%s]", (i > 1 ? "; " : ""), ks[i], who[ks[i]] }' \
+        "$bale_dir"/obj/*/config.log 2> /dev/null) || true
+  csv_field "$v"
+}
+
+# What ran, before the measurements: each side's build, and a short run
+# of each configuration to see where its workers are pinned.
+if [ $summary_only -eq 0 ]; then
+  echo "== what runs: builds, versions and binding -> $peers_csv"
+  prog=rv-${apps%% *}
+  cpu=$(machine_model)
+  {
+    echo "system,workers,transport,version,stack,compiler,build_flags,binding,cpu"
+    for c in $configs; do
+      tl=${c%:*} l=${c#*:}
+      cfg=$top/configs/pingpong-$tl.yaml
+      printf 'rivet,%s,%s,%s,%s,%s,%s,%s,%s\n' "$l" "$tl" \
+        "$(rivet_version "$top")" "$(rivet_stack "$cfg")" \
+        "$(rivet_compiler "$build")" "$(rivet_flags "$build" "$prog")" \
+        "$(rivet_binding "$build" "$cfg" "${l%x*}" "${l#*x}" \
+             "$build/bin/$prog" -n 1000 -T "$(table_size "${prog#rv-}")")" \
+        "$cpu"
+    done
+    printf 'bale,2x1,shm,%s,%s,%s,%s,%s,%s\n' "$(bale_version)" \
+      "$(bale_stack)" "$(bale_compiler)" "$(bale_flags)" \
+      "$(peer_binding "${prog#rv-}" env BALE_TIMEOUT=60 "$bale_sh" run \
+           "$bale_dir" "${prog#rv-}" Conveyor -n 100000 \
+           -T "$(table_size "${prog#rv-}")")" "$cpu"
+  } > "$peers_csv"
+  cat "$peers_csv"
+fi
+
 for rep in $(seq 1 "$reps"); do
   [ $summary_only -eq 1 ] && break
   for app in $apps; do
@@ -248,7 +345,7 @@ done
     }' "$runs" | sort -t, -k1,1 -k2,2 -k5,5 -k4,4r -s
 } > "$csv"
 
-machine=$(lscpu 2> /dev/null | sed -n 's/^Model name: *//p' | head -1)
+machine=$(machine_model)
 nreps=$(awk -F, 'NR > 1 && $6 + 0 > m { m = $6 + 0 } END { print m + 0 }' \
         "$runs")
 # The updates per worker of the runs summarized (a rivet run's time and
