@@ -195,6 +195,15 @@ def table_mcts_scaling(read):
                      "÷ sequential UCT", "÷ 1 worker"], body)
 
 
+def table_mcts_playouts(read):
+    """The game's playout alone, on one core."""
+    rows = read("mcts-playouts.csv")
+    body = [[f"{r['size']}x{r['size']}", fmt_int(r["playouts"]),
+             fmt_int(r["playouts_per_s"])]
+            for r in rows]
+    return markdown(["board", "playouts timed", "playouts/s"], body)
+
+
 def table_mcts_strength(read):
     rows = read("mcts-strength.csv")
     body = []
@@ -211,23 +220,76 @@ def table_mcts_strength(read):
                      "distributed won", "95 % interval"], body)
 
 
-def table_store_fetch(read):
+def store_row(rows, system, transport, op, size):
+    return one(rows, system=system, transport=transport, op=op,
+               size=str(size))
+
+
+def store_sizes(rows, transport):
+    return sorted({int(r["size"]) for r in rows
+                   if r["op"] == "fetch" and r["transport"] == transport})
+
+
+def table_store_fetch_tcp(read):
+    """A fetch over tcp beside the transport it runs on (a request and a
+    reply of ucp_am_lat) and beside Redis and sockets as their users run
+    them: latencies in µs, medians."""
     rows = read("store.csv")
-    columns = (("rivet shm (hybrid)", "rivet-hybrid", "shm"),
-               ("rivet tcp (hybrid)", "rivet-hybrid", "tcp"),
-               ("Redis GET", "redis", "tcp"),
-               ("socket", "socket", "tcp"),
-               ("memcpy", "memcpy", "shm"))
-    sizes = sorted({int(r["size"]) for r in rows if r["op"] == "fetch"})
+    body = []
+    for size in store_sizes(rows, "tcp"):
+        def lat(system):
+            return store_row(rows, system, "tcp", "fetch", size)["latency_us"]
+        ours = store_row(rows, "rivet-hybrid", "tcp", "fetch", size)
+        redis = lat("redis-bench-P1")
+        body.append([fmt_size(size), fmt_sig(ours["latency_us"]),
+                     fmt_sig(lat("ucx-am-lat")),
+                     fmt_ratio(ours["store_over_raw"]), fmt_sig(redis),
+                     ratio(redis, ours["latency_us"]),
+                     fmt_sig(lat("redis-bench-P16")),
+                     fmt_sig(lat("redis-hiredis")),
+                     fmt_sig(lat("socket-busypoll")),
+                     fmt_sig(lat("socket-blocking"))])
+    return markdown(["size", "rivet (hybrid)", "UCX AM request + reply",
+                     "`store_over_raw`", "redis-benchmark GET",
+                     "Redis ÷ rivet", "redis-benchmark `-P 16` (per GET)",
+                     "hiredis GET", "socket, busy-polling",
+                     "socket, blocking"], body)
+
+
+def table_store_fetch_shm(read):
+    """A fetch over shm beside ucp_get (one get at a time) and memcpy."""
+    rows = read("store.csv")
+    body = []
+    for size in store_sizes(rows, "shm"):
+        def lat(system):
+            return store_row(rows, system, "shm", "fetch", size)["latency_us"]
+        ours = store_row(rows, "rivet-hybrid", "shm", "fetch", size)
+        body.append([fmt_size(size), fmt_sig(ours["latency_us"]),
+                     fmt_sig(lat("rivet-rndv")), fmt_sig(lat("rivet-eager")),
+                     fmt_sig(lat("ucx-get")),
+                     fmt_ratio(ours["store_over_raw"]), fmt_sig(lat("memcpy")),
+                     ratio(lat("memcpy"), ours["latency_us"])])
+    return markdown(["size", "rivet (hybrid)", "rendezvous only",
+                     "eager only", "UCX get", "`store_over_raw`", "memcpy",
+                     "memcpy ÷ rivet"], body)
+
+
+def table_store_local(read):
+    """Local operations beside an in-process uthash table and memcpy."""
+    rows = read("store.csv")
+    sizes = sorted({int(r["size"]) for r in rows if r["op"] == "put"
+                    and r["system"] == "uthash"})
     body = []
     for size in sizes:
         cells = [fmt_size(size)]
-        for _, system, transport in columns:
-            r = one(rows, system=system, transport=transport, op="fetch",
-                    size=str(size))
-            cells.append(fmt_int(r["mb_per_s"]))
+        for op in ("put", "get", "delete"):
+            ours = store_row(rows, "rivet-hybrid", "local", op, size)
+            base = store_row(rows, "uthash", "local", op, size)
+            cells += [fmt_sig(ours["latency_us"]), fmt_sig(base["latency_us"]),
+                      fmt_ratio(ours["store_over_raw"])]
         body.append(cells)
-    return markdown(["size"] + [c[0] for c in columns], body)
+    return markdown(["size", "put", "uthash put", "÷", "get", "uthash get",
+                     "÷", "delete", "uthash delete", "÷"], body)
 
 
 def amlong_cells(row, ours, theirs, ratio_col):
@@ -331,7 +393,10 @@ TABLES = {
     "bale": ("bale.csv", table_bale),
     "mcts-scaling": ("mcts-scaling.csv", table_mcts_scaling),
     "mcts-strength": ("mcts-strength.csv", table_mcts_strength),
-    "store-fetch": ("store.csv", table_store_fetch),
+    "mcts-playouts": ("mcts-playouts.csv", table_mcts_playouts),
+    "store-fetch-tcp": ("store.csv", table_store_fetch_tcp),
+    "store-fetch-shm": ("store.csv", table_store_fetch_shm),
+    "store-local": ("store.csv", table_store_local),
     "amlong-pingpong": ("amlong-pingpong-by-state.csv",
                         table_amlong_pingpong),
     "amlong-injection": ("amlong-injection-by-state.csv",
