@@ -14,7 +14,6 @@ pkgs=("$@")
   nettle-dev
   gnuplot-nox procps doxygen python3
   spin
-  clang libclang-rt-dev
 )
 
 missing=()
