@@ -176,6 +176,18 @@ void rv_ucx_worker_destroy(struct rv_tworker *tw);
 rv_status_t rv_ucx_worker_address(struct rv_tworker *tw, void **addr_p,
                                   size_t *len_p);
 void rv_ucx_address_release(struct rv_tworker *tw, void *addr);
+
+/* ucx_ep_info.c: what UCX says of an endpoint, read when it connects.
+ * Hidden: a plugin's door is its ops table. */
+#define RV_UCX_HIDDEN __attribute__((visibility("hidden")))
+/* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
+RV_UCX_HIDDEN char *rv_ucx_ep_info(ucp_ep_h ep);
+/* Records the UCX transports of @p info's lanes in tp->lanes. */
+RV_UCX_HIDDEN void rv_ucx_record_lanes(rv_transport_t *tp, const char *info);
+/* True when UCX would carry @p info's RMA over TCP, or has no RMA lane. */
+RV_UCX_HIDDEN bool rv_ucx_rma_needs_emulation(const char *info);
+/* At log level info, logs @p info's lanes and AM protocols by size. */
+RV_UCX_HIDDEN void rv_ucx_log_ep_info(int peer_rank, const char *info);
 rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
                            const void *addr, size_t len);
 rv_status_t rv_ucx_disconnect(struct rv_tworker *tw);
