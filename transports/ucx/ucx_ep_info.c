@@ -58,10 +58,9 @@ void rv_ucx_record_lanes(rv_transport_t *tp, const char *info)
             char name[64];
             snprintf(name, sizeof(name), "%.*s", (int)n, tl);
             if (strstr(out, name) == NULL)
-                used += (size_t)snprintf(out + used,
-                                         used < sizeof(out) ? sizeof(out) - used
-                                                            : 0,
-                                         "%s%s", used ? ", " : "", name);
+                used += (size_t)snprintf(
+                    out + used, used < sizeof(out) ? sizeof(out) - used : 0,
+                    "%s%s", used ? ", " : "", name);
         }
         line = *eol ? eol + 1 : eol;
     }
@@ -97,10 +96,10 @@ void rv_ucx_log_ep_info(int peer_rank, const char *info)
     for (const char *line = info; *line;) {
         const char *eol = strchrnul(line, '\n');
         const char *p = line + strspn(line, "# \t");
-        if (p < eol && (strncmp(p, "lane[", 5) == 0 ||
-                        strncmp(p, "am_send:", 8) == 0))
-            rv_info("ucx endpoint to rank %d: %.*s", peer_rank,
-                    (int)(eol - p), p);
+        if (p < eol &&
+            (strncmp(p, "lane[", 5) == 0 || strncmp(p, "am_send:", 8) == 0))
+            rv_info("ucx endpoint to rank %d: %.*s", peer_rank, (int)(eol - p),
+                    p);
         line = *eol ? eol + 1 : eol;
     }
 }
