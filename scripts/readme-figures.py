@@ -292,6 +292,11 @@ def table_store_local(read):
                      "÷", "delete", "uthash delete", "÷"], body)
 
 
+# The columns of both AM Long tables, after the first.
+AMLONG_COLUMNS = ["rivet shm", "GASNet-EX smp", "ratio", "rivet tcp",
+                  "GASNet-EX udp", "ratio"]
+
+
 def amlong_cells(row, ours, theirs, ratio_col):
     """rivet, GASNet-EX and their ratio, '–' where GASNet-EX has none."""
     if not row[theirs]:
@@ -321,8 +326,7 @@ def table_amlong_pingpong(read):
             cells += amlong_cells(r, "rtt_us", "gasnet_rtt_us",
                                   "rtt_ratio_rivet_over_gasnet")
         body.append(cells)
-    return markdown(["round trip (µs)", "rivet shm", "GASNet-EX smp", "ratio",
-                     "rivet tcp", "GASNet-EX udp", "ratio"], body)
+    return markdown(["round trip (µs)"] + AMLONG_COLUMNS, body)
 
 
 def table_amlong_injection(read):
@@ -338,8 +342,7 @@ def table_amlong_injection(read):
                 cells += amlong_cells(r, "inject_us", "gasnet_inject_us",
                                       "inject_ratio_rivet_over_gasnet")
             body.append(cells)
-    return markdown(["injection (µs)", "rivet shm", "GASNet-EX smp", "ratio",
-                     "rivet tcp", "GASNet-EX udp", "ratio"], body)
+    return markdown(["injection (µs)"] + AMLONG_COLUMNS, body)
 
 
 def table_verbs_bw(read):
