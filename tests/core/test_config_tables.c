@@ -77,8 +77,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 14, am 10, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 5 */
-    assert_int_equal(rows, 51);
+    /* core 14, am 10, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 7 */
+    assert_int_equal(rows, 53);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
@@ -208,6 +208,8 @@ void test_plugin_tables(void **state)
     assert_int_equal(verbs(cfg)->port, 2);
     assert_int_equal(verbs(cfg)->qp_sharing, RV_QP_SHARING_PROCESS);
     assert_int_equal(verbs(cfg)->signal_interval, 64);
+    assert_int_equal(verbs(cfg)->timeout, 18);
+    assert_int_equal(verbs(cfg)->retry_count, 6);
     assert_null(rv_config_component(cfg, "transport.ucx"));
     rv_config_free(cfg);
 

@@ -62,6 +62,29 @@ static const rv_config_field_t verbs_fields[] = {
                 "completion; the others are reclaimed by the flush-number "
                 "protocol (Seriema section 4.1).",
     },
+    {
+        .name = "timeout",
+        .type = RV_CFG_INT,
+        .offset = OFF(timeout),
+        .def = "18",
+        .min = 1,
+        .max = 31,
+        .help = "Local ACK timeout of a queue pair, in the IB encoding: a "
+                "packet not acknowledged is resent after 4.096 us << "
+                "timeout (18: 1.07 s, as UCX_RC_TIMEOUT's 1 s; 14: 67 ms).",
+    },
+    {
+        .name = "retry_count",
+        .type = RV_CFG_INT,
+        .offset = OFF(retry_count),
+        .def = "6",
+        .min = 1,
+        .max = 6,
+        .help = "Resends of an unacknowledged packet before the peer is "
+                "declared dead (transport retry counter exceeded): about "
+                "(retry_count + 1) x timeout. At most 6: Soft-RoCE takes 7 "
+                "as retry for ever, and a dead peer would hang its senders.",
+    },
     {.name = NULL},
 };
 

@@ -25,14 +25,15 @@
 #define VB_MIN_RNR_TIMER 12
 /* The hop limit of routed (RoCE, or LID-less) packets. */
 #define VB_HOP_LIMIT 64
-/* A lost packet is resent after 4.096 us << 14 = 67 ms, six times: a dead
- * peer shows as "retry exceeded" after about 0.5 s. Not 7: Soft-RoCE
- * (rxe) takes a retry count of 7 as "retry for ever", as the spec has it
- * for RNR retries only, and a dead peer would hang its senders. An RNR
- * retry count of 7 (for ever) is right: receivers repost their buffers, so
- * RNR means slow, not dead. */
-#define VB_QP_TIMEOUT 14
-#define VB_QP_RETRY_CNT 6
+/* A lost packet is resent after transport.verbs.timeout (default 1.07 s,
+ * the order of UCX's and Open MPI's) up to retry_count times (at most 6:
+ * Soft-RoCE takes 7 as "retry for ever", as the spec has it for RNR
+ * retries only, and a dead peer would hang its senders). A shorter timeout
+ * finds a dead host sooner but takes a slow one for dead: a Soft-RoCE
+ * device in a loaded or emulated machine can leave a packet unacknowledged
+ * for more than the 0.5 s that 67 ms x 7 gives. An RNR retry count of 7
+ * (for ever) is right: receivers repost their buffers, so RNR means slow,
+ * not dead. */
 #define VB_QP_RNR_RETRY 7
 
 static rv_status_t qp_to_init(rv_transport_t *tp, struct ibv_qp *qp)
@@ -140,8 +141,8 @@ static int qp_to_rtr(rv_transport_t *tp, struct ibv_qp *qp,
 static int qp_to_rts(rv_transport_t *tp, struct ibv_qp *qp, uint32_t lpsn)
 {
     struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTS,
-                            .timeout = VB_QP_TIMEOUT,
-                            .retry_cnt = VB_QP_RETRY_CNT,
+                            .timeout = (uint8_t)tp->config.timeout,
+                            .retry_cnt = (uint8_t)tp->config.retry_count,
                             .rnr_retry = VB_QP_RNR_RETRY,
                             .sq_psn = lpsn,
                             .max_rd_atomic = max_rd_atomic(tp)};
