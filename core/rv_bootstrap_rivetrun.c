@@ -1,8 +1,10 @@
 /*
  * The rivetrun bootstrap provider: the client side of rv_launch_proto.h.
  *
- * rivetrun exports RIVET_BOOTSTRAP=unix:<path>, RIVET_RANK, RIVET_SIZE,
- * RIVET_LOCAL_RANK and RIVET_LOCAL_SIZE. The process keeps one blocking
+ * rivetrun exports RIVET_BOOTSTRAP=unix:<path>, RIVET_JOB_TOKEN, RIVET_RANK,
+ * RIVET_SIZE, RIVET_LOCAL_RANK and RIVET_LOCAL_SIZE. The process presents
+ * the token in its HELLO (rivetrun refuses a process without it, and one it
+ * did not start) and keeps one blocking
  * connection to rivetrun; every collective is a request and one reply on
  * it. When rivetrun ends the job it closes the connection, so a process
  * waiting in a collective reads end-of-file and fails with
@@ -178,6 +180,24 @@ static void rivetrun_fini(rv_bootstrap_t *bs)
     free(rbs);
 }
 
+/* Reads the job's token from the environment. A missing one is sent as
+ * zeros, so that rivetrun names the process it refuses and why. */
+static rv_status_t env_token(uint8_t token[RV_LAUNCH_TOKEN_BYTES])
+{
+    const char *hex = getenv(RV_LAUNCH_TOKEN_ENV);
+
+    memset(token, 0, RV_LAUNCH_TOKEN_BYTES);
+    if (hex == NULL || *hex == '\0')
+        return RV_OK;
+    if (rv__launch_token_parse(hex, token) != RV_OK) {
+        rv_error("bootstrap: " RV_LAUNCH_TOKEN_ENV " is not %d hexadecimal "
+                 "digits; start the program with rivetrun",
+                 2 * RV_LAUNCH_TOKEN_BYTES);
+        return RV_ERR_BOOTSTRAP;
+    }
+    return RV_OK;
+}
+
 static const rv_bootstrap_ops_t rivetrun_ops = {
     .name = "rivetrun",
     .allgather = rivetrun_allgather,
@@ -230,6 +250,8 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
     rv_status_t status;
     int rank, size, local_rank, local_size;
 
+    memset(&hello, 0, sizeof(hello));
+
     status = env_int("RIVET_SIZE", 1, INT_MAX, -1, &size);
     if (status != RV_OK)
         return status;
@@ -241,6 +263,9 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
         return status;
     status = env_int("RIVET_LOCAL_RANK", 0, local_size - 1,
                      rank < local_size ? rank : 0, &local_rank);
+    if (status != RV_OK)
+        return status;
+    status = env_token(hello.token);
     if (status != RV_OK)
         return status;
 
@@ -259,7 +284,6 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
     if (status != RV_OK)
         goto err_free;
 
-    memset(&hello, 0, sizeof(hello));
     hello.size = (uint32_t)size;
     hello.pid = (uint64_t)getpid();
     status = rv__launch_send(rbs->fd, RV_LAUNCH_HELLO, (uint32_t)rank, &hello,
@@ -270,9 +294,11 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
     }
     status = rv__launch_recv_hdr(rbs->fd, &hdr);
     if (status == RV_ERR_PEER) {
-        rv_error("bootstrap: rivetrun refused rank %d of %d (another process "
-                 "has this rank, or RIVET_RANK/RIVET_SIZE do not match the "
-                 "job)", rank, size);
+        rv_error("bootstrap: rivetrun refused this process as rank %d of %d; "
+                 "rivetrun's message names it and says why (a wrong or "
+                 "missing " RV_LAUNCH_TOKEN_ENV ", a process rivetrun did "
+                 "not start, a rank already connected, or RIVET_RANK/"
+                 "RIVET_SIZE that do not match the job)", rank, size);
         rivetrun_break(rbs);
         status = RV_ERR_BOOTSTRAP;
         goto err_free;

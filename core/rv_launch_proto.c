@@ -2,6 +2,7 @@
  * Framing helpers of the rivetrun protocol (see rv_launch_proto.h).
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -86,4 +87,64 @@ rv_status_t rv__launch_send(int fd, uint32_t type, uint32_t rank,
 rv_status_t rv__launch_recv_hdr(int fd, rv_launch_hdr_t *hdr)
 {
     return rv__launch_read_full(fd, hdr, sizeof(*hdr));
+}
+
+void rv__launch_token_format(const uint8_t token[RV_LAUNCH_TOKEN_BYTES],
+                             char hex[RV_LAUNCH_TOKEN_HEX])
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < RV_LAUNCH_TOKEN_BYTES; i++) {
+        hex[2 * i] = digits[token[i] >> 4];
+        hex[2 * i + 1] = digits[token[i] & 0xf];
+    }
+    hex[2 * RV_LAUNCH_TOKEN_BYTES] = '\0';
+}
+
+/* The value of hex digit @p c, or -1. */
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+rv_status_t rv__launch_token_parse(const char *hex,
+                                   uint8_t token[RV_LAUNCH_TOKEN_BYTES])
+{
+    uint8_t out[RV_LAUNCH_TOKEN_BYTES];
+
+    for (size_t i = 0; i < RV_LAUNCH_TOKEN_BYTES; i++) {
+        int hi = hex_digit(hex[2 * i]);
+        int lo = hi < 0 ? -1 : hex_digit(hex[2 * i + 1]);
+        if (lo < 0)
+            return RV_ERR_INVALID;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (hex[2 * RV_LAUNCH_TOKEN_BYTES] != '\0')
+        return RV_ERR_INVALID;
+    memcpy(token, out, sizeof(out));
+    return RV_OK;
+}
+
+int rv__launch_token_equal(const uint8_t a[RV_LAUNCH_TOKEN_BYTES],
+                           const uint8_t b[RV_LAUNCH_TOKEN_BYTES])
+{
+    uint8_t diff = 0;
+
+    /* Every byte is looked at, whatever the first difference. */
+    for (size_t i = 0; i < RV_LAUNCH_TOKEN_BYTES; i++)
+        diff |= (uint8_t)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+int rv__launch_token_none(const uint8_t token[RV_LAUNCH_TOKEN_BYTES])
+{
+    static const uint8_t zeros[RV_LAUNCH_TOKEN_BYTES];
+
+    return rv__launch_token_equal(token, zeros);
 }

@@ -3,7 +3,9 @@
  * to core/).
  *
  * rivetrun listens on a Unix-domain stream socket in a private directory and
- * exports its path as RIVET_BOOTSTRAP=unix:<path>. Each process opens one
+ * exports its path as RIVET_BOOTSTRAP=unix:<path>, and a secret of the job,
+ * RV_LAUNCH_TOKEN_BYTES random bytes, as RIVET_JOB_TOKEN=<hex> (in the
+ * environment only, never on a command line). Each process opens one
  * connection and exchanges frames on it:
  *
  *     [u32 type][u32 rank][u64 len][len bytes of payload]
@@ -11,10 +13,14 @@
  * in host byte order (both ends run on the same node). The rank field of a
  * frame sent by rivetrun is RV_LAUNCH_RANK_LAUNCHER.
  *
- *   HELLO      process -> rivetrun: payload rv_launch_hello_t. rivetrun
- *              answers with an empty HELLO once it accepted the rank, or
- *              closes the connection if it did not (wrong size, rank out of
- *              range or already connected).
+ *   HELLO      process -> rivetrun: payload rv_launch_hello_t, with the
+ *              job's token. rivetrun answers with an empty HELLO once it
+ *              accepted the rank, or closes the connection if it did not:
+ *              a wrong or missing token, a peer (SO_PEERCRED) that is
+ *              neither the process rivetrun started as that rank nor one
+ *              of its descendants, a rank out of range, exited or already
+ *              connected, or a wrong job size. rivetrun names the refused
+ *              pid and the reason on its stderr; the job goes on.
  *   ALLGATHER  process -> rivetrun: this rank's contribution. All ranks
  *              contribute the same number of bytes. Once all `size` ranks
  *              contributed, rivetrun sends every rank one ALLGATHER whose
@@ -26,6 +32,10 @@
  *              "rank N aborted: reason" and ends the job with the code.
  *   FINI       process -> rivetrun: clean leave, empty payload; the process
  *              closes the connection after it.
+ *
+ * A frame that breaks the protocol (an unknown type, a length that does not
+ * fit its type, a rank that is not the connection's) makes rivetrun close
+ * that connection and say why; it does not end the job by itself.
  *
  * When the job ends (a process failed, a signal, a timeout), rivetrun closes
  * every connection: a process waiting for a reply reads end-of-file and
@@ -58,6 +68,13 @@ typedef enum rv_launch_type {
 /* The prefix of RIVET_BOOTSTRAP's value. */
 #define RV_LAUNCH_ADDR_PREFIX "unix:"
 
+/* The job's secret: 128 random bits, exported as RV_LAUNCH_TOKEN_ENV in
+ * hexadecimal. A token of zeros stands for none. */
+#define RV_LAUNCH_TOKEN_ENV   "RIVET_JOB_TOKEN"
+#define RV_LAUNCH_TOKEN_BYTES 16
+/* Room for the token in hexadecimal and its NUL. */
+#define RV_LAUNCH_TOKEN_HEX   (2 * RV_LAUNCH_TOKEN_BYTES + 1)
+
 typedef struct rv_launch_hdr {
     uint32_t type;  /* rv_launch_type_t */
     uint32_t rank;  /* sender's rank, or RV_LAUNCH_RANK_LAUNCHER */
@@ -67,7 +84,8 @@ typedef struct rv_launch_hdr {
 typedef struct rv_launch_hello {
     uint32_t size;  /* job size the process was told (RIVET_SIZE) */
     uint32_t pad;
-    uint64_t pid;
+    uint64_t pid;   /* as the sender sees it; rivetrun asks the kernel */
+    uint8_t token[RV_LAUNCH_TOKEN_BYTES]; /* RIVET_JOB_TOKEN, or zeros */
 } rv_launch_hello_t;
 
 typedef struct rv_launch_abort {
@@ -99,5 +117,24 @@ rv_status_t rv__launch_send(int fd, uint32_t type, uint32_t rank,
 
 /* Receives one frame header. */
 rv_status_t rv__launch_recv_hdr(int fd, rv_launch_hdr_t *hdr);
+
+/* Writes @p token as RV_LAUNCH_TOKEN_HEX - 1 lowercase hex digits and a
+ * NUL into @p hex. */
+void rv__launch_token_format(const uint8_t token[RV_LAUNCH_TOKEN_BYTES],
+                             char hex[RV_LAUNCH_TOKEN_HEX]);
+
+/* Reads a token written by rv__launch_token_format (either case).
+ * @return RV_OK, or RV_ERR_INVALID (token untouched) if @p hex is not
+ *         exactly that many hex digits. */
+rv_status_t rv__launch_token_parse(const char *hex,
+                                   uint8_t token[RV_LAUNCH_TOKEN_BYTES]);
+
+/* Compares two tokens in a time that does not depend on where they
+ * differ, so that timing tells a guesser nothing. */
+int rv__launch_token_equal(const uint8_t a[RV_LAUNCH_TOKEN_BYTES],
+                           const uint8_t b[RV_LAUNCH_TOKEN_BYTES]);
+
+/* True if @p token is all zeros (no token). */
+int rv__launch_token_none(const uint8_t token[RV_LAUNCH_TOKEN_BYTES]);
 
 #endif

@@ -6,8 +6,14 @@
  *
  * rivetrun forks job.processes children. Each child makes itself a process
  * group leader, asks the kernel to kill it if rivetrun dies
- * (PR_SET_PDEATHSIG), binds itself per job.placement, exports its rank and
- * the bootstrap address and execs PROGRAM (run_children.c).
+ * (PR_SET_PDEATHSIG), binds itself per job.placement, exports its rank,
+ * the bootstrap address and the job's token and execs PROGRAM
+ * (run_children.c).
+ *
+ * A job only its own processes can join: the bootstrap socket lives in a
+ * private directory (run_dir.c), and a process joins as rank r only with
+ * the job's token, drawn afresh for every job, and only if it is the
+ * process forked as r or one of its descendants (run_server.c).
  *
  * One poll() loop serves everything (run_loop.c): the bootstrap socket
  * (run_server.c), the children's output (prefixed "[rank] " line by line
@@ -36,6 +42,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -81,9 +88,10 @@ static void usage(FILE *out)
 "\n"
 "Starts job.processes copies of PROGRAM on this node, bound per\n"
 "job.placement, and serves their bootstrap. Every process gets RIVET_RANK,\n"
-"RIVET_SIZE, RIVET_LOCAL_RANK, RIVET_LOCAL_SIZE, RIVET_BOOTSTRAP and\n"
-"RIVET_CONFIG in its environment. If a process fails, rivetrun ends the\n"
-"others and exits with its code (128 + signal if it was killed).\n"
+"RIVET_SIZE, RIVET_LOCAL_RANK, RIVET_LOCAL_SIZE, RIVET_BOOTSTRAP,\n"
+"RIVET_JOB_TOKEN and RIVET_CONFIG in its environment. If a process fails,\n"
+"rivetrun ends the others and exits with its code (128 + signal if it was\n"
+"killed).\n"
 "\n"
 "options:\n"
 "  -c, --config FILE    the job's YAML configuration (default: RIVET_CONFIG,\n"
@@ -263,6 +271,29 @@ static int signals_open(launcher_t *l)
     return 0;
 }
 
+/* Draws the job's token from the kernel's random source. */
+static int token_make(launcher_t *l)
+{
+    size_t got = 0;
+
+    /* A token of zeros reads as none: draw again (once in 2^128 jobs). */
+    while (got < sizeof(l->token) || rv__launch_token_none(l->token)) {
+        ssize_t n;
+
+        if (got == sizeof(l->token))
+            got = 0;
+        n = getrandom(l->token + got, sizeof(l->token) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            run_say("cannot draw the job's token (getrandom): %m");
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
 static int launcher_setup(launcher_t *l)
 {
     l->ranks = calloc((size_t)l->size, sizeof(*l->ranks));
@@ -273,7 +304,7 @@ static int launcher_setup(launcher_t *l)
         goto err_alloc;
     }
     run_output_init(l);
-    if (signals_open(l) != 0)
+    if (token_make(l) != 0 || signals_open(l) != 0)
         goto err_alloc;
     if (run_server_open(l) != 0)
         goto err_signals;

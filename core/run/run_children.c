@@ -2,13 +2,18 @@
  * The processes of the job: rivetrun forks one child per rank. Each child
  * makes itself a process group leader, asks the kernel to kill it if
  * rivetrun dies (PR_SET_PDEATHSIG), binds itself per job.placement,
- * exports its rank and the bootstrap address and execs the program.
+ * exports its rank, the bootstrap address and the job's token and execs the
+ * program.
  *
  * Ending a job signals whole process groups, so that what a rank started
  * ends with it. A child that exits is reaped from the loop (SIGCHLD
  * arrives on its signalfd) and judged: a non-zero code or a signal fails
  * the job, and so does a clean exit while the others wait for it in a
  * collective.
+ *
+ * The bootstrap server lets a process join as rank r only if it is the
+ * child forked for r or descends from it: a rank may be started through a
+ * wrapper script that forks the real program rather than execs it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -37,6 +42,15 @@
 /* After the job, what SIGKILL ends is reaped for a second at most. */
 #define FINISH_REAP_TRIES 100
 #define FINISH_REAP_PAUSE_NS 10000000L
+/* What is read of /proc/PID/stat: room for a comm of 16 bytes and the 22
+ * fields up to the start time, whatever their digits. */
+#define PROC_STAT_MAX 1024
+/* Fields of /proc/PID/stat between the parent's pid (4th) and the start
+ * time (22nd). */
+#define STAT_FIELDS_SKIPPED 17
+/* Ancestors looked at, at most, to tie a process to a rank: more than any
+ * chain of wrappers. */
+#define ANCESTRY_MAX 64
 
 /* Exports what a rank learns from its environment (see rivet's README). */
 static void child_export_env(const launcher_t *l, int r)
@@ -51,6 +65,10 @@ static void child_export_env(const launcher_t *l, int r)
     setenv("RIVET_LOCAL_SIZE", val, 1);
     snprintf(val, sizeof(val), RV_LAUNCH_ADDR_PREFIX "%s", l->sock_path);
     setenv("RIVET_BOOTSTRAP", val, 1);
+    /* In the environment, which only this user can read (/proc/PID/environ
+     * is private), never on a command line, which everyone can. */
+    rv__launch_token_format(l->token, val);
+    setenv(RV_LAUNCH_TOKEN_ENV, val, 1);
     if (l->config_abs != NULL)
         setenv("RIVET_CONFIG", l->config_abs, 1);
 }
@@ -257,4 +275,57 @@ void run_children_finish(launcher_t *l)
         else
             nanosleep(&pause, NULL);
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Which processes belong to a rank                                        */
+/* ---------------------------------------------------------------------- */
+
+int run_proc_stat(pid_t pid, run_proc_info_t *info)
+{
+    char path[64], buf[PROC_STAT_MAX];
+    const char *p;
+    int fd, n, ppid;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = (int)read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: the fields that
+     * follow start after its last ')'. */
+    p = strrchr(buf, ')');
+    if (p == NULL ||
+        sscanf(p + 1, " %c %d", &info->state, &ppid) != 2)
+        return -1;
+    info->ppid = (pid_t)ppid;
+    p += 2; /* ") " */
+    for (int i = 0; i < 2 + STAT_FIELDS_SKIPPED; i++) {
+        p = strchr(p, ' ');
+        if (p == NULL)
+            return -1;
+        p++;
+    }
+    info->start_ticks = strtoull(p, NULL, 10);
+    return 0;
+}
+
+bool run_rank_owns_pid(const launcher_t *l, int r, pid_t pid)
+{
+    pid_t rank_pid = l->ranks[r].pid;
+    run_proc_info_t info;
+
+    for (int i = 0; i < ANCESTRY_MAX && pid > 1; i++) {
+        if (pid == rank_pid)
+            return true;
+        /* The ranks are rivetrun's children: past rivetrun, no rank. */
+        if (pid == l->self || run_proc_stat(pid, &info) != 0)
+            return false;
+        pid = info.ppid;
+    }
+    return false;
 }

@@ -6,8 +6,11 @@
  *   rivetrun_main.c  options, the job's configuration, set-up and teardown
  *   run_loop.c       the poll() loop, timers, signals and ending the job
  *   run_server.c     the bootstrap server (rv_launch_proto.h): connections,
- *                    frames, the allgather round
- *   run_children.c   forking the ranks, placement, reaping and killing them
+ *                    who may join as which rank, frames, the allgather round
+ *   run_dir.c        the private directory of the socket, and sweeping
+ *                    those that killed rivetruns left behind
+ *   run_children.c   forking the ranks, placement, reaping and killing them,
+ *                    and which processes descend from them
  *   run_output.c     rivetrun's own messages and the ranks' prefixed output
  *
  * Everything runs in rivetrun's single thread, from the loop: no function
@@ -54,6 +57,8 @@ typedef struct qent {
 typedef struct conn {
     int fd;
     int rank;               /* -1 until its HELLO is accepted */
+    pid_t peer_pid;         /* the peer, as the kernel says (SO_PEERCRED) */
+    uid_t peer_uid;
     rv_launch_hdr_t hdr;    /* frame being received */
     size_t hdr_got;
     unsigned char *payload; /* where its payload goes */
@@ -75,10 +80,8 @@ typedef struct outstream {
 typedef struct rank_proc {
     pid_t pid;              /* also its process group id */
     bool exited;
-    bool hello;             /* connected (HELLO accepted) */
-    bool fini;              /* left cleanly */
     bool contributed;       /* to the allgather round in progress */
-    conn_t *conn;
+    conn_t *conn;           /* its connection, NULL when it has none */
     outstream_t out[RUN_NSTREAMS];
 } rank_proc_t;
 
@@ -95,6 +98,8 @@ typedef struct launcher {
     double timeout_s;       /* 0: none */
     const char *timeout_str;
     pid_t self;
+    /* The job's secret (RIVET_JOB_TOKEN): a process presents it to join. */
+    uint8_t token[RV_LAUNCH_TOKEN_BYTES];
 
     /* resources */
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -174,8 +179,35 @@ void run_conns_sweep(launcher_t *l);
 void run_round_check_blocked(launcher_t *l);
 
 /* ---------------------------------------------------------------------- */
+/* The socket's directory (run_dir.c)                                      */
+/* ---------------------------------------------------------------------- */
+
+/* Removes the directories below $TMPDIR (else /tmp) that rivetruns of
+ * this user, now gone, left behind; then creates this job's private (0700)
+ * directory there, with rivetrun's pid in it, and sets l->dir and
+ * l->sock_path. On failure, says why and leaves nothing behind. */
+int run_dir_create(launcher_t *l);
+
+/* Removes the socket, the pid file and the directory. */
+void run_dir_remove(launcher_t *l);
+
+/* ---------------------------------------------------------------------- */
 /* The ranks' processes (run_children.c)                                   */
 /* ---------------------------------------------------------------------- */
+
+/* What /proc/PID/stat says of a process. */
+typedef struct run_proc_info {
+    char state;             /* R, S, D, Z, ... */
+    pid_t ppid;
+    unsigned long long start_ticks; /* since boot, in clock ticks */
+} run_proc_info_t;
+
+/* Reads /proc/@p pid/stat. Returns 0, or -1 if there is no such process. */
+int run_proc_stat(pid_t pid, run_proc_info_t *info);
+
+/* True if @p pid is the process rivetrun started as rank @p r or one of
+ * its descendants (a program a wrapper script started). */
+bool run_rank_owns_pid(const launcher_t *l, int r, pid_t pid);
 
 /* Forks and starts every rank; if one cannot be started, ends the job. */
 void run_children_start(launcher_t *l);

@@ -9,6 +9,15 @@
  * sequential, so the server keeps a single allgather round: the first
  * contribution of a round sizes the reply, and every contribution is
  * received directly into its place in it.
+ *
+ * Who may join: the socket's directory keeps other users out (run_dir.c).
+ * Among this user's processes, a HELLO must carry the job's token, and the
+ * kernel's word on the peer (SO_PEERCRED) must name the process forked as
+ * that rank or one of its descendants; the rank must be running and not
+ * connected already. A connection refused, or one that breaks the protocol,
+ * is closed and named on stderr with its pid; it never ends the job by
+ * itself (a rank whose connection is closed learns it in its next
+ * collective, and its exit ends the job).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,13 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "run_internal.h"
 
-/* The socket is DIR_TEMPLATE SOCK_NAME below $TMPDIR (else /tmp). */
-#define DIR_TEMPLATE "/rivetrun.XXXXXX"
-#define SOCK_NAME "/sock"
 /* Longest description of a protocol error. */
 #define WHAT_MAX 160
 /* Exit codes are 8 bits, and 0 would read as success: an abort code out
@@ -137,14 +144,16 @@ static void conn_enqueue(launcher_t *l, conn_t *c, frame_t *f)
         conn_close(l, c);
 }
 
-/* A connection broke the protocol: a known rank fails the job. */
+/* A connection broke the protocol: it is closed, and only it. A rank that
+ * sent a forged frame finds its connection gone in its next collective. */
 static void conn_protocol_error(launcher_t *l, conn_t *c, const char *what)
 {
     if (c->rank >= 0)
-        run_job_fail(l, 1, "rank %d (pid %d) broke the bootstrap protocol: %s",
-                     c->rank, (int)l->ranks[c->rank].pid, what);
+        run_say("closed the bootstrap connection of rank %d (pid %d): %s",
+                c->rank, (int)c->peer_pid, what);
     else
-        run_say("warning: closing a bootstrap connection: %s", what);
+        run_say("closed a bootstrap connection from pid %d: %s",
+                (int)c->peer_pid, what);
     conn_close(l, c);
 }
 
@@ -220,10 +229,10 @@ static bool allgather_header(launcher_t *l, conn_t *c)
         l->round_len = h->len;
         l->round_count = 0;
     } else if (h->len != l->round_len) {
-        run_job_fail(l, 1, "rank %d contributed %" PRIu64 " bytes to an "
-                     "allgather of %" PRIu64 " bytes per rank (do all ranks "
-                     "call the same collectives?)", c->rank, h->len,
-                     l->round_len);
+        snprintf(what, sizeof(what), "it contributed %" PRIu64 " bytes to "
+                 "an allgather of %" PRIu64 " bytes per rank (do all ranks "
+                 "call the same collectives?)", h->len, l->round_len);
+        conn_protocol_error(l, c, what);
         return false;
     }
     c->payload = l->round->data + sizeof(rv_launch_hdr_t) +
@@ -235,32 +244,59 @@ static bool allgather_header(launcher_t *l, conn_t *c)
 /* Frames received                                                         */
 /* ---------------------------------------------------------------------- */
 
+/* Why a HELLO for rank @p r from @p c must be refused, written into
+ * @p why; NULL if it may join. The token comes first: a process without it
+ * learns nothing about the ranks. */
+static const char *hello_refusal(const launcher_t *l, const conn_t *c,
+                                 const rv_launch_hello_t *hello,
+                                 char *why, size_t cap)
+{
+    uint32_t r = c->hdr.rank;
+
+    if (rv__launch_token_none(hello->token))
+        snprintf(why, cap, "no job token (" RV_LAUNCH_TOKEN_ENV " is not "
+                 "in its environment)");
+    else if (!rv__launch_token_equal(hello->token, l->token))
+        snprintf(why, cap, "wrong job token (" RV_LAUNCH_TOKEN_ENV ")");
+    else if (c->peer_uid != geteuid())
+        snprintf(why, cap, "it runs as uid %d, the job as uid %d",
+                 (int)c->peer_uid, (int)geteuid());
+    else if (hello->size != (uint32_t)l->size)
+        snprintf(why, cap, "it was told the job has %u ranks, the job has "
+                 "%d", hello->size, l->size);
+    else if (r >= (uint32_t)l->size)
+        snprintf(why, cap, "the job has no rank %u", r);
+    else if (l->ranks[r].exited)
+        snprintf(why, cap, "rank %u has exited", r);
+    else if (!run_rank_owns_pid(l, (int)r, c->peer_pid))
+        snprintf(why, cap, "pid %d is neither rank %u's process (pid %d) nor "
+                 "one of its descendants", (int)c->peer_pid, r,
+                 (int)l->ranks[r].pid);
+    else if (l->ranks[r].conn != NULL)
+        snprintf(why, cap, "rank %u is connected already", r);
+    else
+        return NULL;
+    return why;
+}
+
 static void on_hello(launcher_t *l, conn_t *c)
 {
     rv_launch_hello_t hello;
+    char why[WHAT_MAX];
     int r = (int)c->hdr.rank;
     frame_t *reply;
 
     memcpy(&hello, c->payload, sizeof(hello));
-    if (c->hdr.rank >= (uint32_t)l->size || hello.size != (uint32_t)l->size) {
-        run_say("warning: refused a process claiming rank %u of %u (pid %"
-                PRIu64 "): the job has %d ranks", c->hdr.rank, hello.size,
-                hello.pid, l->size);
+    if (hello_refusal(l, c, &hello, why, sizeof(why)) != NULL) {
+        run_say("refused a bootstrap connection from pid %d claiming rank "
+                "%u: %s; the job goes on", (int)c->peer_pid, c->hdr.rank, why);
         conn_close(l, c);
         return;
     }
-    /* A rank may join again after it left cleanly (a program that
-     * initializes and finalizes twice, or runs two programs in turn). */
-    if (l->ranks[r].hello &&
-        !(l->ranks[r].fini && l->ranks[r].conn == NULL)) {
-        run_say("warning: refused a second connection for rank %d (pid %"
-                PRIu64 ")", r, hello.pid);
-        conn_close(l, c);
-        return;
-    }
+    /* A rank may join again after its connection ended: after it left
+     * cleanly (a program that initializes and finalizes twice, or runs two
+     * programs in turn), or after rivetrun closed it. */
     c->rank = r;
-    l->ranks[r].hello = true;
-    l->ranks[r].fini = false;
     l->ranks[r].conn = c;
 
     reply = frame_new(RV_LAUNCH_HELLO, 0);
@@ -302,7 +338,6 @@ static void on_frame(launcher_t *l, conn_t *c)
         on_abort(l, c);
         break;
     case RV_LAUNCH_FINI:
-        l->ranks[c->rank].fini = true;
         conn_close(l, c);
         break;
     }
@@ -319,12 +354,16 @@ static bool header_sender_ok(launcher_t *l, conn_t *c)
     if (c->rank < 0) {
         if (h->type == RV_LAUNCH_HELLO && h->len == sizeof(rv_launch_hello_t))
             return true;
-        snprintf(what, sizeof(what), "%s before hello",
-                 rv__launch_type_name(h->type));
+        if (h->type == RV_LAUNCH_HELLO)
+            snprintf(what, sizeof(what), "a hello of %" PRIu64 " bytes, not "
+                     "%zu", h->len, sizeof(rv_launch_hello_t));
+        else
+            snprintf(what, sizeof(what), "a frame of type %u (%s) before "
+                     "hello", h->type, rv__launch_type_name(h->type));
     } else {
         if (h->rank == (uint32_t)c->rank)
             return true;
-        snprintf(what, sizeof(what), "frame claims rank %u", h->rank);
+        snprintf(what, sizeof(what), "a frame claims rank %u", h->rank);
     }
     conn_protocol_error(l, c, what);
     return false;
@@ -341,21 +380,25 @@ static bool header_type_ok(launcher_t *l, conn_t *c)
     case RV_LAUNCH_HELLO:
         if (c->rank < 0)
             return true;
-        conn_protocol_error(l, c, "second hello");
+        conn_protocol_error(l, c, "a second hello");
         return false;
     case RV_LAUNCH_ABORT:
         if (h->len >= sizeof(rv_launch_abort_t) &&
             h->len <= sizeof(rv_launch_abort_t) + RV_LAUNCH_MAX_REASON)
             return true;
-        conn_protocol_error(l, c, "bad abort frame");
+        snprintf(what, sizeof(what), "an abort frame of %" PRIu64 " bytes",
+                 h->len);
+        conn_protocol_error(l, c, what);
         return false;
     case RV_LAUNCH_FINI:
         if (h->len == 0)
             return true;
-        conn_protocol_error(l, c, "bad fini frame");
+        snprintf(what, sizeof(what), "a fini frame of %" PRIu64 " bytes",
+                 h->len);
+        conn_protocol_error(l, c, what);
         return false;
     default:
-        snprintf(what, sizeof(what), "unknown frame type %u", h->type);
+        snprintf(what, sizeof(what), "an unknown frame type %u", h->type);
         conn_protocol_error(l, c, what);
         return false;
     }
@@ -443,6 +486,19 @@ void run_conn_on_events(launcher_t *l, conn_t *c, short ev)
 /* The listening socket                                                    */
 /* ---------------------------------------------------------------------- */
 
+/* Who is on the other side, as the kernel saw it at connect(). */
+static int conn_peer(conn_t *c)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return -1;
+    c->peer_pid = cred.pid;
+    c->peer_uid = cred.uid;
+    return 0;
+}
+
 void run_server_accept(launcher_t *l)
 {
     for (;;) {
@@ -457,12 +513,18 @@ void run_server_accept(launcher_t *l)
         }
         if (l->nconns == l->max_conns ||
             (c = calloc(1, sizeof(*c))) == NULL) {
-            run_say("warning: refusing a bootstrap connection: too many");
+            run_say("refused a bootstrap connection: too many");
             close(fd);
             continue;
         }
         c->fd = fd;
         c->rank = -1;
+        if (conn_peer(c) != 0) {
+            run_say("refused a bootstrap connection: SO_PEERCRED: %m");
+            close(fd);
+            free(c);
+            continue;
+        }
         l->conns[l->nconns++] = c;
     }
 }
@@ -470,19 +532,9 @@ void run_server_accept(launcher_t *l)
 int run_server_open(launcher_t *l)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    const char *tmp = getenv("TMPDIR");
 
-    if (tmp == NULL || *tmp == '\0' ||
-        strlen(tmp) + sizeof(DIR_TEMPLATE SOCK_NAME) > sizeof(sun.sun_path))
-        tmp = "/tmp";
-    snprintf(l->dir, sizeof(l->dir), "%s" DIR_TEMPLATE, tmp);
-    if (mkdtemp(l->dir) == NULL) {
-        run_say("cannot create a directory in %s: %m", tmp);
-        goto err_dir;
-    }
-    /* tmp was chosen above so that the path fits. */
-    strcpy(l->sock_path, l->dir);
-    strcat(l->sock_path, SOCK_NAME);
+    if (run_dir_create(l) != 0)
+        return -1;
     memcpy(sun.sun_path, l->sock_path, strlen(l->sock_path) + 1);
 
     l->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
@@ -499,14 +551,10 @@ int run_server_open(launcher_t *l)
     return 0;
 
 err_listen:
-    unlink(l->sock_path); /* bind may have created it */
     close(l->listen_fd);
     l->listen_fd = -1;
 err_socket:
-    rmdir(l->dir);
-    l->sock_path[0] = '\0';
-err_dir:
-    l->dir[0] = '\0';
+    run_dir_remove(l); /* and the socket, which bind may have created */
     return -1;
 }
 
@@ -527,6 +575,5 @@ void run_server_close(launcher_t *l)
     run_conns_sweep(l);
     free(l->conns);
     l->conns = NULL;
-    unlink(l->sock_path);
-    rmdir(l->dir);
+    run_dir_remove(l);
 }

@@ -9,7 +9,8 @@
  *   pidfile=DIR         write this process's pid to DIR/<rank>.pid
  *   child-sleep=S       fork a child that sleeps S seconds (its pid goes to
  *                       DIR/<rank>.child.pid if pidfile= came first)
- *   wait-pidfiles=N     wait (5 s at most) until DIR holds N <rank>.pid files
+ *   wait-pidfiles=N     wait (5 s at most) until DIR holds N pid files, the
+ *                       children's included
  *   print=TEXT          print "TEXT <rank>" and a newline on stdout
  *   eprint=TEXT         print "TEXT <rank>" without a newline on stderr
  *   describe            print "placement <rank>: <where this thread runs>"
@@ -22,6 +23,18 @@
  *   barrier             a barrier (joins first if needed); exit 2 if it fails
  *   abort=N             abort the job with code N (joins first if needed)
  *   fini                leave the job cleanly
+ *   envfile=DIR         write the socket's path and the job's token, one a
+ *                       line, to DIR/<rank>.env (for a test that plays a
+ *                       stray process)
+ *   touch=PATH          create the file PATH
+ *   wait-file=PATH      wait (10 s at most, else exit 3) until PATH exists
+ *   forge=KIND          open a connection of its own, join as this rank
+ *                       (exit 4 if refused), send a forged frame and expect
+ *                       rivetrun to close the connection (exit 5 if it does
+ *                       not); prints "forge KIND closed <rank>". KIND: type
+ *                       (an unknown type), len (an abort whose length lies),
+ *                       huge (an allgather of 1 TiB), rank (a fini claiming
+ *                       another rank), hello (a second hello)
  *
  * The rank is RIVET_RANK, else PMIX_RANK, else 0.
  */
@@ -32,10 +45,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rv_bootstrap.h"
+#include "rv_launch_proto.h"
 #include "rv_placement.h"
 
 static int my_rank;
@@ -82,8 +100,7 @@ static int count_pidfiles(void)
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
         if (e->d_name[0] != '.' && len > 4 &&
-            strcmp(e->d_name + len - 4, ".pid") == 0 &&
-            strstr(e->d_name, ".child") == NULL)
+            strcmp(e->d_name + len - 4, ".pid") == 0)
             n++;
     }
     closedir(d);
@@ -170,6 +187,127 @@ static void bootstrap_check(const char *provider)
     bs = NULL;
 }
 
+/* The socket's path, from RIVET_BOOTSTRAP. */
+static const char *socket_path(void)
+{
+    const char *addr = getenv("RIVET_BOOTSTRAP");
+
+    if (addr == NULL || strncmp(addr, RV_LAUNCH_ADDR_PREFIX,
+                                strlen(RV_LAUNCH_ADDR_PREFIX)) != 0) {
+        fprintf(stderr, "rank_helper %d: no RIVET_BOOTSTRAP\n", my_rank);
+        exit(99);
+    }
+    return addr + strlen(RV_LAUNCH_ADDR_PREFIX);
+}
+
+static void write_envfile(const char *dir)
+{
+    char tmp[4096], path[4096];
+    const char *token = getenv(RV_LAUNCH_TOKEN_ENV);
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s/.%d.env.tmp", dir, my_rank);
+    snprintf(path, sizeof(path), "%s/%d.env", dir, my_rank);
+    f = fopen(tmp, "w");
+    if (f == NULL) {
+        perror(tmp);
+        exit(90);
+    }
+    fprintf(f, "%s\n%s\n", socket_path(), token != NULL ? token : "");
+    fclose(f);
+    /* Atomically, as the pid files. */
+    if (rename(tmp, path) != 0) {
+        perror(path);
+        exit(90);
+    }
+}
+
+static void wait_file(const char *path)
+{
+    struct stat st;
+
+    for (int i = 0; i < 1000; i++) {
+        if (stat(path, &st) == 0)
+            return;
+        sleep_s(0.01);
+    }
+    fprintf(stderr, "rank_helper %d: %s did not appear\n", my_rank, path);
+    exit(3);
+}
+
+/* Connects to rivetrun and joins as this rank, as the bootstrap does, on a
+ * connection of its own. Exits 4 if rivetrun refuses it. */
+static int forge_join(void)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    struct timeval limit = {.tv_sec = 10};
+    rv_launch_hello_t hello = {.pid = (uint64_t)getpid()};
+    const char *size = getenv("RIVET_SIZE");
+    const char *token = getenv(RV_LAUNCH_TOKEN_ENV);
+    rv_launch_hdr_t hdr;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", socket_path());
+    hello.size = size != NULL ? (uint32_t)atoi(size) : 1;
+    if (token != NULL)
+        rv__launch_token_parse(token, hello.token);
+    /* A rivetrun that neither answers nor closes fails the action. */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
+        rv__launch_send(fd, RV_LAUNCH_HELLO, (uint32_t)my_rank, &hello,
+                        sizeof(hello)) != RV_OK ||
+        rv__launch_recv_hdr(fd, &hdr) != RV_OK ||
+        hdr.type != RV_LAUNCH_HELLO) {
+        fprintf(stderr, "rank_helper %d: forge: not accepted\n", my_rank);
+        exit(4);
+    }
+    return fd;
+}
+
+static void forge(const char *kind)
+{
+    int fd = forge_join();
+    uint32_t rank = (uint32_t)my_rank;
+    rv_launch_hdr_t hdr = {.rank = rank};
+    rv_launch_hello_t hello = {0};
+    ssize_t n;
+    char byte;
+
+    if (strcmp(kind, "type") == 0) {
+        hdr.type = 99;
+    } else if (strcmp(kind, "len") == 0) {
+        hdr.type = RV_LAUNCH_ABORT;
+        hdr.len = 1ull << 40;
+    } else if (strcmp(kind, "huge") == 0) {
+        hdr.type = RV_LAUNCH_ALLGATHER;
+        hdr.len = 1ull << 40;
+    } else if (strcmp(kind, "rank") == 0) {
+        hdr.type = RV_LAUNCH_FINI;
+        hdr.rank = rank + 1;
+    } else if (strcmp(kind, "hello") == 0) {
+        hdr.type = RV_LAUNCH_HELLO;
+        hdr.len = sizeof(hello);
+    } else {
+        fprintf(stderr, "rank_helper: unknown forge %s\n", kind);
+        exit(99);
+    }
+    rv__launch_write_full(fd, &hdr, sizeof(hdr));
+    if (hdr.type == RV_LAUNCH_HELLO)
+        rv__launch_write_full(fd, &hello, sizeof(hello));
+    /* rivetrun must close the connection: end-of-file (a reset if it
+     * closed before reading all we sent), not a byte and not the receive
+     * timeout. */
+    n = read(fd, &byte, 1);
+    if (n != 0 && !(n < 0 && errno == ECONNRESET)) {
+        fprintf(stderr, "rank_helper %d: forge %s: the connection stays "
+                "open\n", my_rank, kind);
+        exit(5);
+    }
+    close(fd);
+    printf("forge %s closed %d\n", kind, my_rank);
+    fflush(stdout);
+}
+
 static void run_action(const char *a)
 {
     const char *eq = strchr(a, '=');
@@ -231,6 +369,19 @@ static void run_action(const char *a)
         if (bs != NULL)
             bs->ops->fini(bs);
         bs = NULL;
+    } else if (IS("envfile")) {
+        write_envfile(arg);
+    } else if (IS("touch")) {
+        FILE *f = fopen(arg, "w");
+        if (f == NULL) {
+            perror(arg);
+            exit(90);
+        }
+        fclose(f);
+    } else if (IS("wait-file")) {
+        wait_file(arg);
+    } else if (IS("forge")) {
+        forge(arg);
     } else {
         fprintf(stderr, "rank_helper: unknown action %s\n", a);
         exit(99);

@@ -4,7 +4,8 @@
  * survives it.
  *
  * Every rivetrun gets --timeout and the test kills it if it still runs
- * well after that, so a broken rivetrun fails a test rather than hanging it.
+ * well after that (rivetrun_job.c), so a broken rivetrun fails a test
+ * rather than hanging it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +28,8 @@
 #include <cmocka.h>
 #include <hwloc.h>
 
+#include "rivetrun_job.h"
+
 #ifndef RIVETRUN_BIN
 #error "RIVETRUN_BIN must be defined"
 #endif
@@ -35,7 +38,6 @@
 #endif
 
 #define SAFETY_TIMEOUT "20"   /* --timeout of every rivetrun */
-#define HARD_LIMIT_MS  30000  /* the test kills rivetrun after this */
 
 static char tmp_dir[] = "/tmp/test_rivetrun.XXXXXX";
 static int case_no;
@@ -43,19 +45,6 @@ static int case_no;
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                 */
 /* ---------------------------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* A fresh directory for one test case's pid files. */
 static char *case_dir(void)
@@ -83,132 +72,6 @@ static char *write_config(int processes, int threads, const char *placement,
     fclose(f);
     return path;
 }
-
-typedef struct job {
-    pid_t pid;
-    int fds[2];         /* rivetrun's stdout and stderr */
-    char *text[2];
-    size_t len[2];
-    int64_t start_ms;
-    int64_t elapsed_ms;
-    int code;           /* exit code, or 128 + signal */
-} job_t;
-
-static void job_start(job_t *j, const char *const argv[])
-{
-    int pipes[2][2];
-
-    memset(j, 0, sizeof(*j));
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pipe2(pipes[i], O_CLOEXEC), 0);
-    j->start_ms = now_ms();
-    j->pid = fork();
-    assert_true(j->pid >= 0);
-    if (j->pid == 0) {
-        dup2(pipes[0][1], STDOUT_FILENO);
-        dup2(pipes[1][1], STDERR_FILENO);
-        execv(argv[0], (char *const *)argv);
-        _exit(126);
-    }
-    for (int i = 0; i < 2; i++) {
-        close(pipes[i][1]);
-        j->fds[i] = pipes[i][0];
-        j->text[i] = calloc(1, 1);
-    }
-}
-
-/* Reads rivetrun's output for up to @p ms. */
-static void job_pump(job_t *j, int ms)
-{
-    struct pollfd p[2];
-    int n = 0, map[2];
-
-    for (int i = 0; i < 2; i++) {
-        if (j->fds[i] >= 0) {
-            p[n] = (struct pollfd){.fd = j->fds[i], .events = POLLIN};
-            map[n++] = i;
-        }
-    }
-    if (n == 0) {
-        sleep_ms(ms);
-        return;
-    }
-    if (poll(p, (nfds_t)n, ms) <= 0)
-        return;
-    for (int k = 0; k < n; k++) {
-        char buf[4096];
-        int i = map[k];
-        ssize_t got;
-
-        if (p[k].revents == 0)
-            continue;
-        got = read(j->fds[i], buf, sizeof(buf));
-        if (got <= 0) {
-            close(j->fds[i]);
-            j->fds[i] = -1;
-            continue;
-        }
-        j->text[i] = realloc(j->text[i], j->len[i] + (size_t)got + 1);
-        memcpy(j->text[i] + j->len[i], buf, (size_t)got);
-        j->len[i] += (size_t)got;
-        j->text[i][j->len[i]] = '\0';
-    }
-}
-
-/* Waits for rivetrun to exit and its output to end; kills it past the
- * hard limit (and fails the test). */
-static void job_wait(job_t *j)
-{
-    int status;
-    pid_t got = 0;
-
-    while (got == 0 || j->fds[0] >= 0 || j->fds[1] >= 0) {
-        if (now_ms() - j->start_ms > HARD_LIMIT_MS) {
-            kill(j->pid, SIGKILL);
-            waitpid(j->pid, &status, 0);
-            fail_msg("rivetrun still runs after %d ms", HARD_LIMIT_MS);
-        }
-        job_pump(j, 20);
-        if (got == 0) {
-            got = waitpid(j->pid, &status, WNOHANG);
-            assert_true(got >= 0);
-            if (got > 0)
-                j->elapsed_ms = now_ms() - j->start_ms;
-        }
-    }
-    j->code = WIFEXITED(status) ? WEXITSTATUS(status)
-                                : 128 + WTERMSIG(status);
-    if (getenv("TEST_RIVETRUN_VERBOSE") != NULL)
-        fprintf(stderr, "--- code %d after %lld ms\n--- stdout:\n%s--- "
-                "stderr:\n%s---\n", j->code, (long long)j->elapsed_ms,
-                j->text[0], j->text[1]);
-}
-
-static void job_free(job_t *j)
-{
-    free(j->text[0]);
-    free(j->text[1]);
-}
-
-static void run(job_t *j, const char *const argv[])
-{
-    job_start(j, argv);
-    job_wait(j);
-}
-
-static int count_of(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
-}
-
-#define assert_contains(_text, _needle)                                        \
-    do {                                                                       \
-        if (strstr((_text), (_needle)) == NULL)                                \
-            fail_msg("\"%s\" not found in:\n%s", (_needle), (_text));          \
-    } while (0)
 
 /* True if @p pid runs (a zombie does not count). */
 static int pid_alive(pid_t pid)
@@ -303,7 +166,7 @@ static void test_all_ranks_succeed(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     assert_string_equal(j.text[1], "");
     assert_int_equal(count_of(j.text[0], "hello"), 4);
@@ -318,16 +181,18 @@ static void test_env_vars(void **state)
         "--no-prefix", "-c", cfg, "sh", "-c",
         "echo \"rank=$RIVET_RANK size=$RIVET_SIZE "
         "local=$RIVET_LOCAL_RANK/$RIVET_LOCAL_SIZE "
-        "boot=${RIVET_BOOTSTRAP%%:*} cfg=$RIVET_CONFIG\"", NULL};
+        "boot=${RIVET_BOOTSTRAP%%:*} cfg=$RIVET_CONFIG "
+        "token=${#RIVET_JOB_TOKEN}\"", NULL};
     char line[1024];
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     for (int r = 0; r < 3; r++) {
         snprintf(line, sizeof(line),
-                 "rank=%d size=3 local=%d/3 boot=unix cfg=%s\n", r, r, cfg);
+                 "rank=%d size=3 local=%d/3 boot=unix cfg=%s token=32\n", r,
+                 r, cfg);
         assert_contains(j.text[0], line);
     }
     job_free(&j);
@@ -343,7 +208,7 @@ static void test_np_overrides_config(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     assert_int_equal(count_of(j.text[0], "size=2\n"), 2);
     job_free(&j);
@@ -363,7 +228,7 @@ static void test_exit_code_propagates(void **state)
 
     (void)state;
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 3);
     assert_true(j.elapsed_ms < 5000);
     assert_contains(j.text[1], "rivetrun: rank 1 (pid ");
@@ -375,7 +240,9 @@ static void test_exit_code_propagates(void **state)
     free(dir);
 }
 
-/* A rank dies of SIGSEGV: code 128 + 11, the rank and signal are named. */
+/* A rank dies of SIGSEGV: code 128 + 11, the rank and signal are named.
+ * It crashes once every rank and its child wrote their pid files, so that
+ * the test knows every process it must not see survive. */
 static void test_crash_ends_job(void **state)
 {
     char *cfg = write_config(3, 1, "none", NULL);
@@ -383,12 +250,12 @@ static void test_crash_ends_job(void **state)
     char pidfile[600];
     const char *argv[] = {RIVETRUN_BIN, "--timeout", SAFETY_TIMEOUT, "-c", cfg,
                           RANK_HELPER_BIN, pidfile, "child-sleep=30",
-                          "wait-pidfiles=3", "r2:segv", "sleep=30", NULL};
+                          "wait-pidfiles=6", "r2:segv", "sleep=30", NULL};
     job_t j;
 
     (void)state;
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 128 + SIGSEGV);
     assert_true(j.elapsed_ms < 5000);
     assert_contains(j.text[1], "rivetrun: rank 2 (pid ");
@@ -412,7 +279,7 @@ static void test_timeout(void **state)
 
     (void)state;
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 124);
     assert_true(j.elapsed_ms >= 900 && j.elapsed_ms < 3500);
     assert_contains(j.text[1], "rivetrun: job timed out after 1 s\n");
@@ -435,7 +302,7 @@ static void test_timeout_term_ignored(void **state)
 
     (void)state;
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 124);
     assert_true(j.elapsed_ms < 5000);
     assert_no_survivors(dir, 2);
@@ -492,7 +359,7 @@ static void test_output_prefix(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     for (int r = 0; r < 2; r++) {
         char line[64];
@@ -519,14 +386,14 @@ static void test_output_prefix_from_config(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     assert_contains(j.text[0], "[0] line 0\n");
     assert_contains(j.text[0], "[1] line 1\n");
     assert_contains(j.text[1], "[1] partial 1\n");
     job_free(&j);
 
-    run(&j, argv_off);
+    job_run(&j, argv_off);
     assert_int_equal(j.code, 0);
     assert_null(strstr(j.text[0], "[0]"));
     assert_contains(j.text[0], "line 0\n");
@@ -542,7 +409,7 @@ static void test_bootstrap_check(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     for (int r = 0; r < 4; r++) {
         char line[64];
@@ -567,7 +434,7 @@ static void test_exit0_during_collective(void **state)
 
     (void)state;
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_not_equal(j.code, 0);
     assert_true(j.elapsed_ms < 5000);
     assert_contains(j.text[1], "rivetrun: rank 1 (pid ");
@@ -589,7 +456,7 @@ static void test_exit0_never_joined(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_not_equal(j.code, 0);
     assert_true(j.elapsed_ms < 5000);
     assert_contains(j.text[1], "rivetrun: rank 2 (pid ");
@@ -609,7 +476,7 @@ static void test_fini_then_exit(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     assert_string_equal(j.text[1], "");
     job_free(&j);
@@ -628,7 +495,7 @@ static void test_abort(void **state)
 
     (void)state;
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s", dir);
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 5);
     assert_true(j.elapsed_ms < 5000);
     assert_contains(j.text[1], "rivetrun: rank 2 aborted: helper abort\n");
@@ -647,7 +514,7 @@ static void test_exec_failure(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 127);
     assert_contains(j.text[1], "cannot execute /nonexistent/program: "
                                "No such file or directory");
@@ -664,13 +531,13 @@ static void test_bad_config(void **state)
     job_t j;
 
     (void)state;
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 1);
     assert_contains(j.text[1], "rivetrun: ");
     assert_contains(j.text[1], "no_such_key");
     job_free(&j);
 
-    run(&j, argv_missing);
+    job_run(&j, argv_missing);
     assert_int_equal(j.code, 1);
     assert_contains(j.text[1], "nonexistent.yaml");
     job_free(&j);
@@ -687,16 +554,16 @@ static void test_usage_errors(void **state)
     job_t j;
 
     (void)state;
-    run(&j, no_program);
+    job_run(&j, no_program);
     assert_int_equal(j.code, 1);
     job_free(&j);
-    run(&j, bad_np);
+    job_run(&j, bad_np);
     assert_int_equal(j.code, 1);
     job_free(&j);
-    run(&j, bad_timeout);
+    job_run(&j, bad_timeout);
     assert_int_equal(j.code, 1);
     job_free(&j);
-    run(&j, help);
+    job_run(&j, help);
     assert_int_equal(j.code, 0);
     assert_contains(j.text[0], "usage: rivetrun");
     job_free(&j);
@@ -741,7 +608,7 @@ static void test_placement_core(void **state)
                           RANK_HELPER_BIN, "describe", NULL};
     job_t j;
 
-    run(&j, argv);
+    job_run(&j, argv);
     assert_int_equal(j.code, 0);
     for (int r = 0; r < 2; r++) {
         snprintf(want, sizeof(want), "placement %d: %s %d (", r, unit, r);
