@@ -35,7 +35,21 @@
  * registered (the remote key carries the region id, base and length), so
  * a bad remote pointer is an error reported to both sides, not a stray
  * write. As with UCX's tcp RMA, the target worker must progress.
+ *
+ * Nothing read from the wire is used unchecked. A request carries the
+ * index and generation of a slot of the initiator's table of pending
+ * operations (ucx_emu_slot_t), never a pointer, and its reply finds the
+ * operation through them: a reply naming a free slot, a slot taken again
+ * since (another generation), a slot of another kind of operation or of
+ * another target, is stale, duplicated or forged, and is dropped. The
+ * target drops a put outside its registered memory and refuses a get or an
+ * atomic there (with an error reply, so that the initiator's operation
+ * ends); a message with a bad header, kind or worker id is dropped. Each
+ * drop is counted by why (the worker's job.stats line at the end of the
+ * job) and logged the first time per peer and kind.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +93,200 @@ typedef struct {
 
 _Static_assert(sizeof(emu_hdr_t) <= RV_UCX_MAX_HDR + sizeof(uint32_t),
                "emulation header must fit an op's header storage");
+
+#define EMU_SLOTS_FIRST 64u        /* the pending table's first size */
+#define EMU_SLOTS_MAX (1u << 20)   /* and its bound: operations awaiting a
+                                      reply at once, per worker */
+#define EMU_SLOT_NONE UINT32_MAX   /* end of the free list */
+
+static const char *const drop_what[RV_UCX_DROP_KINDS] = {
+    [RV_UCX_DROP_STALE] = "stale, duplicated or forged replies",
+    [RV_UCX_DROP_OUTSIDE] = "accesses outside registered memory",
+    [RV_UCX_DROP_MALFORMED] = "malformed messages",
+};
+
+/* ---------------------------------------------------------------------- */
+/* Drops                                                                   */
+
+/*
+ * Counts a message dropped for reason @p kind and logs it the first time
+ * for its sender @p src (a peer that sends garbage would flood the log
+ * otherwise); the counts are printed at the end of the job.
+ */
+static void emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
+                     const char *fmt, ...)
+{
+    tw->emu_drops[kind]++;
+    uint8_t *logged = src < tw->nworkers ? &tw->emu_logged[src]
+                                         : &tw->emu_logged_unknown;
+    if (*logged & (1u << kind))
+        return;
+    *logged |= (uint8_t)(1u << kind);
+    char what[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    rv_warn("worker %u dropped %s; further %s from %s are counted "
+            "(job.stats), not logged", tw->tid, what, drop_what[kind],
+            src < tw->nworkers ? "that worker" : "unknown workers");
+}
+
+rv_status_t rv_ucx_emu_worker_init(struct rv_tworker *tw)
+{
+    tw->emu_free = EMU_SLOT_NONE;
+    tw->emu_logged = calloc(tw->nworkers, sizeof(*tw->emu_logged));
+    return tw->emu_logged != NULL ? RV_OK : RV_ERR_NO_MEMORY;
+}
+
+/* job.stats: the worker's drops, beside the layers' counters. */
+static void print_drops(const struct rv_tworker *tw)
+{
+    const uint64_t *d = tw->emu_drops;
+    uint64_t total = d[RV_UCX_DROP_STALE] + d[RV_UCX_DROP_OUTSIDE] +
+                     d[RV_UCX_DROP_MALFORMED];
+    bool emulates = false;
+    for (uint32_t peer = 0; peer < tw->nworkers && !emulates; peer++)
+        emulates = tw->emulate[peer];
+    if (tw->tp->stats == RV_STATS_OFF || (!emulates && total == 0)) {
+        if (total > 0)
+            rv_warn("worker %u dropped %llu emulated RMA messages (set "
+                    "job.stats to see why)", tw->tid,
+                    (unsigned long long)total);
+        return;
+    }
+    if (tw->tp->stats == RV_STATS_JSON)
+        fprintf(stderr,
+                "{\"rank\":%d,\"ucx_worker\":%u,\"emu_stale_replies\":%llu"
+                ",\"emu_outside_region\":%llu,\"emu_malformed\":%llu}\n",
+                tw->tp->rank, tw->tid,
+                (unsigned long long)d[RV_UCX_DROP_STALE],
+                (unsigned long long)d[RV_UCX_DROP_OUTSIDE],
+                (unsigned long long)d[RV_UCX_DROP_MALFORMED]);
+    else
+        fprintf(stderr,
+                "[rivet r%d] ucx worker %u: emulated RMA messages dropped: "
+                "%llu stale replies, %llu outside registered memory, %llu "
+                "malformed\n", tw->tp->rank, tw->tid,
+                (unsigned long long)d[RV_UCX_DROP_STALE],
+                (unsigned long long)d[RV_UCX_DROP_OUTSIDE],
+                (unsigned long long)d[RV_UCX_DROP_MALFORMED]);
+}
+
+void rv_ucx_emu_worker_fini(struct rv_tworker *tw)
+{
+    print_drops(tw);
+    for (uint32_t peer = 0; peer < tw->nworkers; peer++) {
+        for (ucx_emu_deferred_t *d = tw->emu_deferred[peer], *n; d; d = n) {
+            n = d->next;
+            if (d->rndv)
+                ucp_am_data_release(tw->worker, d->data);
+            free(d);
+        }
+        tw->emu_deferred[peer] = NULL;
+    }
+    free(tw->emu_slots);
+    free(tw->emu_logged);
+    tw->emu_slots = NULL;
+    tw->emu_logged = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Pending operations (initiator side)                                     */
+
+/* Doubles the table, up to EMU_SLOTS_MAX; false when it cannot grow. */
+static bool slots_grow(struct rv_tworker *tw)
+{
+    uint32_t cap = tw->emu_nslots ? 2 * tw->emu_nslots : EMU_SLOTS_FIRST;
+    if (tw->emu_nslots >= EMU_SLOTS_MAX)
+        return false;
+    ucx_emu_slot_t *s = realloc(tw->emu_slots, cap * sizeof(*s));
+    if (s == NULL)
+        return false;
+    for (uint32_t i = cap; i-- > tw->emu_nslots;) {
+        s[i] = (ucx_emu_slot_t){.next_free = tw->emu_free};
+        tw->emu_free = i;
+    }
+    tw->emu_slots = s;
+    tw->emu_nslots = cap;
+    return true;
+}
+
+/*
+ * Takes a slot for @p op, whose request goes to @p peer and is answered
+ * by a reply of kind @p reply; sets the request's cookie. A full table is
+ * an error the caller returns (its operation never starts), not a loss.
+ */
+static rv_status_t slot_take(struct rv_tworker *tw, ucx_op_t *op,
+                             uint32_t peer, uint8_t reply, uint64_t *cookie)
+{
+    if (tw->emu_free == EMU_SLOT_NONE && !slots_grow(tw)) {
+        rv_error("worker %u has %u emulated RMA operations awaiting replies, "
+                 "the most it keeps (or it is out of memory): complete "
+                 "some (flush) before starting more", tw->tid,
+                 tw->emu_nslots);
+        return RV_ERR_NO_MEMORY;
+    }
+    uint32_t i = tw->emu_free;
+    ucx_emu_slot_t *s = &tw->emu_slots[i];
+    tw->emu_free = s->next_free;
+    s->op = op;
+    s->gen++;
+    s->peer = peer;
+    s->reply = reply;
+    *cookie = (uint64_t)s->gen << 32 | i;
+    return RV_OK;
+}
+
+static void slot_free(struct rv_tworker *tw, uint32_t i)
+{
+    ucx_emu_slot_t *s = &tw->emu_slots[i];
+    s->op = NULL;
+    s->next_free = tw->emu_free;
+    tw->emu_free = i;
+}
+
+/* Gives back the slot of a request that could not be sent. */
+static void slot_cancel(struct rv_tworker *tw, uint64_t cookie)
+{
+    slot_free(tw, (uint32_t)cookie);
+}
+
+/*
+ * The operation reply @p h answers, its slot freed; NULL (the reply
+ * dropped and counted) when it answers none: a stale, duplicated or
+ * forged reply is never used.
+ */
+static ucx_op_t *slot_answer(struct rv_tworker *tw, const emu_hdr_t *h)
+{
+    uint32_t i = (uint32_t)h->cookie, gen = (uint32_t)(h->cookie >> 32);
+    const ucx_emu_slot_t *s = i < tw->emu_nslots ? &tw->emu_slots[i] : NULL;
+    const char *why = s == NULL          ? "names no slot of the table"
+                      : s->op == NULL    ? "names a slot already answered"
+                      : s->gen != gen    ? "names an earlier use of its slot"
+                      : s->peer != h->src ? "comes from another worker than "
+                                            "the one asked"
+                      : s->reply != h->op ? "answers another kind of "
+                                            "operation"
+                                          : NULL;
+    if (why != NULL) {
+        emu_drop(tw, RV_UCX_DROP_STALE, h->src,
+                 "a reply (kind %u, slot %u, generation %u) from worker %u "
+                 "that %s", h->op, i, gen, h->src, why);
+        return NULL;
+    }
+    ucx_op_t *op = s->op;
+    slot_free(tw, i);
+    return op;
+}
+
+/* A reply's status, as the target sent it: an error or RV_OK. */
+static rv_status_t reply_status(const emu_hdr_t *h)
+{
+    return h->status > 0 ? RV_ERR_TRANSPORT : (rv_status_t)h->status;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Region registry (target side)                                           */
@@ -226,13 +434,17 @@ rv_status_t rv_ucx_emu_put(struct rv_tworker *tw, uint32_t peer,
     return emu_send(tw, peer, &h, src, len, cb, arg);
 }
 
-/* Starts a request whose reply completes @p op. */
+/* Starts a request whose reply (of kind @p reply) completes @p op. */
 static rv_status_t emu_request(struct rv_tworker *tw, uint32_t peer,
-                               emu_hdr_t *h, ucx_op_t *op)
+                               emu_hdr_t *h, uint8_t reply, ucx_op_t *op)
 {
     h->src = tw->tid;
-    h->cookie = (uintptr_t)op;
-    rv_status_t status = emu_send(tw, peer, h, NULL, 0, NULL, NULL);
+    rv_status_t status = slot_take(tw, op, peer, reply, &h->cookie);
+    if (status == RV_OK) {
+        status = emu_send(tw, peer, h, NULL, 0, NULL, NULL);
+        if (status < 0)
+            slot_cancel(tw, h->cookie);
+    }
     if (status < 0) {
         rv_ucx_op_put(tw, op);
         return status;
@@ -251,7 +463,7 @@ rv_status_t rv_ucx_emu_get(struct rv_tworker *tw, uint32_t peer, void *dst,
     op->len = len;
     emu_hdr_t h = {.op = EMU_GET_REQ, .region = rkey->region,
                    .raddr = raddr, .len = len};
-    return emu_request(tw, peer, &h, op);
+    return emu_request(tw, peer, &h, EMU_GET_REP, op);
 }
 
 rv_status_t rv_ucx_emu_atomic(struct rv_tworker *tw, uint32_t peer, bool cswap,
@@ -268,17 +480,25 @@ rv_status_t rv_ucx_emu_atomic(struct rv_tworker *tw, uint32_t peer, bool cswap,
                    .region = rkey->region, .raddr = raddr,
                    .len = sizeof(uint64_t), .v1 = v1, .v2 = v2};
     tw->emu_dirty[peer] = true;
-    return emu_request(tw, peer, &h, op);
+    return emu_request(tw, peer, &h, EMU_AMO_REP, op);
 }
 
-/* Sends a flush request whose reply completes @p op. */
+/* Sends a flush request whose reply completes a part of @p op. */
 static rv_status_t emu_flush_peer(struct rv_tworker *tw, uint32_t peer,
                                   ucx_op_t *op)
 {
-    emu_hdr_t h = {.op = EMU_FLUSH_REQ, .src = tw->tid,
-                   .cookie = (uintptr_t)op};
-    tw->emu_dirty[peer] = false;
-    return emu_send(tw, peer, &h, NULL, 0, NULL, NULL);
+    emu_hdr_t h = {.op = EMU_FLUSH_REQ, .src = tw->tid};
+    rv_status_t status = slot_take(tw, op, peer, EMU_FLUSH_REP, &h.cookie);
+    if (status != RV_OK)
+        return status;
+    bool dirty = tw->emu_dirty[peer];
+    tw->emu_dirty[peer] = false; /* before the reply, which may come at once */
+    status = emu_send(tw, peer, &h, NULL, 0, NULL, NULL);
+    if (status < 0) {
+        slot_cancel(tw, h.cookie);
+        tw->emu_dirty[peer] = dirty;
+    }
+    return status;
 }
 
 rv_status_t rv_ucx_emu_flush(struct rv_tworker *tw, uint32_t peer,
@@ -325,9 +545,15 @@ rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
     for (uint32_t peer = 0; peer < tw->nworkers; peer++) {
         if (!tw->emulate[peer] || !tw->emu_dirty[peer])
             continue;
+        /* Counted first: over UCX's self transport the reply may be
+         * handled before the send returns. */
         op->pending++;
-        if (emu_flush_peer(tw, peer, op) < 0)
+        rv_status_t st = emu_flush_peer(tw, peer, op);
+        if (st < 0) {
             op->pending--;
+            if (op->status == RV_OK)
+                op->status = st; /* the flush fails rather than lie */
+        }
     }
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -417,11 +643,17 @@ static void recv_into(struct rv_tworker *tw, void *desc, void *dst,
 static ucs_status_t on_put(struct rv_tworker *tw, const emu_hdr_t *h,
                            void *data, size_t length, bool rndv)
 {
-    if (length != h->len || !region_check(tw->tp, h->region, h->raddr,
-                                          h->len)) {
-        rv_error("dropped an emulated put of %zu bytes at 0x%llx from worker "
-                 "%u: outside the registered memory of its remote key",
-                 length, (unsigned long long)h->raddr, h->src);
+    if (length != h->len) {
+        emu_drop(tw, RV_UCX_DROP_MALFORMED, h->src,
+                 "an emulated put from worker %u announcing %llu bytes and "
+                 "carrying %zu", h->src, (unsigned long long)h->len, length);
+        return UCS_OK; /* UCX drops rendezvous data not received */
+    }
+    if (!region_check(tw->tp, h->region, h->raddr, h->len)) {
+        emu_drop(tw, RV_UCX_DROP_OUTSIDE, h->src,
+                 "an emulated put of %zu bytes at 0x%llx (region %u) from "
+                 "worker %u: outside the registered memory of its remote key",
+                 length, (unsigned long long)h->raddr, h->region, h->src);
         return UCS_OK;
     }
     if (!rndv) {
@@ -440,11 +672,19 @@ static ucs_status_t on_put(struct rv_tworker *tw, const emu_hdr_t *h,
 
 static void on_amo(struct rv_tworker *tw, const emu_hdr_t *h)
 {
+    if (h->amo != EMU_AMO_FADD && h->amo != EMU_AMO_CSWAP) {
+        emu_drop(tw, RV_UCX_DROP_MALFORMED, h->src,
+                 "an emulated atomic of unknown kind %u from worker %u",
+                 h->amo, h->src);
+        emu_reply(tw, h, EMU_AMO_REP, RV_ERR_INVALID, NULL, 0);
+        return;
+    }
     if (!region_check(tw->tp, h->region, h->raddr, sizeof(uint64_t)) ||
         h->raddr % sizeof(uint64_t) != 0) {
-        rv_error("refused an emulated atomic at 0x%llx from worker %u: "
+        emu_drop(tw, RV_UCX_DROP_OUTSIDE, h->src,
+                 "an emulated atomic at 0x%llx (region %u) from worker %u: "
                  "unaligned or outside registered memory",
-                 (unsigned long long)h->raddr, h->src);
+                 (unsigned long long)h->raddr, h->region, h->src);
         emu_reply(tw, h, EMU_AMO_REP, RV_ERR_INVALID, NULL, 0);
         return;
     }
@@ -470,10 +710,11 @@ static ucs_status_t target_op(struct rv_tworker *tw, const emu_hdr_t *h,
         return on_put(tw, h, data, length, rndv);
     case EMU_GET_REQ:
         if (!region_check(tw->tp, h->region, h->raddr, h->len)) {
-            rv_error("refused an emulated get of %llu bytes at 0x%llx from "
-                     "worker %u: outside registered memory",
+            emu_drop(tw, RV_UCX_DROP_OUTSIDE, h->src,
+                     "an emulated get of %llu bytes at 0x%llx (region %u) "
+                     "from worker %u: outside registered memory",
                      (unsigned long long)h->len, (unsigned long long)h->raddr,
-                     h->src);
+                     h->region, h->src);
             emu_reply(tw, h, EMU_GET_REP, RV_ERR_INVALID, NULL, 0);
         } else {
             emu_reply(tw, h, EMU_GET_REP, RV_OK,
@@ -485,8 +726,11 @@ static ucs_status_t target_op(struct rv_tworker *tw, const emu_hdr_t *h,
         return UCS_OK;
     case EMU_FLUSH_REQ: {
         ucx_flush_wait_t *fw = malloc(sizeof(*fw));
-        if (fw == NULL)
+        if (fw == NULL) { /* the initiator learns it: no silent loss */
+            rv_error("out of memory answering a flush of worker %u", h->src);
+            emu_reply(tw, h, EMU_FLUSH_REP, RV_ERR_NO_MEMORY, NULL, 0);
             return UCS_OK;
+        }
         fw->cookie = h->cookie;
         fw->next = NULL;
         ucx_flush_wait_t **tail = &tw->emu_flush_waiting[h->src];
@@ -540,8 +784,43 @@ static void run_deferred(struct rv_tworker *tw, uint32_t src)
         if ((h.flags & EMU_FENCED) && tw->emu_puts_landing[src] > 0)
             return;
         tw->emu_deferred[src] = d->next;
-        target_op(tw, &h, d->data, d->length, d->rndv);
+        /* A held rendezvous put that is dropped now has its data released
+         * here: UCX kept it for us (UCS_INPROGRESS when it was held). */
+        if (target_op(tw, &h, d->data, d->length, d->rndv) != UCS_INPROGRESS &&
+            d->rndv)
+            ucp_am_data_release(tw->worker, d->data);
         free(d);
+    }
+}
+
+/* A reply to one of this worker's requests, found through its slot. */
+static ucs_status_t on_reply(struct rv_tworker *tw, const emu_hdr_t *h,
+                             void *data, size_t length, bool rndv)
+{
+    ucx_op_t *op = slot_answer(tw, h);
+    if (op == NULL)
+        return UCS_OK; /* UCX drops rendezvous data not received */
+    rv_status_t status = reply_status(h);
+    switch (h->op) {
+    case EMU_GET_REP:
+        if (status != RV_OK || length != op->len) {
+            emu_complete(op, status != RV_OK ? status : RV_ERR_TRUNCATED);
+            return UCS_OK;
+        }
+        if (!rndv) {
+            memcpy(op->dst, data, length);
+            emu_complete(op, RV_OK);
+            return UCS_OK;
+        }
+        recv_into(tw, data, op->dst, length, get_landed, op);
+        return UCS_INPROGRESS;
+    case EMU_AMO_REP:
+        op->result = h->v1;
+        emu_complete(op, status);
+        return UCS_OK;
+    default: /* EMU_FLUSH_REP: the slot's kind was checked */
+        flush_part_done(op, status);
+        return UCS_OK;
     }
 }
 
@@ -554,14 +833,16 @@ ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
     emu_hdr_t h;
 
     if (header_length != sizeof(h)) {
-        rv_warn("dropped an emulated RMA message with a %zu-byte header",
-                header_length);
+        emu_drop(tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,
+                 "an emulated RMA message with a %zu-byte header (%zu "
+                 "expected)", header_length, sizeof(h));
         return UCS_OK;
     }
     memcpy(&h, header, sizeof(h));
     if (h.src >= tw->nworkers) {
-        rv_warn("dropped an emulated RMA message from unknown worker %u",
-                h.src);
+        emu_drop(tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,
+                 "an emulated RMA message from worker %u, not of the job",
+                 h.src);
         return UCS_OK;
     }
     tw->completions++;
@@ -575,32 +856,14 @@ ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
             tw->emu_deferred[h.src] != NULL)
             return defer(tw, &h, data, length, rndv);
         return target_op(tw, &h, data, length, rndv);
-    case EMU_GET_REP: {
-        ucx_op_t *op = (ucx_op_t *)(uintptr_t)h.cookie;
-        if (h.status != RV_OK || length != op->len) {
-            emu_complete(op, h.status != RV_OK ? h.status : RV_ERR_TRUNCATED);
-            return UCS_OK;
-        }
-        if (!rndv) {
-            memcpy(op->dst, data, length);
-            emu_complete(op, RV_OK);
-            return UCS_OK;
-        }
-        recv_into(tw, data, op->dst, length, get_landed, op);
-        return UCS_INPROGRESS;
-    }
-    case EMU_AMO_REP: {
-        ucx_op_t *op = (ucx_op_t *)(uintptr_t)h.cookie;
-        op->result = h.v1;
-        emu_complete(op, h.status);
-        return UCS_OK;
-    }
+    case EMU_GET_REP:
+    case EMU_AMO_REP:
     case EMU_FLUSH_REP:
-        flush_part_done((ucx_op_t *)(uintptr_t)h.cookie, h.status);
-        return UCS_OK;
+        return on_reply(tw, &h, data, length, rndv);
     default:
-        rv_warn("dropped an emulated RMA message of unknown kind %u from "
-                "worker %u", h.op, h.src);
+        emu_drop(tw, RV_UCX_DROP_MALFORMED, h.src,
+                 "an emulated RMA message of unknown kind %u from worker %u",
+                 h.op, h.src);
         return UCS_OK;
     }
 }

@@ -34,6 +34,7 @@ typedef struct {
 
 struct rv_transport {
     ucp_context_h context;
+    rv_stats_mode_t stats;         /* job.stats: the drops printed at the end */
     pthread_rwlock_t regions_lock;
     ucx_region_t *regions;         /* by region id */
     uint32_t nregions, regions_cap;
@@ -67,6 +68,26 @@ struct rv_trkey {
     uint32_t region;
     uint64_t base, len;
     uint8_t *mapped; /* the region mapped here (shm), or NULL */
+};
+
+/* A slot of the initiator's table of emulated operations waiting for
+ * their reply (ucx_emu.c). A request carries the slot's index and
+ * generation, never a pointer: a reply names its operation through them. */
+typedef struct {
+    struct ucx_op *op;             /* NULL: the slot is free */
+    uint32_t gen;                  /* bumped each time the slot is taken */
+    uint32_t peer;                 /* the target: only it may answer */
+    uint32_t next_free;            /* free list, while free */
+    uint8_t reply;                 /* the kind of reply that answers it */
+} ucx_emu_slot_t;
+
+/* Why an emulated RMA message was dropped (ucx_emu.c). */
+enum {
+    RV_UCX_DROP_STALE,     /* a reply naming no operation waiting for it */
+    RV_UCX_DROP_OUTSIDE,   /* an access outside the target's registered
+                              memory */
+    RV_UCX_DROP_MALFORMED, /* a bad header, kind or worker id */
+    RV_UCX_DROP_KINDS,
 };
 
 /* An initiator waiting for its flush to be answered (target side). */
@@ -147,6 +168,11 @@ struct rv_tworker {
     struct ucx_emu_deferred **emu_deferred; /* target: operations behind a
                                               fence, in arrival order */
     struct ucx_emu_deferred **emu_deferred_tail;
+    ucx_emu_slot_t *emu_slots;     /* initiator: operations awaiting replies */
+    uint32_t emu_nslots, emu_free; /* slots made; first free (or NONE) */
+    uint64_t emu_drops[RV_UCX_DROP_KINDS]; /* messages dropped, by why */
+    uint8_t *emu_logged;           /* by peer: drop kinds logged (bits) */
+    uint8_t emu_logged_unknown;    /* the same, when no peer can be named */
     unsigned completions;          /* events since the last progress call */
 };
 
@@ -199,6 +225,8 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
 void rv_ucx_am_release(struct rv_tworker *tw, void *desc);
 
 /* ucx_emu.c */
+rv_status_t rv_ucx_emu_worker_init(struct rv_tworker *tw);
+void rv_ucx_emu_worker_fini(struct rv_tworker *tw);
 rv_status_t rv_ucx_region_add(rv_transport_t *tp, uint64_t base, uint64_t len,
                               uint32_t *id_p);
 void rv_ucx_region_remove(rv_transport_t *tp, uint32_t id);

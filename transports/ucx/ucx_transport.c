@@ -105,6 +105,9 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     if (tp == NULL)
         return RV_ERR_NO_MEMORY;
     tp->config = *c;
+    tp->stats = params->config != NULL
+                    ? rv_core_config(params->config)->job.stats
+                    : RV_STATS_OFF;
     pthread_rwlock_init(&tp->regions_lock, NULL);
     tp->rank = params->rank;
     tp->size = params->size;

@@ -468,6 +468,7 @@ static void worker_free_arrays(struct rv_tworker *tw)
     free(tw->emu_fence);
     free(tw->emu_deferred);
     free(tw->emu_deferred_tail);
+    free(tw->emu_logged);
 }
 
 rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
@@ -502,7 +503,7 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
         tw->emu_deferred_tail == NULL ||tw->eps == NULL || tw->held == NULL || tw->active == NULL ||
         tw->is_active == NULL || tw->emulate == NULL ||
         tw->emu_dirty == NULL || tw->emu_puts_landing == NULL ||
-        tw->emu_flush_waiting == NULL)
+        tw->emu_flush_waiting == NULL || rv_ucx_emu_worker_init(tw) != RV_OK)
         goto err_free;
 
     ucp_worker_params_t wp = {
@@ -547,6 +548,7 @@ err_free:
 
 void rv_ucx_worker_destroy(struct rv_tworker *tw)
 {
+    rv_ucx_emu_worker_fini(tw);
     for (uint32_t i = 0; i < tw->nworkers; i++) {
         ucx_held_t *h = tw->held[i].head;
         while (h != NULL) {
@@ -635,22 +637,21 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
     rv_rma_emulation_t emu = tp->config.rma_emulation;
     bool describe = local == 0 && tp->lanes[0] == '\0' &&
                     (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
-    if (emu == RV_RMA_EMU_AUTO || describe) {
-        char *info = rv_ucx_ep_info(tw->eps[peer]);
-        if (describe) {
-            rv_ucx_record_lanes(tp, info);
-            rv_ucx_log_ep_info(peer_rank, info);
-        }
-        if (emu == RV_RMA_EMU_AUTO)
-            tw->emulate[peer] = rv_ucx_rma_needs_emulation(info);
-        if (describe && tw->emulate[peer])
-            tp->rma_emulated = true;
-        free(info);
-    } else {
-        tw->emulate[peer] = emu == RV_RMA_EMU_ON;
-        if (describe)
-            tp->rma_emulated = tw->emulate[peer];
+    /* The endpoint's lanes are read when auto needs them or the user is
+     * told them; on and off apply to every endpoint alike, the described
+     * one included. */
+    char *info = emu == RV_RMA_EMU_AUTO || describe
+                     ? rv_ucx_ep_info(tw->eps[peer])
+                     : NULL;
+    tw->emulate[peer] = emu == RV_RMA_EMU_AUTO
+                            ? rv_ucx_rma_needs_emulation(info)
+                            : emu == RV_RMA_EMU_ON;
+    if (describe) {
+        rv_ucx_record_lanes(tp, info);
+        rv_ucx_log_ep_info(peer_rank, info);
+        tp->rma_emulated = tw->emulate[peer];
     }
+    free(info);
     return RV_OK;
 }
 
