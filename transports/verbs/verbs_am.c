@@ -9,7 +9,16 @@
  * FIN so the sender may reuse the payload. Messages of one sender are
  * delivered in order: while a rendezvous is being read, later messages of
  * that sender wait behind it (held).
+ *
+ * The RTS names its send by the index and generation of a slot of the
+ * sender's table of rendezvous sends, which the FIN echoes: a FIN that
+ * names a free slot, an earlier use of its slot, or a send to another
+ * worker is stale, duplicated or forged, and is dropped, never used as a
+ * pointer. Dropped messages are counted by why (the worker's job.stats
+ * line) and logged the first time per sender and why.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +38,151 @@ rv_status_t vb_rx_post(rv_tworker_t *tw, uint32_t i)
         return RV_ERR_TRANSPORT;
     }
     return RV_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Drops                                                                   */
+
+#define VB_RNDV_SLOTS_FIRST 64u
+#define VB_RNDV_SLOTS_MAX (1u << 20) /* rendezvous sends awaiting FIN */
+#define VB_SLOT_NONE UINT32_MAX
+
+static const char *const drop_what[VB_DROP_KINDS] = {
+    [VB_DROP_STALE_FIN] = "stale, duplicated or forged FINs",
+    [VB_DROP_MALFORMED] = "malformed messages",
+};
+
+/* Counts a message dropped for reason @p kind and logs it the first time
+ * for its sender @p src (UINT32_MAX: unknown). */
+static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src,
+                 const char *fmt, ...)
+{
+    tw->drops[kind]++;
+    uint8_t *logged = src < tw->nworkers ? &tw->peers[src].drops_logged
+                                         : &tw->drops_logged_unknown;
+    if (*logged & (1u << kind))
+        return;
+    *logged |= (uint8_t)(1u << kind);
+    char what[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    rv_warn("verbs: worker %u dropped %s; further %s from %s are counted "
+            "(job.stats), not logged", tw->tid, what, drop_what[kind],
+            src < tw->nworkers ? "that worker" : "unknown workers");
+}
+
+/* job.stats: the worker's drops, beside the layers' counters. */
+static void print_drops(const rv_tworker_t *tw)
+{
+    const uint64_t *d = tw->drops;
+    if (tw->tp->stats == RV_STATS_OFF) {
+        if (d[VB_DROP_STALE_FIN] + d[VB_DROP_MALFORMED] > 0)
+            rv_warn("verbs: worker %u dropped %llu messages (set job.stats "
+                    "to see why)", tw->tid,
+                    (unsigned long long)(d[VB_DROP_STALE_FIN] +
+                                         d[VB_DROP_MALFORMED]));
+        return;
+    }
+    if (tw->tp->stats == RV_STATS_JSON)
+        fprintf(stderr,
+                "{\"rank\":%d,\"verbs_worker\":%u,\"stale_fins\":%llu,"
+                "\"malformed\":%llu}\n", tw->tp->rank, tw->tid,
+                (unsigned long long)d[VB_DROP_STALE_FIN],
+                (unsigned long long)d[VB_DROP_MALFORMED]);
+    else
+        fprintf(stderr,
+                "[rivet r%d] verbs worker %u: messages dropped: %llu stale "
+                "FINs, %llu malformed\n", tw->tp->rank, tw->tid,
+                (unsigned long long)d[VB_DROP_STALE_FIN],
+                (unsigned long long)d[VB_DROP_MALFORMED]);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rendezvous sends waiting for their FIN                                  */
+
+/* Doubles the table, up to VB_RNDV_SLOTS_MAX; false when it cannot grow. */
+static bool rndv_slots_grow(rv_tworker_t *tw)
+{
+    uint32_t n = tw->rndv_nslots;
+    uint32_t cap = n ? 2 * n : VB_RNDV_SLOTS_FIRST;
+    if (n >= VB_RNDV_SLOTS_MAX)
+        return false;
+    vb_rndv_slot_t *s = realloc(tw->rndv_slots, cap * sizeof(*s));
+    if (s == NULL)
+        return false;
+    if (n == 0)
+        tw->rndv_free = VB_SLOT_NONE;
+    for (uint32_t i = cap; i-- > n;) {
+        s[i] = (vb_rndv_slot_t){.next_free = tw->rndv_free};
+        tw->rndv_free = i;
+    }
+    tw->rndv_slots = s;
+    tw->rndv_nslots = cap;
+    return true;
+}
+
+/* Takes a slot for rendezvous send @p op; its cookie goes in the RTS. A
+ * full table is an error the send returns, not a loss. */
+static rv_status_t rndv_slot_take(rv_tworker_t *tw, vb_op_t *op,
+                                  uint64_t *cookie)
+{
+    if ((tw->rndv_nslots == 0 || tw->rndv_free == VB_SLOT_NONE) &&
+        !rndv_slots_grow(tw)) {
+        rv_error("verbs: worker %u has %u rendezvous sends awaiting their "
+                 "receivers, the most it keeps (or it is out of memory)",
+                 tw->tid, tw->rndv_nslots);
+        return RV_ERR_NO_MEMORY;
+    }
+    uint32_t i = tw->rndv_free;
+    vb_rndv_slot_t *s = &tw->rndv_slots[i];
+    tw->rndv_free = s->next_free;
+    s->op = op;
+    s->gen++;
+    *cookie = (uint64_t)s->gen << 32 | i;
+    return RV_OK;
+}
+
+static void rndv_slot_free(rv_tworker_t *tw, uint32_t i)
+{
+    tw->rndv_slots[i].op = NULL;
+    tw->rndv_slots[i].next_free = tw->rndv_free;
+    tw->rndv_free = i;
+}
+
+/* The send a FIN of worker @p src names, its slot freed; NULL (the FIN
+ * dropped and counted) when it names none. */
+static vb_op_t *rndv_slot_answer(rv_tworker_t *tw, uint32_t src,
+                                 uint64_t cookie)
+{
+    uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
+    const vb_rndv_slot_t *s = i < tw->rndv_nslots ? &tw->rndv_slots[i] : NULL;
+    const char *why = s == NULL           ? "names no slot of the table"
+                      : s->op == NULL     ? "names a slot already answered"
+                      : s->gen != gen     ? "names an earlier use of its slot"
+                      : s->op->peer != src ? "comes from another worker than "
+                                             "the receiver"
+                                           : NULL;
+    if (why != NULL) {
+        drop(tw, VB_DROP_STALE_FIN, src,
+             "a FIN (slot %u, generation %u) from worker %u that %s", i, gen,
+             src, why);
+        return NULL;
+    }
+    vb_op_t *op = s->op;
+    rndv_slot_free(tw, i);
+    return op;
+}
+
+void vb_rndv_fini(rv_tworker_t *tw)
+{
+    print_drops(tw);
+    free(tw->rndv_slots);
+    tw->rndv_slots = NULL;
+    tw->rndv_nslots = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -206,12 +360,15 @@ static void on_eager(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr,
     hold(tw, h);
 }
 
-/* A FIN: the receiver has read the payload of rendezvous @p cookie. */
-static void on_fin(rv_tworker_t *tw, const uint8_t *hdr)
+/* A FIN: worker @p m->src has read the payload of the rendezvous whose
+ * slot the FIN names. */
+static void on_fin(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr)
 {
     uint64_t cookie;
     memcpy(&cookie, hdr, sizeof(cookie));
-    vb_op_t *op = (vb_op_t *)(uintptr_t)cookie;
+    vb_op_t *op = rndv_slot_answer(tw, m->src, cookie);
+    if (op == NULL)
+        return;
     if (op->bounce != NULL) { /* the payload's copy */
         rndv_mem_free(tw, op->bounce, op->mr);
         op->mr = NULL;
@@ -233,6 +390,8 @@ static bool wire_valid(const rv_tworker_t *tw, const vb_wire_t *m,
         return false;
     if (m->type == VB_RTS && have - m->hdr_len != sizeof(vb_rts_t))
         return false;
+    if (m->type == VB_FIN && m->hdr_len != sizeof(uint64_t))
+        return false;
     return true;
 }
 
@@ -244,15 +403,16 @@ void vb_on_recv(rv_tworker_t *tw, const struct ibv_wc *wc)
     const uint8_t *buf = tw->rx + (size_t)i * VB_RXBUF;
     vb_wire_t m;
     if (wc->byte_len < sizeof(m)) {
-        rv_error("verbs: a %u-byte message, shorter than its header; "
-                 "dropped", wc->byte_len);
+        drop(tw, VB_DROP_MALFORMED, UINT32_MAX,
+             "a %u-byte message, shorter than its header", wc->byte_len);
         goto repost;
     }
     memcpy(&m, buf, sizeof(m));
     const uint8_t *hdr = buf + sizeof(m), *body = hdr + m.hdr_len;
     if (!wire_valid(tw, &m, wc->byte_len - sizeof(m))) {
-        rv_error("verbs: malformed message (type %u, %u bytes, from %u); "
-                 "dropped", m.type, wc->byte_len, m.src);
+        drop(tw, VB_DROP_MALFORMED, m.src < tw->nworkers ? m.src : UINT32_MAX,
+             "a malformed message (type %u, %u bytes, from %u)", m.type,
+             wc->byte_len, m.src);
         goto repost;
     }
     vb_peer_t *p = &tw->peers[m.src];
@@ -268,7 +428,7 @@ void vb_on_recv(rv_tworker_t *tw, const struct ibv_wc *wc)
         break;
     }
     case VB_FIN:
-        on_fin(tw, hdr);
+        on_fin(tw, &m, hdr);
         break;
     case VB_BYE:
         if (!p->bye) {
@@ -277,8 +437,8 @@ void vb_on_recv(rv_tworker_t *tw, const struct ibv_wc *wc)
         }
         break;
     default:
-        rv_error("verbs: unknown message type %u from worker %u; dropped",
-                 m.type, m.src);
+        drop(tw, VB_DROP_MALFORMED, m.src,
+             "a message of unknown type %u from worker %u", m.type, m.src);
     }
 repost:
     vb_rx_post(tw, i);
@@ -369,10 +529,13 @@ static rv_status_t send_rndv(rv_tworker_t *tw, uint32_t peer, const void *hdr,
     vb_op_t *op = vb_op_get(tw, VB_OP_RTS, peer, cb, arg);
     if (op == NULL)
         return RV_ERR_NO_MEMORY;
-    vb_rts_t rts = {.cookie = (uintptr_t)op};
-    rv_status_t st = rndv_source(tw, op, iov, iovcnt, len, &rts);
+    vb_rts_t rts = {0};
+    rv_status_t st = rndv_slot_take(tw, op, &rts.cookie);
     if (st != RV_OK)
         goto err_op;
+    st = rndv_source(tw, op, iov, iovcnt, len, &rts);
+    if (st != RV_OK)
+        goto err_slot;
     struct iovec body = {.iov_base = &rts, .iov_len = sizeof(rts)};
     st = send_eager(tw, peer, VB_RTS, hdr, hdr_len, &body, 1, sizeof(rts),
                     len, false);
@@ -385,6 +548,8 @@ err_source:
         rndv_mem_free(tw, op->bounce, op->mr);
         op->mr = NULL;
     }
+err_slot:
+    rndv_slot_free(tw, (uint32_t)rts.cookie);
 err_op:
     vb_op_put(tw, op); /* deregisters the caller's memory, if registered */
     return st;

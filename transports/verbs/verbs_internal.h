@@ -86,7 +86,9 @@ typedef struct {
 /* RTS body: where the receiver RDMA-reads the payload from. */
 typedef struct {
     uint64_t addr;
-    uint64_t cookie;               /* the sender's op, echoed by FIN */
+    uint64_t cookie;               /* the sender's rendezvous slot
+                                      (generation << 32 | index), echoed
+                                      by FIN; never a pointer */
     uint32_t rkey;
     uint32_t reserved;
 } vb_rts_t;
@@ -127,6 +129,7 @@ struct rv_transport {
     void *peer_failed_arg;
     rv_verbs_config_t config;
     const rv_config_t *job_config; /* core's keys (memory.*) */
+    rv_stats_mode_t stats;         /* job.stats: the drops printed at the end */
     char gid_text[64];
     /* qp_sharing: process */
     bool shared_qps;
@@ -205,6 +208,22 @@ typedef struct vb_op {
 enum { VB_OP_PUT = 1, VB_OP_GET, VB_OP_ATOMIC, VB_OP_FLUSH, VB_OP_FLUSH_PART,
        VB_OP_RTS, VB_OP_READ };
 
+/* A slot of a worker's table of rendezvous sends waiting for their FIN
+ * (verbs_am.c): an RTS carries the slot's index and generation, and the
+ * FIN finds its send through them, never through a pointer. */
+typedef struct {
+    struct vb_op *op;              /* NULL: free */
+    uint32_t gen;                  /* bumped each time the slot is taken */
+    uint32_t next_free;            /* free list, while free */
+} vb_rndv_slot_t;
+
+/* Why a worker dropped a message it received (verbs_am.c). */
+enum {
+    VB_DROP_STALE_FIN,             /* a FIN naming no rendezvous of ours */
+    VB_DROP_MALFORMED,             /* cut short, bad header or type */
+    VB_DROP_KINDS,
+};
+
 /* A received message held so that one sender's messages are delivered in
  * order (a rendezvous is read before later messages are delivered). */
 typedef struct vb_held {
@@ -238,6 +257,7 @@ typedef struct {
     bool dirty;                    /* writes since the last flush */
     bool connected;
     bool bye;                      /* the peer said goodbye */
+    uint8_t drops_logged;          /* drop kinds logged for it (bits) */
     uint64_t flush_addr;           /* the peer's word a flush reads */
     uint32_t flush_rkey;
     vb_held_t *held_head, *held_tail;
@@ -280,6 +300,11 @@ struct rv_tworker {
     unsigned backlog;              /* WRs waiting, all peers */
     uint32_t byes;
     bool error_reported;
+    /* rendezvous sends waiting for their FIN, and the drops */
+    vb_rndv_slot_t *rndv_slots;
+    uint32_t rndv_nslots, rndv_free;
+    uint64_t drops[VB_DROP_KINDS];
+    uint8_t drops_logged_unknown;  /* drop kinds logged, sender unknown */
 };
 
 /* The plugin's ops table (verbs_transport.c): its chunk allocators register
@@ -418,6 +443,7 @@ rv_status_t vb_rx_post(rv_tworker_t *tw, uint32_t i);
 void vb_on_recv(rv_tworker_t *tw, const struct ibv_wc *wc);
 void vb_read_done(rv_tworker_t *tw, vb_op_t *op, rv_status_t st);
 void vb_held_drop(rv_tworker_t *tw, vb_peer_t *p);
+void vb_rndv_fini(rv_tworker_t *tw);
 rv_status_t vb_send_ctrl(rv_tworker_t *tw, uint32_t peer, uint8_t type,
                          const void *body, size_t len, bool signal);
 rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,

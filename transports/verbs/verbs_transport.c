@@ -222,6 +222,9 @@ static void transport_setup(rv_transport_t *tp,
     tp->svc = params->services;
     tp->config = *(const rv_verbs_config_t *)params->tconfig;
     tp->job_config = params->config;
+    tp->stats = params->config != NULL
+                    ? rv_core_config(params->config)->job.stats
+                    : RV_STATS_OFF;
     tp->rank = params->rank;
     tp->size = params->size;
     tp->threads = params->threads;

@@ -288,6 +288,7 @@ void vb_worker_destroy(rv_tworker_t *tw)
         return;
     if (tw->tp->shared_qps)
         shared_leave(tw);
+    vb_rndv_fini(tw);
     lanes_destroy(tw);
     flush_word_destroy(tw);
     mem_destroy(tw);
