@@ -105,8 +105,10 @@ static const rv_config_field_t core_fields[] = {
         .help = "Counters every worker prints to stderr at the end of the "
                 "job (calls and bytes sent and received, local calls, "
                 "transmissions, largest batch, ring-full events, ring "
-                "growths, chunks granted, detours): off; text, one line per "
-                "worker; json, one JSON object per line.",
+                "growths, chunks granted, detours; the UCX and verbs "
+                "transports add a line per worker with the messages they "
+                "dropped): off; text, one line per worker; json, one JSON "
+                "object per line.",
     },
 
     /* ------------------------------------------------------------------ */
