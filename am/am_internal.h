@@ -61,7 +61,9 @@ enum {
 /* The largest result a run of rv_call_return calls builds in the
  * target's scratch buffer (larger ones take am_run_call). */
 #define AM_FAST_RET 256u
-#define AM_ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+/* In size_t before the addition: a record's u32 length near 4 GiB from
+ * the wire must not wrap to a small size. */
+#define AM_ALIGN8(x) (((size_t)(x) + 7u) & ~(size_t)7u)
 /* A run record's argument length, in its meta. */
 #define AM_REC_ALEN_SHIFT 16
 

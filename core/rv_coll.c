@@ -131,8 +131,12 @@ static rv_status_t on_up(rv_worker_t *w, rv_msg_t *msg, void *arg)
                             h.len;
     size_t at = h.kind == COLL_REDUCE ? 0 : (size_t)(h.first - me) * h.len;
     size_t bytes = h.kind == COLL_REDUCE ? h.len : (size_t)h.nworkers * h.len;
-    rv_coll_slot_t *s = slot_of(w, h.epoch, need);
-    if (s == NULL || h.first < me || at + bytes > need || msg->len != bytes) {
+    /* The header is checked against the message before it sizes a
+     * buffer: a forged one must not allocate what it names. */
+    bool fits = h.len > 0 && need <= RV_COLL_MAX_BYTES && h.first >= me &&
+                at + bytes <= need && msg->len == bytes;
+    rv_coll_slot_t *s = fits ? slot_of(w, h.epoch, need) : NULL;
+    if (s == NULL) {
         rv_error("cannot take a collective contribution from worker %u (%zu "
                  "bytes)", msg->src, msg->len);
         return RV_OK;
@@ -158,7 +162,12 @@ static rv_status_t on_down(rv_worker_t *w, rv_msg_t *msg, void *arg)
         return RV_OK;
     }
     memcpy(&epoch, msg->xhdr, sizeof(epoch));
-    if (epoch != w->coll.epoch || msg->len != w->coll.out_len) {
+    /* Only a worker below the root waiting for this epoch's result takes
+     * one: never into the buffer of a collective that returned (or none,
+     * before the first). */
+    if (epoch != w->coll.epoch || epoch == w->coll.released ||
+        w->tid == 0 || w->coll.out == NULL ||
+        msg->len != w->coll.out_len) {
         rv_error("dropped a collective result from worker %u for epoch %lu "
                  "(%zu bytes), expected epoch %lu (%zu bytes)", msg->src,
                  (unsigned long)epoch, msg->len,

@@ -432,6 +432,10 @@ static rv_status_t on_barrier_release(rv_worker_t *w, rv_msg_t *msg,
 {
     uint64_t epoch;
     (void)arg;
+    if (msg->len != sizeof(epoch))
+        return drop(&w->stats.rx_malformed,
+                    "a barrier release of %zu bytes from worker %u",
+                    msg->len, msg->src);
     memcpy(&epoch, msg->data, sizeof(epoch));
     if (epoch > w->barrier_released)
         w->barrier_released = epoch;
