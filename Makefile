@@ -91,3 +91,13 @@ bench-verbs: build
 .PHONY: bench-verbs-rndv
 bench-verbs-rndv: build
 	bench/verbs-rndv.sh -b $(BUILD)
+
+# The fuzz targets (tests/fuzz: one per decoder of bytes from outside the
+# process) with libFuzzer, ASan and UBSan in a clang build of their own
+# (FUZZ_BUILD): each for 10 M executions or 30 minutes, whichever comes
+# first, into bench/results/fuzz.csv. FUZZ_ARGS goes to bench/fuzz.sh
+# (-n RUNS, -t SECONDS, target names).
+FUZZ_BUILD ?= build-fuzz
+.PHONY: fuzz
+fuzz: deps
+	bench/fuzz.sh -b $(FUZZ_BUILD) $(FUZZ_ARGS)

@@ -14,6 +14,7 @@ pkgs=("$@")
   nettle-dev
   gnuplot-nox procps doxygen python3
   spin
+  clang libclang-rt-dev
 )
 
 missing=()

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Runs rivet's fuzz targets (tests/fuzz/fuzz_*.c: one per decoder of bytes
+# from outside the process) with libFuzzer, ASan and UBSan, in a clang
+# build of their own:
+#
+#   bench/fuzz.sh [-b BUILD_DIR] [-n RUNS] [-t SECONDS] [-o CSV] [-s] [TARGET...]
+#
+#   -b  the clang build (default build-fuzz), configured and built here
+#   -n  executions per target (default 10000000)
+#   -t  most seconds per target (default 1800): a target stops at -n
+#       executions or after -t seconds, whichever comes first
+#   -o  the CSV (default bench/results/fuzz.csv), one line per target:
+#         target,execs,execs_per_s,crashes,coverage_edges
+#       crashes: inputs that crashed, leaked, ran out of memory or time
+#       (libFuzzer stops at the first; it is saved in the build as
+#       BUILD_DIR/tests/fuzz/NAME-crash-...); coverage_edges: the edges
+#       libFuzzer's instrumentation saw covered at the end.
+#   -s  the smoke of make check: every target for 2 s from its seeds, no
+#       CSV; exits 77 (skipped) where clang or its libFuzzer is missing
+#
+# New inputs a run finds go to BUILD_DIR/tests/fuzz/corpus/NAME, never to
+# the committed seeds (tests/fuzz/corpus/NAME). A crash becomes a
+# regression input in tests/fuzz/crashes/NAME with its fix.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+build=$top/build-fuzz
+runs=10000000
+secs=1800
+csv=$here/results/fuzz.csv
+smoke=0
+while getopts "b:n:t:o:sh" o; do
+  case $o in
+    b) build=$OPTARG ;;
+    n) runs=$OPTARG ;;
+    t) secs=$OPTARG ;;
+    o) csv=$OPTARG ;;
+    s) smoke=1 ;;
+    *) sed -n "2,26p" "$0"; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+
+SKIP=77
+say() { echo "fuzz: $*" >&2; }
+missing() {
+  if [ $smoke -eq 1 ]; then say "skipped: $*"; exit $SKIP; fi
+  say "$*"; exit 1
+}
+
+# clang, and a libFuzzer it can link.
+command -v clang >/dev/null || missing "clang is not installed (apt-get install clang)"
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+  'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+  > "$probe/probe.c"
+clang -fsanitize=fuzzer,address,undefined "$probe/probe.c" -o "$probe/probe" \
+  >/dev/null 2>&1 || missing "clang cannot link libFuzzer (-fsanitize=fuzzer)"
+
+# The clang build: only the fuzzers and what they link. -mcx16: clang
+# inlines the 16-byte compare-and-swap of the ABA-counted objects only
+# when told the CPU has cmpxchg16b (gcc's builds do it without).
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$top" -B "$build" -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-mcx16 \
+    -DRIVET_SANITIZE=fuzzer-no-link,address,undefined >/dev/null
+fi
+cmake --build "$build" --target rivet-fuzz -j "$(nproc)" >/dev/null ||
+  { cmake --build "$build" --target rivet-fuzz -j 1; exit 1; }
+
+bin=$build/tests/fuzz
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for f in "$bin"/rv-fuzz-*; do targets+=("${f##*/rv-fuzz-}"); done
+fi
+
+# Runs target $1; prints its CSV line.
+run_target() {
+  local t=$1 exe=$bin/rv-fuzz-$1 log rc=0
+  local work=$bin/corpus/$t seeds=("$top/tests/fuzz/corpus/$t")
+  [ -x "$exe" ] || { say "no target $t in $bin"; return 1; }
+  [ -d "$top/tests/fuzz/crashes/$t" ] && seeds+=("$top/tests/fuzz/crashes/$t")
+  mkdir -p "$work"
+  rm -f "$bin/$t"-crash-* "$bin/$t"-leak-* "$bin/$t"-oom-* "$bin/$t"-timeout-*
+  log=$bin/$t.log
+  if [ $smoke -eq 1 ]; then
+    limits=(-max_total_time=2)
+  else
+    limits=(-runs="$runs" -max_total_time="$secs")
+  fi
+  "$exe" "${limits[@]}" -close_fd_mask=3 -print_final_stats=1 \
+    -artifact_prefix="$bin/$t-" "$work" "${seeds[@]}" >"$log" 2>&1 || rc=$?
+  local execs rate edges crashes
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  edges=$(grep -o ' cov: [0-9]*' "$log" | tail -1 | tr -dc '0-9')
+  crashes=$(find "$bin" -maxdepth 1 \( -name "$t-crash-*" -o -name "$t-leak-*" \
+            -o -name "$t-oom-*" -o -name "$t-timeout-*" \) | wc -l)
+  if [ $rc -ne 0 ] && [ "$crashes" -eq 0 ]; then
+    crashes=1 # it died without saving an input (see the log)
+  fi
+  echo "$t,${execs:-0},${rate:-0},$crashes,${edges:-0}"
+  if [ $rc -ne 0 ]; then
+    say "$t failed (exit $rc); its log: $log"
+    grep -m1 -A12 -E 'ERROR|==[0-9]+==|runtime error|abort' "$log" >&2 || tail -20 "$log" >&2
+  fi
+  [ $rc -eq 0 ]
+}
+
+failed=0
+lines=()
+for t in "${targets[@]}"; do
+  line=$(run_target "$t") || failed=1
+  [ -n "$line" ] || continue
+  lines+=("$line")
+  say "$line"
+done
+
+if [ $smoke -eq 0 ]; then
+  mkdir -p "$(dirname "$csv")"
+  { echo "target,execs,execs_per_s,crashes,coverage_edges"
+    printf '%s\n' "${lines[@]}"; } > "$csv"
+  say "wrote $csv"
+fi
+exit $failed

@@ -1,0 +1,113 @@
+/*
+ * Fuzz target: rivet-mcts's GTP command parser (mcts/rivet_mcts_gtp.c), as
+ * a controller (HexGui, a tournament script) drives it through stdin: any
+ * bytes, lines of any length, ids, comments, control characters, every
+ * command with any arguments. Moves reach the games' parsers through
+ * `play`.
+ *
+ * The first byte chooses the game (Hex or tic-tac-toe) and the Hex board's
+ * size; the rest is the stream. The program's game functions (app_*),
+ * which run the distributed search in rivet-mcts, are replaced here by the
+ * same bookkeeping on one process, with the sequential UCT search (a few
+ * rollouts) answering genmove.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "rivet_mcts.h"
+
+#define SEARCH_ROLLOUTS 8
+#define SEARCH_SEED 0x9e3779b97f4a7c15ull
+
+static FILE *devnull;
+
+/* ---------------------------------------------------------------------- */
+/* rivet-mcts's game, on one process                                       */
+
+rv_status_t app_new_game(app_t *a, int size)
+{
+    if (a->game == rv_game_hex()) {
+        if (rv_hex_init(a->start, size) != RV_OK)
+            return RV_ERR_INVALID;
+        a->size = size;
+    } else {
+        rv_tictactoe_init(a->start);
+    }
+    memcpy(a->state, a->start, a->game->state_max);
+    a->nhistory = 0;
+    return RV_OK;
+}
+
+rv_status_t app_play(app_t *a, rv_move_t m)
+{
+    rv_move_t legal[RV_GAME_MAX_MOVES];
+    int n = a->game->legal_moves(a->state, legal);
+    bool ok = false;
+
+    /* The search refuses a move that is not legal; so does this one. */
+    for (int i = 0; i < n && !ok; i++)
+        ok = legal[i] == m;
+    if (!ok || a->nhistory == RV_GAME_MAX_MOVES)
+        return RV_ERR_INVALID;
+    a->game->apply(a->state, m);
+    a->history[a->nhistory++] = m;
+    return RV_OK;
+}
+
+rv_status_t app_undo(app_t *a)
+{
+    if (a->nhistory == 0)
+        return RV_ERR_INVALID;
+    a->nhistory--;
+    memcpy(a->state, a->start, a->game->state_max);
+    for (int i = 0; i < a->nhistory; i++)
+        a->game->apply(a->state, a->history[i]);
+    return RV_OK;
+}
+
+rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
+{
+    return rv_uct_search(a->game, a->state, SEARCH_ROLLOUTS, 1, 1.0,
+                         SEARCH_SEED, res);
+}
+
+/* ---------------------------------------------------------------------- */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    devnull = fopen("/dev/null", "w");
+    if (devnull == NULL)
+        abort();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_in_t in = {data, size};
+    uint8_t first = fuzz_u8(&in);
+    app_t *a = calloc(1, sizeof(*a));
+    FILE *stream;
+
+    if (devnull == NULL)
+        LLVMFuzzerInitialize(NULL, NULL);
+    if (a == NULL)
+        abort();
+    a->game = first & 1 ? rv_game_tictactoe() : rv_game_hex();
+    if (app_new_game(a, 2 + (first >> 1) % (RV_HEX_MAX - 1)) != RV_OK)
+        abort();
+    /* fmemopen refuses an empty buffer; an empty stream is nothing to
+     * read anyway. */
+    if (in.left > 0) {
+        stream = fmemopen((void *)in.p, in.left, "r");
+        if (stream == NULL)
+            abort();
+        gtp_run(a, stream, devnull);
+        fclose(stream);
+    }
+    free(a);
+    return 0;
+}
