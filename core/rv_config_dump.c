@@ -122,10 +122,20 @@ static void write_quoted(const char *s, FILE *out)
             fputs("\\t", out);
             break;
         default:
-            if (*p < 0x20 || *p == 0x7f)
+            if (*p < 0x20 || *p == 0x7f) {
                 fprintf(out, "\\x%02x", *p);
-            else
+            } else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+                /* U+0080..U+009F: libyaml refuses them raw, and reads
+                 * U+0085 (NEL) as a line break, folded to a space. */
+                fprintf(out, "\\x%02x", *++p);
+            } else if (p[0] == 0xe2 && p[1] == 0x80 &&
+                       (p[2] == 0xa8 || p[2] == 0xa9)) {
+                /* U+2028 and U+2029 are line breaks too. */
+                fputs(p[2] == 0xa8 ? "\\L" : "\\P", out);
+                p += 2;
+            } else {
                 fputc(*p, out);
+            }
         }
     }
     fputc('"', out);
