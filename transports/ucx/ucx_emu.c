@@ -53,51 +53,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_internal.h"
+#include "ucx_emu.h"
 
-enum {
-    EMU_PUT = 1,
-    EMU_GET_REQ,
-    EMU_GET_REP,
-    EMU_AMO_REQ,
-    EMU_AMO_REP,
-    EMU_FLUSH_REQ,
-    EMU_FLUSH_REP,
-};
-
-enum { EMU_AMO_FADD = 1, EMU_AMO_CSWAP };
-
-enum { EMU_FENCED = 1u }; /* emu_hdr_t.flags */
-
-/* An operation held at the target behind a fence. */
-typedef struct ucx_emu_deferred {
-    struct ucx_emu_deferred *next;
-    size_t length;
-    void *data;       /* a copy of eager data, or the rendezvous descriptor */
-    bool rndv;
-    char hdr[];       /* emu_hdr_t */
-} ucx_emu_deferred_t;
-
-typedef struct {
-    uint8_t op;
-    uint8_t amo;
-    int16_t status;     /* replies: rv_status_t */
-    uint32_t src;       /* initiating worker */
-    uint32_t region;    /* target region id */
-    uint32_t flags;     /* EMU_FENCED */
-    uint64_t raddr;
-    uint64_t len;
-    uint64_t v1, v2;    /* atomic operands; v1 carries the old value back */
-    uint64_t cookie;    /* the initiator's op */
-} emu_hdr_t;
-
-_Static_assert(sizeof(emu_hdr_t) <= RV_UCX_MAX_HDR + sizeof(uint32_t),
-               "emulation header must fit an op's header storage");
-
-#define EMU_SLOTS_FIRST 64u        /* the pending table's first size */
-#define EMU_SLOTS_MAX (1u << 20)   /* and its bound: operations awaiting a
-                                      reply at once, per worker */
-#define EMU_SLOT_NONE UINT32_MAX   /* end of the free list */
+#define EMU_SLOTS_FIRST 64u /* the pending table's first size */
+#define EMU_SLOTS_MAX                                                          \
+    (1u << 20)                   /* and its bound: operations awaiting a       \
+                                    reply at once, per worker */
+#define EMU_SLOT_NONE UINT32_MAX /* end of the free list */
 
 static const char *const drop_what[RV_UCX_DROP_KINDS] = {
     [RV_UCX_DROP_STALE] = "stale, duplicated or forged replies",
@@ -113,14 +75,12 @@ static const char *const drop_what[RV_UCX_DROP_KINDS] = {
  * for its sender @p src (a peer that sends garbage would flood the log
  * otherwise); the counts are printed at the end of the job.
  */
-static void emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
-                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
+void rv_ucx_emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
                      const char *fmt, ...)
 {
     tw->emu_drops[kind]++;
-    uint8_t *logged = src < tw->nworkers ? &tw->emu_logged[src]
-                                         : &tw->emu_logged_unknown;
+    uint8_t *logged =
+        src < tw->nworkers ? &tw->emu_logged[src] : &tw->emu_logged_unknown;
     if (*logged & (1u << kind))
         return;
     *logged |= (uint8_t)(1u << kind);
@@ -130,7 +90,8 @@ static void emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     rv_warn("worker %u dropped %s; further %s from %s are counted "
-            "(job.stats), not logged", tw->tid, what, drop_what[kind],
+            "(job.stats), not logged",
+            tw->tid, what, drop_what[kind],
             src < tw->nworkers ? "that worker" : "unknown workers");
 }
 
@@ -153,24 +114,23 @@ static void print_drops(const struct rv_tworker *tw)
     if (tw->tp->stats == RV_STATS_OFF || (!emulates && total == 0)) {
         if (total > 0)
             rv_warn("worker %u dropped %llu emulated RMA messages (set "
-                    "job.stats to see why)", tw->tid,
-                    (unsigned long long)total);
+                    "job.stats to see why)",
+                    tw->tid, (unsigned long long)total);
         return;
     }
     if (tw->tp->stats == RV_STATS_JSON)
         fprintf(stderr,
                 "{\"rank\":%d,\"ucx_worker\":%u,\"emu_stale_replies\":%llu"
                 ",\"emu_outside_region\":%llu,\"emu_malformed\":%llu}\n",
-                tw->tp->rank, tw->tid,
-                (unsigned long long)d[RV_UCX_DROP_STALE],
+                tw->tp->rank, tw->tid, (unsigned long long)d[RV_UCX_DROP_STALE],
                 (unsigned long long)d[RV_UCX_DROP_OUTSIDE],
                 (unsigned long long)d[RV_UCX_DROP_MALFORMED]);
     else
         fprintf(stderr,
                 "[rivet r%d] ucx worker %u: emulated RMA messages dropped: "
                 "%llu stale replies, %llu outside registered memory, %llu "
-                "malformed\n", tw->tp->rank, tw->tid,
-                (unsigned long long)d[RV_UCX_DROP_STALE],
+                "malformed\n",
+                tw->tp->rank, tw->tid, (unsigned long long)d[RV_UCX_DROP_STALE],
                 (unsigned long long)d[RV_UCX_DROP_OUTSIDE],
                 (unsigned long long)d[RV_UCX_DROP_MALFORMED]);
 }
@@ -219,14 +179,14 @@ static bool slots_grow(struct rv_tworker *tw)
  * by a reply of kind @p reply; sets the request's cookie. A full table is
  * an error the caller returns (its operation never starts), not a loss.
  */
-static rv_status_t slot_take(struct rv_tworker *tw, ucx_op_t *op,
-                             uint32_t peer, uint8_t reply, uint64_t *cookie)
+static rv_status_t slot_take(struct rv_tworker *tw, ucx_op_t *op, uint32_t peer,
+                             uint8_t reply, uint64_t *cookie)
 {
     if (tw->emu_free == EMU_SLOT_NONE && !slots_grow(tw)) {
         rv_error("worker %u has %u emulated RMA operations awaiting replies, "
                  "the most it keeps (or it is out of memory): complete "
-                 "some (flush) before starting more", tw->tid,
-                 tw->emu_nslots);
+                 "some (flush) before starting more",
+                 tw->tid, tw->emu_nslots);
         return RV_ERR_NO_MEMORY;
     }
     uint32_t i = tw->emu_free;
@@ -263,18 +223,20 @@ static ucx_op_t *slot_answer(struct rv_tworker *tw, const emu_hdr_t *h)
 {
     uint32_t i = (uint32_t)h->cookie, gen = (uint32_t)(h->cookie >> 32);
     const ucx_emu_slot_t *s = i < tw->emu_nslots ? &tw->emu_slots[i] : NULL;
-    const char *why = s == NULL          ? "names no slot of the table"
-                      : s->op == NULL    ? "names a slot already answered"
-                      : s->gen != gen    ? "names an earlier use of its slot"
+    const char *why = s == NULL           ? "names no slot of the table"
+                      : s->op == NULL     ? "names a slot already answered"
+                      : s->gen != gen     ? "names an earlier use of its slot"
                       : s->peer != h->src ? "comes from another worker than "
                                             "the one asked"
                       : s->reply != h->op ? "answers another kind of "
                                             "operation"
                                           : NULL;
     if (why != NULL) {
-        emu_drop(tw, RV_UCX_DROP_STALE, h->src,
-                 "a reply (kind %u, slot %u, generation %u) from worker %u "
-                 "that %s", h->op, i, gen, h->src, why);
+        rv_ucx_emu_drop(
+            tw, RV_UCX_DROP_STALE, h->src,
+            "a reply (kind %u, slot %u, generation %u) from worker %u "
+            "that %s",
+            h->op, i, gen, h->src, why);
         return NULL;
     }
     ucx_op_t *op = s->op;
@@ -286,58 +248,6 @@ static ucx_op_t *slot_answer(struct rv_tworker *tw, const emu_hdr_t *h)
 static rv_status_t reply_status(const emu_hdr_t *h)
 {
     return h->status > 0 ? RV_ERR_TRANSPORT : (rv_status_t)h->status;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Region registry (target side)                                           */
-
-rv_status_t rv_ucx_region_add(rv_transport_t *tp, uint64_t base, uint64_t len,
-                              uint32_t *id_p)
-{
-    rv_status_t status = RV_OK;
-    pthread_rwlock_wrlock(&tp->regions_lock);
-    uint32_t id = 0;
-    while (id < tp->nregions && tp->regions[id].live)
-        id++;
-    if (id == tp->regions_cap) {
-        uint32_t cap = tp->regions_cap ? 2 * tp->regions_cap : 64;
-        void *p = realloc(tp->regions, cap * sizeof(*tp->regions));
-        if (p == NULL) {
-            status = RV_ERR_NO_MEMORY;
-            goto out;
-        }
-        tp->regions = p;
-        tp->regions_cap = cap;
-    }
-    tp->regions[id] = (ucx_region_t){.base = base, .len = len, .live = true};
-    if (id == tp->nregions)
-        tp->nregions++;
-    *id_p = id;
-out:
-    pthread_rwlock_unlock(&tp->regions_lock);
-    return status;
-}
-
-void rv_ucx_region_remove(rv_transport_t *tp, uint32_t id)
-{
-    pthread_rwlock_wrlock(&tp->regions_lock);
-    if (id < tp->nregions)
-        tp->regions[id].live = false;
-    pthread_rwlock_unlock(&tp->regions_lock);
-}
-
-/* Is [addr, addr + len) inside live region @p id? */
-static bool region_check(rv_transport_t *tp, uint32_t id, uint64_t addr,
-                         uint64_t len)
-{
-    bool ok = false;
-    pthread_rwlock_rdlock(&tp->regions_lock);
-    if (id < tp->nregions && tp->regions[id].live) {
-        const ucx_region_t *r = &tp->regions[id];
-        ok = addr >= r->base && len <= r->len && addr - r->base <= r->len - len;
-    }
-    pthread_rwlock_unlock(&tp->regions_lock);
-    return ok;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -379,8 +289,8 @@ static rv_status_t emu_send(struct rv_tworker *tw, uint32_t peer,
         tw->emu_fence[peer] = false;
     }
     ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
         .cb.send = emu_send_done,
         .user_data = op,
     };
@@ -392,15 +302,15 @@ static rv_status_t emu_send(struct rv_tworker *tw, uint32_t peer,
     }
     if (UCS_PTR_IS_ERR(r)) {
         rv_ucx_op_put(tw, op);
-        rv_error("cannot send an emulated RMA operation to worker %u: %s",
-                 peer, ucs_status_string(UCS_PTR_STATUS(r)));
+        rv_error("cannot send an emulated RMA operation to worker %u: %s", peer,
+                 ucs_status_string(UCS_PTR_STATUS(r)));
         return rv_ucx_status(UCS_PTR_STATUS(r));
     }
     return RV_INPROGRESS;
 }
 
 /* A reply from the target side; nothing waits for its completion. */
-static void emu_reply(struct rv_tworker *tw, const emu_hdr_t *req, uint8_t op,
+void rv_ucx_emu_reply(struct rv_tworker *tw, const emu_hdr_t *req, uint8_t op,
                       rv_status_t status, const void *data, size_t len)
 {
     emu_hdr_t h = *req;
@@ -428,8 +338,11 @@ rv_status_t rv_ucx_emu_put(struct rv_tworker *tw, uint32_t peer,
                            const void *src, size_t len, uint64_t raddr,
                            rv_trkey_t *rkey, rv_completion_fn cb, void *arg)
 {
-    emu_hdr_t h = {.op = EMU_PUT, .src = tw->tid, .region = rkey->region,
-                   .raddr = raddr, .len = len};
+    emu_hdr_t h = {.op = EMU_PUT,
+                   .src = tw->tid,
+                   .region = rkey->region,
+                   .raddr = raddr,
+                   .len = len};
     tw->emu_dirty[peer] = true;
     return emu_send(tw, peer, &h, src, len, cb, arg);
 }
@@ -461,8 +374,8 @@ rv_status_t rv_ucx_emu_get(struct rv_tworker *tw, uint32_t peer, void *dst,
         return RV_ERR_NO_MEMORY;
     op->dst = dst;
     op->len = len;
-    emu_hdr_t h = {.op = EMU_GET_REQ, .region = rkey->region,
-                   .raddr = raddr, .len = len};
+    emu_hdr_t h = {
+        .op = EMU_GET_REQ, .region = rkey->region, .raddr = raddr, .len = len};
     return emu_request(tw, peer, &h, EMU_GET_REP, op);
 }
 
@@ -477,8 +390,11 @@ rv_status_t rv_ucx_emu_atomic(struct rv_tworker *tw, uint32_t peer, bool cswap,
     op->result_p = result;
     emu_hdr_t h = {.op = EMU_AMO_REQ,
                    .amo = cswap ? EMU_AMO_CSWAP : EMU_AMO_FADD,
-                   .region = rkey->region, .raddr = raddr,
-                   .len = sizeof(uint64_t), .v1 = v1, .v2 = v2};
+                   .region = rkey->region,
+                   .raddr = raddr,
+                   .len = sizeof(uint64_t),
+                   .v1 = v1,
+                   .v2 = v2};
     tw->emu_dirty[peer] = true;
     return emu_request(tw, peer, &h, EMU_AMO_REP, op);
 }
@@ -556,8 +472,8 @@ rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
         }
     }
     ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
         .cb.send = worker_flush_done,
         .user_data = op,
     };
@@ -575,44 +491,6 @@ rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
     return RV_INPROGRESS;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Target side and replies (the RV_UCX_AM_RMA handler)                     */
-
-/* A rendezvous put is landing: the initiator's flushes wait for it. */
-typedef struct {
-    struct rv_tworker *tw;
-    uint32_t src;
-} put_landing_t;
-
-static void answer_flushes(struct rv_tworker *tw, uint32_t src)
-{
-    while (tw->emu_puts_landing[src] == 0 && tw->emu_flush_waiting[src]) {
-        ucx_flush_wait_t *fw = tw->emu_flush_waiting[src];
-        tw->emu_flush_waiting[src] = fw->next;
-        emu_hdr_t req = {.src = src, .cookie = fw->cookie};
-        emu_reply(tw, &req, EMU_FLUSH_REP, RV_OK, NULL, 0);
-        free(fw);
-    }
-}
-
-static void run_deferred(struct rv_tworker *tw, uint32_t src);
-
-static void put_landed(void *request, ucs_status_t status, size_t length,
-                       void *user_data)
-{
-    put_landing_t *pl = user_data;
-    (void)length;
-    if (request != NULL)
-        ucp_request_free(request);
-    if (status != UCS_OK)
-        rv_error("an emulated put from worker %u failed to land: %s",
-                 pl->src, ucs_status_string(status));
-    pl->tw->emu_puts_landing[pl->src]--;
-    run_deferred(pl->tw, pl->src);
-    answer_flushes(pl->tw, pl->src);
-    free(pl);
-}
-
 static void get_landed(void *request, ucs_status_t status, size_t length,
                        void *user_data)
 {
@@ -620,177 +498,6 @@ static void get_landed(void *request, ucs_status_t status, size_t length,
     if (request != NULL)
         ucp_request_free(request);
     emu_complete(user_data, rv_ucx_status(status));
-}
-
-/* Receives rendezvous data of @p len bytes into @p dst. */
-static void recv_into(struct rv_tworker *tw, void *desc, void *dst,
-                      size_t len, ucp_am_recv_data_nbx_callback_t cb,
-                      void *arg)
-{
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv_am = cb,
-        .user_data = arg,
-    };
-    ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, desc, dst, len, &p);
-    if (UCS_PTR_IS_ERR(r))
-        cb(NULL, UCS_PTR_STATUS(r), 0, arg);
-    else if (r == NULL)
-        cb(NULL, UCS_OK, len, arg);
-}
-
-static ucs_status_t on_put(struct rv_tworker *tw, const emu_hdr_t *h,
-                           void *data, size_t length, bool rndv)
-{
-    if (length != h->len) {
-        emu_drop(tw, RV_UCX_DROP_MALFORMED, h->src,
-                 "an emulated put from worker %u announcing %llu bytes and "
-                 "carrying %zu", h->src, (unsigned long long)h->len, length);
-        return UCS_OK; /* UCX drops rendezvous data not received */
-    }
-    if (!region_check(tw->tp, h->region, h->raddr, h->len)) {
-        emu_drop(tw, RV_UCX_DROP_OUTSIDE, h->src,
-                 "an emulated put of %zu bytes at 0x%llx (region %u) from "
-                 "worker %u: outside the registered memory of its remote key",
-                 length, (unsigned long long)h->raddr, h->region, h->src);
-        return UCS_OK;
-    }
-    if (!rndv) {
-        memcpy((void *)(uintptr_t)h->raddr, data, length);
-        return UCS_OK;
-    }
-    put_landing_t *pl = malloc(sizeof(*pl));
-    if (pl == NULL)
-        return UCS_ERR_NO_MEMORY;
-    pl->tw = tw;
-    pl->src = h->src;
-    tw->emu_puts_landing[h->src]++;
-    recv_into(tw, data, (void *)(uintptr_t)h->raddr, length, put_landed, pl);
-    return UCS_INPROGRESS;
-}
-
-static void on_amo(struct rv_tworker *tw, const emu_hdr_t *h)
-{
-    if (h->amo != EMU_AMO_FADD && h->amo != EMU_AMO_CSWAP) {
-        emu_drop(tw, RV_UCX_DROP_MALFORMED, h->src,
-                 "an emulated atomic of unknown kind %u from worker %u",
-                 h->amo, h->src);
-        emu_reply(tw, h, EMU_AMO_REP, RV_ERR_INVALID, NULL, 0);
-        return;
-    }
-    if (!region_check(tw->tp, h->region, h->raddr, sizeof(uint64_t)) ||
-        h->raddr % sizeof(uint64_t) != 0) {
-        emu_drop(tw, RV_UCX_DROP_OUTSIDE, h->src,
-                 "an emulated atomic at 0x%llx (region %u) from worker %u: "
-                 "unaligned or outside registered memory",
-                 (unsigned long long)h->raddr, h->region, h->src);
-        emu_reply(tw, h, EMU_AMO_REP, RV_ERR_INVALID, NULL, 0);
-        return;
-    }
-    uint64_t *p = (uint64_t *)(uintptr_t)h->raddr, old;
-    if (h->amo == EMU_AMO_FADD) {
-        old = __atomic_fetch_add(p, h->v1, __ATOMIC_SEQ_CST);
-    } else {
-        old = h->v1;
-        __atomic_compare_exchange_n(p, &old, h->v2, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
-    }
-    emu_hdr_t rep = *h;
-    rep.v1 = old;
-    emu_reply(tw, &rep, EMU_AMO_REP, RV_OK, NULL, 0);
-}
-
-/* An operation on this worker's memory, in its turn. */
-static ucs_status_t target_op(struct rv_tworker *tw, const emu_hdr_t *h,
-                              void *data, size_t length, bool rndv)
-{
-    switch (h->op) {
-    case EMU_PUT:
-        return on_put(tw, h, data, length, rndv);
-    case EMU_GET_REQ:
-        if (!region_check(tw->tp, h->region, h->raddr, h->len)) {
-            emu_drop(tw, RV_UCX_DROP_OUTSIDE, h->src,
-                     "an emulated get of %llu bytes at 0x%llx (region %u) "
-                     "from worker %u: outside registered memory",
-                     (unsigned long long)h->len, (unsigned long long)h->raddr,
-                     h->region, h->src);
-            emu_reply(tw, h, EMU_GET_REP, RV_ERR_INVALID, NULL, 0);
-        } else {
-            emu_reply(tw, h, EMU_GET_REP, RV_OK,
-                      (const void *)(uintptr_t)h->raddr, h->len);
-        }
-        return UCS_OK;
-    case EMU_AMO_REQ:
-        on_amo(tw, h);
-        return UCS_OK;
-    case EMU_FLUSH_REQ: {
-        ucx_flush_wait_t *fw = malloc(sizeof(*fw));
-        if (fw == NULL) { /* the initiator learns it: no silent loss */
-            rv_error("out of memory answering a flush of worker %u", h->src);
-            emu_reply(tw, h, EMU_FLUSH_REP, RV_ERR_NO_MEMORY, NULL, 0);
-            return UCS_OK;
-        }
-        fw->cookie = h->cookie;
-        fw->next = NULL;
-        ucx_flush_wait_t **tail = &tw->emu_flush_waiting[h->src];
-        while (*tail != NULL)
-            tail = &(*tail)->next;
-        *tail = fw;
-        answer_flushes(tw, h->src);
-        return UCS_OK;
-    }
-    default:
-        return UCS_OK;
-    }
-}
-
-/* Holds an operation behind a fence (see the file comment). */
-static ucs_status_t defer(struct rv_tworker *tw, const emu_hdr_t *h,
-                          void *data, size_t length, bool rndv)
-{
-    ucx_emu_deferred_t *d = malloc(sizeof(*d) + sizeof(*h) +
-                                   (rndv ? 0 : length));
-    if (d == NULL) {
-        rv_error("out of memory holding an emulated RMA operation from "
-                 "worker %u behind a fence", h->src);
-        return UCS_OK;
-    }
-    d->next = NULL;
-    d->length = length;
-    d->rndv = rndv;
-    memcpy(d->hdr, h, sizeof(*h));
-    if (rndv) {
-        d->data = data; /* received when its turn comes */
-    } else {
-        d->data = d->hdr + sizeof(*h);
-        memcpy(d->data, data, length);
-    }
-    if (tw->emu_deferred[h->src] == NULL)
-        tw->emu_deferred[h->src] = d;
-    else
-        tw->emu_deferred_tail[h->src]->next = d;
-    tw->emu_deferred_tail[h->src] = d;
-    return rndv ? UCS_INPROGRESS : UCS_OK;
-}
-
-/* Runs the operations held behind a fence from @p src whose turn came. */
-static void run_deferred(struct rv_tworker *tw, uint32_t src)
-{
-    ucx_emu_deferred_t *d;
-    while ((d = tw->emu_deferred[src]) != NULL) {
-        emu_hdr_t h;
-        memcpy(&h, d->hdr, sizeof(h));
-        if ((h.flags & EMU_FENCED) && tw->emu_puts_landing[src] > 0)
-            return;
-        tw->emu_deferred[src] = d->next;
-        /* A held rendezvous put that is dropped now has its data released
-         * here: UCX kept it for us (UCS_INPROGRESS when it was held). */
-        if (target_op(tw, &h, d->data, d->length, d->rndv) != UCS_INPROGRESS &&
-            d->rndv)
-            ucp_am_data_release(tw->worker, d->data);
-        free(d);
-    }
 }
 
 /* A reply to one of this worker's requests, found through its slot. */
@@ -812,7 +519,7 @@ static ucs_status_t on_reply(struct rv_tworker *tw, const emu_hdr_t *h,
             emu_complete(op, RV_OK);
             return UCS_OK;
         }
-        recv_into(tw, data, op->dst, length, get_landed, op);
+        rv_ucx_emu_recv_into(tw, data, op->dst, length, get_landed, op);
         return UCS_INPROGRESS;
     case EMU_AMO_REP:
         op->result = h->v1;
@@ -825,24 +532,25 @@ static ucs_status_t on_reply(struct rv_tworker *tw, const emu_hdr_t *h,
 }
 
 ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
-                                size_t header_length, void *data,
-                                size_t length, const ucp_am_recv_param_t *param)
+                                size_t header_length, void *data, size_t length,
+                                const ucp_am_recv_param_t *param)
 {
     struct rv_tworker *tw = arg;
     bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
     emu_hdr_t h;
 
     if (header_length != sizeof(h)) {
-        emu_drop(tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,
-                 "an emulated RMA message with a %zu-byte header (%zu "
-                 "expected)", header_length, sizeof(h));
+        rv_ucx_emu_drop(tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,
+                        "an emulated RMA message with a %zu-byte header (%zu "
+                        "expected)",
+                        header_length, sizeof(h));
         return UCS_OK;
     }
     memcpy(&h, header, sizeof(h));
     if (h.src >= tw->nworkers) {
-        emu_drop(tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,
-                 "an emulated RMA message from worker %u, not of the job",
-                 h.src);
+        rv_ucx_emu_drop(
+            tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,
+            "an emulated RMA message from worker %u, not of the job", h.src);
         return UCS_OK;
     }
     tw->completions++;
@@ -852,18 +560,16 @@ ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
     case EMU_GET_REQ:
     case EMU_AMO_REQ:
     case EMU_FLUSH_REQ:
-        if (((h.flags & EMU_FENCED) && tw->emu_puts_landing[h.src] > 0) ||
-            tw->emu_deferred[h.src] != NULL)
-            return defer(tw, &h, data, length, rndv);
-        return target_op(tw, &h, data, length, rndv);
+        return rv_ucx_emu_on_request(tw, &h, data, length, rndv);
     case EMU_GET_REP:
     case EMU_AMO_REP:
     case EMU_FLUSH_REP:
         return on_reply(tw, &h, data, length, rndv);
     default:
-        emu_drop(tw, RV_UCX_DROP_MALFORMED, h.src,
-                 "an emulated RMA message of unknown kind %u from worker %u",
-                 h.op, h.src);
+        rv_ucx_emu_drop(
+            tw, RV_UCX_DROP_MALFORMED, h.src,
+            "an emulated RMA message of unknown kind %u from worker %u", h.op,
+            h.src);
         return UCS_OK;
     }
 }

@@ -21,7 +21,7 @@
 
 #include "ucx_internal.h"
 
-#define HELD_TAG ((uintptr_t)1)  /* marks a held message in a desc */
+#define HELD_TAG ((uintptr_t)1) /* marks a held message in a desc */
 
 ucx_op_t *rv_ucx_op_get(struct rv_tworker *tw, rv_completion_fn cb, void *arg)
 {
@@ -165,12 +165,15 @@ static unsigned deliver_held(struct rv_tworker *tw)
             q->head = h->next;
             if (q->head == NULL)
                 q->tail = NULL;
-            rv_am_rx_t rx = {.src = src, .hdr = h->hdr, .hdr_len = h->hdr_len,
+            rv_am_rx_t rx = {.src = src,
+                             .hdr = h->hdr,
+                             .hdr_len = h->hdr_len,
                              .deferrable = false,
-                             .data = h->data, .len = h->len,
+                             .data = h->data,
+                             .len = h->len,
                              .persistent = true};
-            rv_status_t st = tw->am_recv(tw->am_arg, &rx,
-                                         (void *)((uintptr_t)h | HELD_TAG));
+            rv_status_t st =
+                tw->am_recv(tw->am_arg, &rx, (void *)((uintptr_t)h | HELD_TAG));
             delivered++;
             if (st != RV_INPROGRESS)
                 held_free(h);
@@ -178,8 +181,8 @@ static unsigned deliver_held(struct rv_tworker *tw)
         if (q->head != NULL && !tw->is_active[src]) {
             /* still waiting for a rendezvous: stays in the ring */
             tw->is_active[src] = true;
-            tw->active[(tw->active_head + tw->active_count++) %
-                       tw->nworkers] = src;
+            tw->active[(tw->active_head + tw->active_count++) % tw->nworkers] =
+                src;
         }
     }
     return delivered;
@@ -204,8 +207,8 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
 }
 
 static ucs_status_t am_recv_cb(void *arg, const void *header,
-                               size_t header_length, void *data,
-                               size_t length, const ucp_am_recv_param_t *param)
+                               size_t header_length, void *data, size_t length,
+                               const ucp_am_recv_param_t *param)
 {
     struct rv_tworker *tw = arg;
     uint32_t src;
@@ -230,8 +233,10 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
         rv_am_rx_t rx = {.src = src,
                          .hdr = (const uint8_t *)header + sizeof(src),
                          .hdr_len = header_length - sizeof(src),
-                         .data = data, .len = length,
-                         .persistent = persistent, .deferrable = true};
+                         .data = data,
+                         .len = length,
+                         .persistent = persistent,
+                         .deferrable = true};
         rv_status_t st = tw->am_recv(tw->am_arg, &rx, data);
         if (st != RV_ERR_AGAIN) {
             tw->completions++;
@@ -304,8 +309,8 @@ static void rndv_start_pending(struct rv_tworker *tw)
         h->rndv_desc = NULL;
         h->data = rxbuf_get(tw, h->len ? h->len : 1);
         if (h->data == NULL) {
-            rv_error("out of memory receiving %zu bytes from worker %u",
-                     h->len, h->src);
+            rv_error("out of memory receiving %zu bytes from worker %u", h->len,
+                     h->src);
             ucp_am_data_release(tw->worker, desc);
             h->len = 0; /* delivered as truncated, and dropped */
             h->ready = true;
@@ -315,13 +320,13 @@ static void rndv_start_pending(struct rv_tworker *tw)
         h->alloc_len = h->len ? h->len : 1;
         tw->rndv_inflight++;
         ucp_request_param_t p = {
-            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                            UCP_OP_ATTR_FIELD_USER_DATA,
+            .op_attr_mask =
+                UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
             .cb.recv_am = rndv_done,
             .user_data = h,
         };
-        ucs_status_ptr_t r = ucp_am_recv_data_nbx(tw->worker, desc, h->data,
-                                                  h->len, &p);
+        ucs_status_ptr_t r =
+            ucp_am_recv_data_nbx(tw->worker, desc, h->data, h->len, &p);
         if (UCS_PTR_IS_ERR(r))
             rndv_done(NULL, UCS_PTR_STATUS(r), 0, h);
         else if (r == NULL)
@@ -357,9 +362,9 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 
 /* The payload of @p iov as UCP takes it: a contiguous buffer, or an iov
  * datatype over @p dt. */
-static void am_payload(const struct iovec *iov, size_t iovcnt,
-                       ucp_dt_iov_t *dt, ucp_request_param_t *p,
-                       const void **buf_p, size_t *count_p)
+static void am_payload(const struct iovec *iov, size_t iovcnt, ucp_dt_iov_t *dt,
+                       ucp_request_param_t *p, const void **buf_p,
+                       size_t *count_p)
 {
     *buf_p = iovcnt ? iov[0].iov_base : NULL;
     *count_p = iovcnt ? iov[0].iov_len : 0;
@@ -390,9 +395,9 @@ static inline rv_status_t am_send_now(struct rv_tworker *tw, uint32_t peer,
     am_payload(iov, iovcnt, dt_iov, &fp, &buf, &count);
     memcpy(h, &tw->tid, sizeof(tw->tid));
     memcpy(h + sizeof(tw->tid), hdr, hdr_len);
-    ucs_status_ptr_t r = ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, h,
-                                         sizeof(tw->tid) + hdr_len, buf,
-                                         count, &fp);
+    ucs_status_ptr_t r =
+        ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, h,
+                        sizeof(tw->tid) + hdr_len, buf, count, &fp);
     if (r == NULL)
         return RV_OK;
     if (UCS_PTR_STATUS(r) == UCS_ERR_NO_RESOURCE)
@@ -427,8 +432,8 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
     memcpy(op->hdr + sizeof(tw->tid), hdr, hdr_len);
 
     ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
         .cb.send = send_done,
         .user_data = op,
     };
@@ -436,9 +441,9 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
     size_t count;
     am_payload(iov, iovcnt, op->iov, &p, &buf, &count);
 
-    ucs_status_ptr_t r = ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, op->hdr,
-                                         sizeof(tw->tid) + hdr_len, buf, count,
-                                         &p);
+    ucs_status_ptr_t r =
+        ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, op->hdr,
+                        sizeof(tw->tid) + hdr_len, buf, count, &p);
     if (r == NULL) {
         rv_ucx_op_put(tw, op);
         return RV_OK;
@@ -491,17 +496,17 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
     tw->is_active = calloc(params->nworkers, sizeof(*tw->is_active));
     tw->emulate = calloc(params->nworkers, sizeof(*tw->emulate));
     tw->emu_dirty = calloc(params->nworkers, sizeof(*tw->emu_dirty));
-    tw->emu_puts_landing = calloc(params->nworkers,
-                                  sizeof(*tw->emu_puts_landing));
-    tw->emu_flush_waiting = calloc(params->nworkers,
-                                   sizeof(*tw->emu_flush_waiting));
+    tw->emu_puts_landing =
+        calloc(params->nworkers, sizeof(*tw->emu_puts_landing));
+    tw->emu_flush_waiting =
+        calloc(params->nworkers, sizeof(*tw->emu_flush_waiting));
     tw->emu_fence = calloc(params->nworkers, sizeof(*tw->emu_fence));
     tw->emu_deferred = calloc(params->nworkers, sizeof(*tw->emu_deferred));
-    tw->emu_deferred_tail = calloc(params->nworkers,
-                                   sizeof(*tw->emu_deferred_tail));
+    tw->emu_deferred_tail =
+        calloc(params->nworkers, sizeof(*tw->emu_deferred_tail));
     if (tw->emu_fence == NULL || tw->emu_deferred == NULL ||
-        tw->emu_deferred_tail == NULL ||tw->eps == NULL || tw->held == NULL || tw->active == NULL ||
-        tw->is_active == NULL || tw->emulate == NULL ||
+        tw->emu_deferred_tail == NULL || tw->eps == NULL || tw->held == NULL ||
+        tw->active == NULL || tw->is_active == NULL || tw->emulate == NULL ||
         tw->emu_dirty == NULL || tw->emu_puts_landing == NULL ||
         tw->emu_flush_waiting == NULL || rv_ucx_emu_worker_init(tw) != RV_OK)
         goto err_free;
@@ -517,10 +522,9 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
     }
 
     ucp_am_handler_param_t hp = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                      UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                      UCP_AM_HANDLER_PARAM_FIELD_CB |
-                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .field_mask =
+            UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+            UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
         .id = RV_UCX_AM_ID,
         .flags = UCP_AM_FLAG_WHOLE_MSG,
         .cb = am_recv_cb,
@@ -601,8 +605,7 @@ rv_status_t rv_ucx_worker_address(struct rv_tworker *tw, void **addr_p,
     size_t len;
     ucs_status_t s = ucp_worker_get_address(tw->worker, &addr, &len);
     if (s != UCS_OK) {
-        rv_error("cannot get the UCX worker address: %s",
-                 ucs_status_string(s));
+        rv_error("cannot get the UCX worker address: %s", ucs_status_string(s));
         return rv_ucx_status(s);
     }
     *addr_p = addr;
@@ -627,16 +630,16 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
     };
     ucs_status_t s = ucp_ep_create(tw->worker, &ep, &tw->eps[peer]);
     if (s != UCS_OK) {
-        rv_error("cannot connect to worker %u: %s", peer,
-                 ucs_status_string(s));
+        rv_error("cannot connect to worker %u: %s", peer, ucs_status_string(s));
         return rv_ucx_status(s);
     }
     rv_transport_t *tp = tw->tp;
     int local = (int)(tw->tid % (uint32_t)tp->threads);
     int peer_rank = (int)(peer / (uint32_t)tp->threads);
     rv_rma_emulation_t emu = tp->config.rma_emulation;
-    bool describe = local == 0 && tp->lanes[0] == '\0' &&
-                    (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
+    bool describe =
+        local == 0 && tp->lanes[0] == '\0' &&
+        (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
     /* The endpoint's lanes are read when auto needs them or the user is
      * told them; on and off apply to every endpoint alike, the described
      * one included. */
