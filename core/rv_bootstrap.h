@@ -50,4 +50,12 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr, rv_bootstrap_t **bs_
 rv_status_t rv__bootstrap_pmix_create(rv_bootstrap_t **bs_p);
 rv_status_t rv__bootstrap_singleton_create(rv_bootstrap_t **bs_p);
 
+/* The watch on rivetrun's connection @p fd (rv_bootstrap_watch.c): a
+ * thread that ends rank @p rank when rivetrun is gone. Stop it before
+ * saying FINI; stop frees it. */
+typedef struct rv_launcher_watch rv_launcher_watch_t;
+rv_status_t rv__launcher_watch_start(int fd, int rank, const char *sock_path,
+                                     rv_launcher_watch_t **w_p);
+void rv__launcher_watch_stop(rv_launcher_watch_t *w);
+
 #endif

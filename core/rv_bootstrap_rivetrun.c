@@ -29,6 +29,7 @@
 typedef struct rv_bootstrap_rivetrun {
     rv_bootstrap_t super;   /* first: the provider is a bootstrap */
     int fd;                 /* connection to rivetrun, -1 once broken */
+    rv_launcher_watch_t *watch; /* ends the rank if rivetrun is gone */
 } rv_bootstrap_rivetrun_t;
 
 static rv_bootstrap_rivetrun_t *to_rivetrun(rv_bootstrap_t *bs)
@@ -170,6 +171,8 @@ static void rivetrun_fini(rv_bootstrap_t *bs)
 {
     rv_bootstrap_rivetrun_t *rbs = to_rivetrun(bs);
 
+    /* Before FINI: rivetrun closes the connection after it. */
+    rv__launcher_watch_stop(rbs->watch);
     if (rbs->fd >= 0) {
         /* A failure here means rivetrun is already ending the job; there is
          * nothing left to tell it. */
@@ -315,6 +318,12 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
         goto err_free;
     }
 
+    status = rv__launcher_watch_start(
+        rbs->fd, rank, addr + strlen(RV_LAUNCH_ADDR_PREFIX), &rbs->watch);
+    if (status != RV_OK) {
+        rivetrun_break(rbs);
+        goto err_free;
+    }
     *bs_p = &rbs->super;
     return RV_OK;
 

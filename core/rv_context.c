@@ -141,6 +141,8 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
         goto err_plugin;
     }
     ctx->ops->query(ctx->tp, &ctx->caps);
+    /* After the transport's start: UCX's own handler, if it set one, wins. */
+    rv__crash_handlers_install(ctx->bs->rank);
     rv_info("job of %d processes x %d threads, bootstrap %s, transport %s",
             ctx->bs->size, (int)ctx->core->job.threads, ctx->bs->ops->name,
             ctx->caps.description);

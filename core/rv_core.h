@@ -144,6 +144,10 @@ void rv__plugin_foreach(void (*fn)(const char *name, void *arg), void *arg);
 
 /* Registers the core's own handlers (barrier). */
 rv_status_t rv__msg_init(rv_context_t *ctx);
+
+/* Prints a backtrace when rank @p rank crashes (rv_crash.c); signals that
+ * already have a handler keep it. */
+void rv__crash_handlers_install(int rank);
 /* rv_coll.c: registers the collectives' handlers; frees a worker's
  * collective state. */
 rv_status_t rv__coll_init(rv_context_t *ctx);

@@ -68,6 +68,14 @@ typedef enum rv_launch_type {
 /* The prefix of RIVET_BOOTSTRAP's value. */
 #define RV_LAUNCH_ADDR_PREFIX "unix:"
 
+/* rivetrun's pid, and the process group it made for a rank (the rank's
+ * wrapper, if any, and everything it started): a rank whose rivetrun is
+ * gone ends that group (rv_bootstrap_watch.c). */
+#define RV_LAUNCH_PID_ENV  "RIVET_LAUNCHER_PID"
+#define RV_LAUNCH_PGID_ENV "RIVET_JOB_PGID"
+/* The name of the directory of rivetrun's socket starts so. */
+#define RV_LAUNCH_DIR_PREFIX "rivetrun."
+
 /* The job's secret: 128 random bits, exported as RV_LAUNCH_TOKEN_ENV in
  * hexadecimal. A token of zeros stands for none. */
 #define RV_LAUNCH_TOKEN_ENV   "RIVET_JOB_TOKEN"

@@ -71,6 +71,10 @@ static void child_export_env(const launcher_t *l, int r)
     setenv(RV_LAUNCH_TOKEN_ENV, val, 1);
     if (l->config_abs != NULL)
         setenv("RIVET_CONFIG", l->config_abs, 1);
+    snprintf(val, sizeof(val), "%d", (int)l->self);
+    setenv(RV_LAUNCH_PID_ENV, val, 1);
+    snprintf(val, sizeof(val), "%d", (int)getpgrp());
+    setenv(RV_LAUNCH_PGID_ENV, val, 1);
 }
 
 /* Makes process group @p pgrp the terminal's foreground group. A
@@ -220,6 +224,13 @@ static void on_child_exit(launcher_t *l, int r, int wstatus)
         run_job_fail(l, RUN_EXIT_SIGNAL_BASE + sig,
                      "rank %d (pid %d) killed by signal %d (%s)", r,
                      (int)rp->pid, sig, strsignal(sig));
+    } else if (rp->in_job) {
+        /* As mpirun does of a process that exits without MPI_Finalize:
+         * the other ranks may be sending to it or waiting for it. */
+        run_job_fail(l, 1,
+                     "rank %d (pid %d) exited with code 0 without "
+                     "rv_finalize: it joined the job and never left it",
+                     r, (int)rp->pid);
     } else {
         run_round_check_blocked(l);
     }

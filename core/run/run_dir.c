@@ -29,7 +29,7 @@
 
 #include "run_internal.h"
 
-#define DIR_PREFIX "rivetrun."
+#define DIR_PREFIX RV_LAUNCH_DIR_PREFIX
 /* mkdtemp's template: DIR_PREFIX and six characters. */
 #define DIR_TEMPLATE "/" DIR_PREFIX "XXXXXX"
 #define DIR_SUFFIX_LEN 6

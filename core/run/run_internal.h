@@ -81,6 +81,7 @@ typedef struct rank_proc {
     pid_t pid;              /* also its process group id */
     bool exited;
     bool contributed;       /* to the allgather round in progress */
+    bool in_job;            /* joined (HELLO) and has not left (FINI) */
     conn_t *conn;           /* its connection, NULL when it has none */
     outstream_t out[RUN_NSTREAMS];
 } rank_proc_t;

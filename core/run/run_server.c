@@ -298,6 +298,7 @@ static void on_hello(launcher_t *l, conn_t *c)
      * programs in turn), or after rivetrun closed it. */
     c->rank = r;
     l->ranks[r].conn = c;
+    l->ranks[r].in_job = true;
 
     reply = frame_new(RV_LAUNCH_HELLO, 0);
     if (reply == NULL) {
@@ -338,6 +339,7 @@ static void on_frame(launcher_t *l, conn_t *c)
         on_abort(l, c);
         break;
     case RV_LAUNCH_FINI:
+        l->ranks[c->rank].in_job = false;
         conn_close(l, c);
         break;
     }

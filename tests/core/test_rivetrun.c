@@ -438,7 +438,7 @@ static void test_exit0_during_collective(void **state)
     assert_int_not_equal(j.code, 0);
     assert_true(j.elapsed_ms < 5000);
     assert_contains(j.text[1], "rivetrun: rank 1 (pid ");
-    assert_contains(j.text[1], ") exited before the job finished");
+    assert_contains(j.text[1], ") exited with code 0 without rv_finalize");
     assert_int_equal(count_of(j.text[1], "rivetrun: rank"), 1);
     assert_no_survivors(dir, 3);
     job_free(&j);
