@@ -9,8 +9,8 @@
  *
  * Worker threads never call CMocka (it is not thread-safe): they record
  * failures, and the main thread asserts once rv_job_run has returned. A
- * check the transport cannot run (its capabilities say so) is skipped from
- * the main thread, and CMocka and ctest report it skipped.
+ * check the transport cannot run (its capabilities say so) is skipped
+ * from the main thread, and CMocka and ctest report it skipped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
 #include <cmocka.h>
 
 #include "job_test.h"

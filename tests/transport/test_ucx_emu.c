@@ -28,38 +28,11 @@
 #include "job_test.h"
 #include "rivet.h"
 #include "stderr_capture.h"
+#include "ucx_emu.h"
 
-/* ---------------------------------------------------------------------- */
-/* The emulation's wire format (ucx_emu.c, ucx_internal.h), written out    */
-/* here to forge messages.                                                 */
-
-#define EMU_AM_ID 1 /* RV_UCX_AM_RMA */
-
-enum {
-    EMU_PUT = 1,
-    EMU_GET_REQ,
-    EMU_GET_REP,
-    EMU_AMO_REQ,
-    EMU_AMO_REP,
-    EMU_FLUSH_REQ,
-    EMU_FLUSH_REP,
-};
-
-enum { EMU_AMO_FADD = 1, EMU_AMO_CSWAP };
-
-typedef struct {
-    uint8_t op;
-    uint8_t amo;
-    int16_t status;
-    uint32_t src;
-    uint32_t region;
-    uint32_t flags;
-    uint64_t raddr;
-    uint64_t len;
-    uint64_t v1, v2;
-    uint64_t cookie; /* a slot of the initiator's table: generation << 32 |
-                        index */
-} emu_hdr_t;
+/* The emulation's wire format, from the plugin's own header, to forge
+ * messages (the packed remote key's head is written out below). */
+#define EMU_AM_ID RV_UCX_AM_RMA
 
 /* The head of a packed remote key. */
 typedef struct {
