@@ -105,6 +105,10 @@ static void child_exec(const launcher_t *l, int r, int pipes[RUN_NSTREAMS][2])
         _exit(EXIT_EXEC_FAILED);
 
     signal(SIGPIPE, SIG_DFL);
+    /* rivetrun ends the job by forwarding SIGINT: a rank must die of it,
+     * even when rivetrun was started in the background by a script, which
+     * leaves SIGINT ignored (a child inherits that across exec). */
+    signal(SIGINT, SIG_DFL);
     sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
     if (l->prefix) {
         dup2(pipes[0][1], STDOUT_FILENO);
