@@ -53,8 +53,8 @@ static double now_s(void)
 
 static void die(rv_worker_t *w, const char *what, rv_status_t st)
 {
-    fprintf(stderr, "rv-soak: worker %u: %s: %s\n",
-            (unsigned)rv_worker_tid(w), what, rv_status_str(st));
+    fprintf(stderr, "rv-soak: worker %u: %s: %s\n", (unsigned)rv_worker_tid(w),
+            what, rv_status_str(st));
     fflush(stderr);
     _exit(1);
 }
@@ -170,8 +170,8 @@ static int body(rv_worker_t *w, void *arg)
         }
         double t = now_s() - t0;
         uint64_t in[2] = {mine, t >= seconds};
-        rv_status_t st = rv_allreduce(w, in, total, 2, RV_COLL_U64,
-                                      RV_COLL_SUM);
+        rv_status_t st =
+            rv_allreduce(w, in, total, 2, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)
             die(w, "rv_allreduce", st);
         ops_since += total[0];
