@@ -79,7 +79,7 @@ typedef struct am_elem {
     uint32_t kind;
     rv_handler_id_t h;
     uint32_t alen, ret_len;
-    uint64_t pre[2];        /* RETRUN: the caller's sync and ret */
+    uint64_t pre[2]; /* RETRUN: the caller's sync and ret */
     const void *args;
 } am_elem_t;
 
@@ -92,7 +92,8 @@ static inline size_t am_elem_stride(uint32_t kind, size_t alen)
 /* The header of a run record of @p e's kind holding one call. */
 static inline am_rec_t am_elem_rec(const am_elem_t *e, size_t stride)
 {
-    return (am_rec_t){.seq = e->ret_len, .handler = e->h,
+    return (am_rec_t){.seq = e->ret_len,
+                      .handler = e->h,
                       .len = (uint32_t)stride,
                       .meta = e->kind | e->alen << AM_REC_ALEN_SHIFT};
 }
@@ -105,8 +106,7 @@ static inline bool am_elem_matches(const am_rec_t *rec, const am_elem_t *e)
            rec->seq == e->ret_len;
 }
 
-static inline void am_elem_write(uint8_t *at, const am_elem_t *e,
-                                 size_t stride)
+static inline void am_elem_write(uint8_t *at, const am_elem_t *e, size_t stride)
 {
     if (e->alen == 8) { /* fixed-size copies: a move each */
         if (e->kind == AM_REC_RUN) {
@@ -133,12 +133,12 @@ static inline size_t am_rec_size(size_t len)
 /* The call header of calls that need more than handler and arguments. */
 typedef struct am_hdr {
     uint32_t args_len;
-    uint32_t flags;     /* AM_* below */
-    uint64_t sync;      /* caller's rv_sync_t *, for AM_NOTIFY */
-    uint64_t ret;       /* caller's result buffer, for AM_RETURN */
+    uint32_t flags; /* AM_* below */
+    uint64_t sync;  /* caller's rv_sync_t *, for AM_NOTIFY */
+    uint64_t ret;   /* caller's result buffer, for AM_RETURN */
     uint32_t ret_len;
-    rv_tid_t root;      /* AM_BCAST: the broadcasting worker */
-    uint64_t token;     /* AM_DETOUR: matches a ring's DETOUR record */
+    rv_tid_t root;  /* AM_BCAST: the broadcasting worker */
+    uint64_t token; /* AM_DETOUR: matches a ring's DETOUR record */
 } am_hdr_t;
 
 enum {
@@ -151,9 +151,9 @@ enum {
                                 of this process, completed directly */
     /* Extended calls (rv_am_ext.h): `ret`, `ret_len` and `root` carry the
      * extension's addr, len and word. */
-    AM_XREF = 1u << 6,       /* RV_AM_X_REF */
-    AM_XPLACE = 1u << 7,     /* RV_AM_X_PLACE */
-    AM_XHOOK = 1u << 8,      /* RV_AM_X_HOOK; the hook's index follows */
+    AM_XREF = 1u << 6,   /* RV_AM_X_REF */
+    AM_XPLACE = 1u << 7, /* RV_AM_X_PLACE */
+    AM_XHOOK = 1u << 8,  /* RV_AM_X_HOOK; the hook's index follows */
     AM_XHOOK_SHIFT = 24,
     AM_XHOOK_MASK = 0xffu << 24,
 };
@@ -176,7 +176,7 @@ typedef struct {
 /* The completion of a call with AM_NOTIFY, in rivet.am.done's header. */
 typedef struct {
     uint64_t sync, ret;
-    uint32_t ret_len;       /* result bytes that follow */
+    uint32_t ret_len; /* result bytes that follow */
     uint32_t reserved;
 } am_done_t;
 
@@ -184,7 +184,7 @@ typedef struct {
 typedef struct am_call {
     rv_tid_t src;
     rv_handler_id_t handler;
-    am_hdr_t hdr;            /* zero but args_len when the record had none */
+    am_hdr_t hdr; /* zero but args_len when the record had none */
     const uint8_t *args;
     size_t args_len;
     const uint8_t *buf;
@@ -194,7 +194,6 @@ typedef struct am_call {
 /* Decodes a call record's body; false if malformed. */
 bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
                     const uint8_t *body);
-
 
 /* ---------------------------------------------------------------------- */
 /* Sender side                                                             */
@@ -207,8 +206,8 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
 typedef struct am_buf {
     uint8_t *base;
     size_t cap, used, sent;
-    size_t open;          /* offset of the open run, or SIZE_MAX */
-    unsigned inflight;    /* transmissions not yet complete */
+    size_t open;       /* offset of the open run, or SIZE_MAX */
+    unsigned inflight; /* transmissions not yet complete */
     struct am_buf *next;
 } am_buf_t;
 
@@ -220,30 +219,35 @@ typedef struct am_ochunk {
     uint64_t raddr;
     size_t len;
     rv_trkey_t *rkey;
-    uint64_t left_end;    /* stream offset when the sender last left it */
+    uint64_t left_end; /* stream offset when the sender last left it */
 } am_ochunk_t;
 
 /* Words of the sender's that the receiver RMA-writes. */
 typedef struct am_ctrl {
-    volatile uint64_t consumed;  /* ring stream offset of drained chunks */
-    volatile uint64_t notified;  /* AM_NOTIFY_RMA calls run */
+    volatile uint64_t consumed; /* ring stream offset of drained chunks */
+    volatile uint64_t notified; /* AM_NOTIFY_RMA calls run */
 } am_ctrl_t;
 
-typedef enum { RING_NONE, RING_REQUESTED, RING_READY, RING_FAILED } am_ring_state_t;
+typedef enum {
+    RING_NONE,
+    RING_REQUESTED,
+    RING_READY,
+    RING_FAILED
+} am_ring_state_t;
 
 typedef struct am_oring {
     am_ring_state_t state;
     am_ochunk_t *chunks;
     uint32_t nchunks, cur;
-    size_t pos;             /* in the current chunk */
-    uint64_t stream;        /* bytes of the stream written or skipped */
-    uint64_t seq;           /* next record's sequence number */
-    uint64_t nonce;         /* from the receiver */
-    bool growing;           /* a chunk request is out */
-    am_ochunk_t *spare;     /* chunks received, not spliced in yet */
+    size_t pos;         /* in the current chunk */
+    uint64_t stream;    /* bytes of the stream written or skipped */
+    uint64_t seq;       /* next record's sequence number */
+    uint64_t nonce;     /* from the receiver */
+    bool growing;       /* a chunk request is out */
+    am_ochunk_t *spare; /* chunks received, not spliced in yet */
     uint32_t nspare;
-    am_ctrl_t *ctrl;        /* registered, in this worker's memory */
-    uint64_t detours;       /* tokens of calls sent over send */
+    am_ctrl_t *ctrl;  /* registered, in this worker's memory */
+    uint64_t detours; /* tokens of calls sent over send */
     /* syncs of AM_NOTIFY_RMA calls, completed as ctrl->notified grows */
     rv_sync_t **notes;
     uint64_t notes_head, notes_tail; /* absolute indexes */
@@ -253,22 +257,22 @@ typedef struct am_oring {
 /* Everything a worker keeps per destination worker. */
 typedef struct am_dest {
     rv_tid_t tid;
-    am_buf_t *bufs, *last;  /* oldest first */
-    am_buf_t *unsent;       /* first that may hold unsent runs (or NULL) */
+    am_buf_t *bufs, *last; /* oldest first */
+    am_buf_t *unsent;      /* first that may hold unsent runs (or NULL) */
     /* the last AM_REC_RUN record written (trad), at run_at in run_buf;
      * still open for more calls while run_buf's used is run_end */
     am_buf_t *run_buf;
     size_t run_at, run_end;
-    size_t pending;         /* bytes in runs not yet transmitted */
+    size_t pending; /* bytes in runs not yet transmitted */
     bool warned_limit;
-    bool pushing;           /* inside am_dest_push */
+    bool pushing; /* inside am_dest_push */
     bool warned_lost;
     am_oring_t ring;
     /* call completions gathered for it (am_reply.c) */
     uint8_t *rbuf;
     size_t rlen, rcap;
-    size_t rgroup;          /* the last group of rbuf, when rlen > 0 */
-    bool rlisted;           /* in the worker's replying list */
+    size_t rgroup; /* the last group of rbuf, when rlen > 0 */
+    bool rlisted;  /* in the worker's replying list */
 } am_dest_t;
 
 /* ---------------------------------------------------------------------- */
@@ -286,11 +290,11 @@ typedef struct am_run {
     rv_handler_id_t rh;
     uint32_t ralen, rstride;
     uint32_t rkind, rret_len;
-    bool local;             /* a local block: results go straight back */
-    unsigned refs;          /* calls of the run still executing */
+    bool local;    /* a local block: results go straight back */
+    unsigned refs; /* calls of the run still executing */
     bool has_msg;
-    rv_msg_t msg;           /* released when the run is done */
-    uint64_t token;         /* a detour call waiting for its ring turn */
+    rv_msg_t msg;   /* released when the run is done */
+    uint64_t token; /* a detour call waiting for its ring turn */
     bool detour;
     struct am_run *next;
 } am_run_t;
@@ -325,27 +329,27 @@ typedef struct am_iring {
     uint32_t nchunks, cur;
     size_t pos;
     uint64_t stream, seq, nonce;
-    am_ichunk_t *pending;   /* allocated for the producer, not spliced */
+    am_ichunk_t *pending; /* allocated for the producer, not spliced */
     uint32_t npending;
     /* where to push consumed/notified, in the producer's memory */
     uint64_t ctrl_addr;
     rv_trkey_t *ctrl_rkey;
     uint64_t notified;
-    uint64_t drained;       /* stream offset at the last chunk drained */
-    uint64_t pushed;        /* consumed offset last pushed */
-    uint64_t push_val[2];   /* source of the pushes (stable in flight) */
+    uint64_t drained;     /* stream offset at the last chunk drained */
+    uint64_t pushed;      /* consumed offset last pushed */
+    uint64_t push_val[2]; /* source of the pushes (stable in flight) */
     bool push_busy, push_due;
-    unsigned depth;         /* calls of this ring executing */
-    bool stopped;           /* a protocol error: nothing more is read */
-    am_run_t batch;         /* the ring batch being executed */
+    unsigned depth; /* calls of this ring executing */
+    bool stopped;   /* a protocol error: nothing more is read */
+    am_run_t batch; /* the ring batch being executed */
 } am_iring_t;
 
 /* Per source: runs that came over send, kept for FIFO order. */
 typedef struct am_src {
     am_run_t *head, *tail;
-    unsigned fetching;      /* a call hook of it waits (rv_am_ext.h):
-                               its later calls wait too */
-    am_run_t *detours;      /* detour calls waiting for their ring turn */
+    unsigned fetching; /* a call hook of it waits (rv_am_ext.h):
+                          its later calls wait too */
+    am_run_t *detours; /* detour calls waiting for their ring turn */
     am_iring_t *ring;
 } am_src_t;
 
@@ -360,9 +364,9 @@ typedef struct am_src {
  * the cost of a function call and a copy of its arguments. */
 typedef struct am_lblock {
     struct cds_wfcq_node node;
-    am_run_t run;           /* receiver: its records, as a run */
-    size_t tail, cap;       /* sender: bytes written, bytes room */
-    size_t run_at;          /* sender: the open AM_REC_RUN, or SIZE_MAX */
+    am_run_t run;     /* receiver: its records, as a run */
+    size_t tail, cap; /* sender: bytes written, bytes room */
+    size_t run_at;    /* sender: the open AM_REC_RUN, or SIZE_MAX */
     _Alignas(8) uint8_t data[];
 } am_lblock_t;
 
@@ -376,8 +380,8 @@ typedef struct am_lqueue {
  * submitted it, from its progress (Seriema §4.3: service threads take the
  * slow, no-setup calls off the workers). */
 typedef struct am_sjob {
-    struct cds_wfcq_node node;  /* in the worker's outbox */
-    struct am_sjob *next;       /* in the service queue */
+    struct cds_wfcq_node node; /* in the worker's outbox */
+    struct am_sjob *next;      /* in the service queue */
     struct am_worker *aw;
     void (*run)(struct am_sjob *job);
     void (*done)(struct am_sjob *job);
@@ -392,14 +396,14 @@ typedef struct am_service {
     pthread_cond_t cond;
     am_sjob_t *head, *tail;
     bool stop;
-    int users;                  /* workers started */
+    int users; /* workers started */
     int nthreads;
     pthread_t threads[64];
 } am_service_t;
 
 typedef struct am_proc {
     int threads;
-    am_lqueue_t *queues;    /* [dst local * threads + src local] */
+    am_lqueue_t *queues; /* [dst local * threads + src local] */
     am_service_t svc;
     rv_am_hook_t hooks[RV_AM_HOOKS_MAX];
     int nhooks;
@@ -413,17 +417,17 @@ typedef struct am_proc {
 /* The open run record of a destination, extended by the fast path of the
  * calls without bookkeeping (am_cursor.c). */
 typedef struct am_cursor {
-    uint8_t *wp;        /* where the run's next call goes */
-    uint8_t *lim;       /* calls are appended while they end by here */
-    uint8_t *start;     /* wp when opened: what lies between is unsealed */
-    uint64_t key;       /* am_cursor_key of the run; 0: none open */
-    uint32_t ret_len;   /* AM_REC_RETRUN: its calls' result length */
-    uint64_t sync;      /* AM_REC_RETRUN: its calls' synchronizer */
-    long reserved;      /* operations added to it ahead (am_cursor.c) */
-    uint32_t stride;    /* bytes per call */
-    uint32_t alen;      /* argument bytes per call */
-    int local;          /* the local bypass thread, or -1: a trad batch */
-    bool listed;        /* in am_worker_t.copen */
+    uint8_t *wp;      /* where the run's next call goes */
+    uint8_t *lim;     /* calls are appended while they end by here */
+    uint8_t *start;   /* wp when opened: what lies between is unsealed */
+    uint64_t key;     /* am_cursor_key of the run; 0: none open */
+    uint32_t ret_len; /* AM_REC_RETRUN: its calls' result length */
+    uint64_t sync;    /* AM_REC_RETRUN: its calls' synchronizer */
+    long reserved;    /* operations added to it ahead (am_cursor.c) */
+    uint32_t stride;  /* bytes per call */
+    uint32_t alen;    /* argument bytes per call */
+    int local;        /* the local bypass thread, or -1: a trad batch */
+    bool listed;      /* in am_worker_t.copen */
 } am_cursor_t;
 
 static inline uint64_t am_cursor_key(rv_handler_id_t h, uint32_t meta)
@@ -436,50 +440,50 @@ static inline uint64_t am_cursor_key(rv_handler_id_t h, uint32_t meta)
 typedef struct am_worker {
     rv_worker_t *w;
     rv_context_t *ctx;
-    const rv_am_config_t *cfg;   /* the am.* keys */
+    const rv_am_config_t *cfg; /* the am.* keys */
     am_proc_t *proc;
     rv_tid_t me;
     uint32_t nworkers;
     int rank, threads;
-    rv_tid_t first_local;        /* the first worker of this process */
-    am_dest_t **dests;           /* per destination, on first use */
-    am_dest_t **used;            /* the ones made so far, for progress */
+    rv_tid_t first_local; /* the first worker of this process */
+    am_dest_t **dests;    /* per destination, on first use */
+    am_dest_t **used;     /* the ones made so far, for progress */
     uint32_t nused;
-    am_dest_t **replying;        /* with completions gathered */
+    am_dest_t **replying; /* with completions gathered */
     uint32_t nreplying;
-    am_lblock_t **lout;          /* local bypass: open block per local
-                                    destination thread */
-    am_lblock_t **lcur;          /* local bypass: block being run, per
-                                    local source thread */
-    bool lpending;               /* some open block holds records */
-    am_cursor_t *cur;            /* append cursor per destination */
-    rv_tid_t *copen;             /* destinations whose cursor was opened
-                                    since am_cursors_seal */
+    am_lblock_t **lout; /* local bypass: open block per local
+                           destination thread */
+    am_lblock_t **lcur; /* local bypass: block being run, per
+                           local source thread */
+    bool lpending;      /* some open block holds records */
+    am_cursor_t *cur;   /* append cursor per destination */
+    rv_tid_t *copen;    /* destinations whose cursor was opened
+                           since am_cursors_seal */
     uint32_t ncopen;
-    am_lblock_t *lspare[8];      /* consumed blocks kept for reuse */
+    am_lblock_t *lspare[8]; /* consumed blocks kept for reuse */
     unsigned nlspare;
     /* completions of local calls, owed to one synchronizer and made at
      * once (am_owed_flush) */
     rv_sync_t *owed;
     long nowed;
-    uint32_t srcs_busy;          /* sources with queued runs */
-    am_src_t **srcs;             /* per source, on first use */
-    am_iring_t **rings;          /* incoming rings, scanned in progress */
+    uint32_t srcs_busy; /* sources with queued runs */
+    am_src_t **srcs;    /* per source, on first use */
+    am_iring_t **rings; /* incoming rings, scanned in progress */
     uint32_t nrings;
     rv_mem_chunk_allocator_t *ring_chunks; /* am.chunk_bytes chunks */
     rv_mem_chunk_allocator_t *own_chunks;  /* memory.chunk chunks */
-    rv_mem_general_t *gen;       /* batch buffers, control words */
+    rv_mem_general_t *gen;                 /* batch buffers, control words */
     am_buf_t *free_bufs;
-    size_t buf_bytes;            /* size of one batch buffer */
-    size_t max_record;           /* largest ring record */
-    size_t run_max;              /* largest run of records */
+    size_t buf_bytes;                    /* size of one batch buffer */
+    size_t max_record;                   /* largest ring record */
+    size_t run_max;                      /* largest run of records */
     const rv_handler_info_t *last_entry; /* the last call handler run */
-    size_t trad_limit;           /* trad: bytes waiting before on_full */
-    unsigned busy;               /* inside the progress hook */
-    unsigned depth;              /* call handlers running (nested) */
-    uint64_t calls_done;         /* calls run or dropped here (rv_quiesce) */
-    bool idle_flush;             /* trad batches waiting for idleness */
-    bool streaming;              /* in am_stream_progress */
+    size_t trad_limit;   /* trad: bytes waiting before on_full */
+    unsigned busy;       /* inside the progress hook */
+    unsigned depth;      /* call handlers running (nested) */
+    uint64_t calls_done; /* calls run or dropped here (rv_quiesce) */
+    bool idle_flush;     /* trad batches waiting for idleness */
+    bool streaming;      /* in am_stream_progress */
     rv_am_stats_t stats;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
@@ -549,8 +553,8 @@ static inline void am_owe(am_worker_t *aw, rv_sync_t *s)
 }
 
 /* Internal handler ids (registered by rv_am_init). */
-extern rv_handler_id_t am_done_id, am_dones_id, am_batch_id,
-    am_ring_req_id, am_ring_rep_id;
+extern rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,
+    am_ring_rep_id;
 
 /* The small steps of the call paths, inline: every call takes them. */
 
@@ -579,7 +583,8 @@ static inline void am_rec_write(uint8_t *at, rv_handler_id_t h,
                                 size_t len, const void *buf, size_t n)
 {
     size_t body = (hdr ? sizeof(*hdr) : 0) + len + n;
-    am_rec_t rec = {.handler = h, .len = (uint32_t)body,
+    am_rec_t rec = {.handler = h,
+                    .len = (uint32_t)body,
                     .meta = AM_REC_CALL | (hdr ? AM_REC_XHDR : 0)};
     memcpy(at, &rec, sizeof(rec));
     uint8_t *p = at + sizeof(rec);
@@ -615,8 +620,7 @@ size_t am_run_max(const am_worker_t *aw);
 int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate, bool open);
 /* Room for a record of @p size bytes: in the open run when @p join and it
  * fits, else in a new run. Returns where the record goes. */
-uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
-                         bool join);
+uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join);
 /* Takes back the record just reserved by am_dest_reserve. */
 void am_dest_unreserve(am_dest_t *d, size_t size);
 
@@ -664,9 +668,8 @@ static inline am_lqueue_t *am_lqueue(am_worker_t *aw, int dst_local,
 static inline int am_local_thread(const am_worker_t *aw, rv_tid_t dest)
 {
     uint32_t local = dest - aw->first_local;
-    return local < (uint32_t)aw->threads && aw->cfg->local_bypass
-               ? (int)local
-               : -1;
+    return local < (uint32_t)aw->threads && aw->cfg->local_bypass ? (int)local
+                                                                  : -1;
 }
 
 /* Room for a record of @p size bytes (a multiple of 8) to local thread
@@ -675,8 +678,7 @@ uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size);
 
 /* Room for a record of @p size bytes (a multiple of 8) to local thread
  * @p dst; NULL when out of memory. */
-static inline uint8_t *am_local_reserve(am_worker_t *aw, int dst,
-                                        size_t size)
+static inline uint8_t *am_local_reserve(am_worker_t *aw, int dst, size_t size)
 {
     am_lblock_t *b = aw->lout[dst];
     if (b == NULL || b->tail + size > b->cap)

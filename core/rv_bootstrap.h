@@ -35,8 +35,8 @@ struct rv_bootstrap {
     const rv_bootstrap_ops_t *ops;
     int rank;
     int size;
-    int local_rank;     /* rank among the processes of this node */
-    int local_size;     /* processes of the job on this node */
+    int local_rank; /* rank among the processes of this node */
+    int local_size; /* processes of the job on this node */
 };
 
 /**
@@ -46,7 +46,8 @@ struct rv_bootstrap {
 rv_status_t rv__bootstrap_create(rv_bootstrap_t **bs_p);
 
 /* Providers, called by rv__bootstrap_create. */
-rv_status_t rv__bootstrap_rivetrun_create(const char *addr, rv_bootstrap_t **bs_p);
+rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
+                                          rv_bootstrap_t **bs_p);
 rv_status_t rv__bootstrap_pmix_create(rv_bootstrap_t **bs_p);
 rv_status_t rv__bootstrap_singleton_create(rv_bootstrap_t **bs_p);
 

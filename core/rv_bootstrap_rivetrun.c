@@ -27,8 +27,8 @@
 #include "rv_launch_proto.h"
 
 typedef struct rv_bootstrap_rivetrun {
-    rv_bootstrap_t super;   /* first: the provider is a bootstrap */
-    int fd;                 /* connection to rivetrun, -1 once broken */
+    rv_bootstrap_t super;       /* first: the provider is a bootstrap */
+    int fd;                     /* connection to rivetrun, -1 once broken */
     rv_launcher_watch_t *watch; /* ends the rank if rivetrun is gone */
 } rv_bootstrap_rivetrun_t;
 
@@ -48,7 +48,8 @@ static rv_status_t env_int(const char *name, int min, int max, int def,
     if (str == NULL || *str == '\0') {
         if (def < min) {
             rv_error("bootstrap: RIVET_BOOTSTRAP is set but %s is not; "
-                     "start the program with rivetrun", name);
+                     "start the program with rivetrun",
+                     name);
             return RV_ERR_BOOTSTRAP;
         }
         *value_p = def;
@@ -81,7 +82,8 @@ static rv_status_t rivetrun_failed(rv_bootstrap_rivetrun_t *rbs,
 {
     if (status == RV_ERR_PEER)
         rv_error("bootstrap: rivetrun closed the connection during %s "
-                 "(the job is ending or rivetrun is gone)", what);
+                 "(the job is ending or rivetrun is gone)",
+                 what);
     else if (status == RV_ERR_IO)
         rv_error("bootstrap: %s with rivetrun failed: %m", what);
     else
@@ -106,8 +108,8 @@ static rv_status_t rivetrun_allgather(rv_bootstrap_t *bs, const void *in,
     }
     if (len > RV_LAUNCH_MAX_CONTRIB || expect > RV_LAUNCH_MAX_REPLY) {
         rv_error("bootstrap: allgather of %zu bytes per rank is larger than "
-                 "rivetrun accepts (%llu per rank, %llu in all)", len,
-                 RV_LAUNCH_MAX_CONTRIB, RV_LAUNCH_MAX_REPLY);
+                 "rivetrun accepts (%llu per rank, %llu in all)",
+                 len, RV_LAUNCH_MAX_CONTRIB, RV_LAUNCH_MAX_REPLY);
         return RV_ERR_INVALID;
     }
 
@@ -120,7 +122,8 @@ static rv_status_t rivetrun_allgather(rv_bootstrap_t *bs, const void *in,
         return rivetrun_failed(rbs, what, status);
     if (hdr.type != RV_LAUNCH_ALLGATHER || hdr.len != expect) {
         rv_error("bootstrap: rivetrun answered %s with %s of %llu bytes, "
-                 "expected %llu bytes", what, rv__launch_type_name(hdr.type),
+                 "expected %llu bytes",
+                 what, rv__launch_type_name(hdr.type),
                  (unsigned long long)hdr.len, (unsigned long long)expect);
         rivetrun_break(rbs);
         return RV_ERR_BOOTSTRAP;
@@ -176,8 +179,8 @@ static void rivetrun_fini(rv_bootstrap_t *bs)
     if (rbs->fd >= 0) {
         /* A failure here means rivetrun is already ending the job; there is
          * nothing left to tell it. */
-        (void)rv__launch_send(rbs->fd, RV_LAUNCH_FINI, (uint32_t)bs->rank,
-                              NULL, 0);
+        (void)rv__launch_send(rbs->fd, RV_LAUNCH_FINI, (uint32_t)bs->rank, NULL,
+                              0);
         close(rbs->fd);
     }
     free(rbs);
@@ -217,7 +220,8 @@ static rv_status_t rivetrun_connect(const char *addr, int *fd_p)
 
     if (strncmp(addr, RV_LAUNCH_ADDR_PREFIX, strlen(RV_LAUNCH_ADDR_PREFIX))) {
         rv_error("bootstrap: RIVET_BOOTSTRAP=%s is not of the form "
-                 "unix:<path>", addr);
+                 "unix:<path>",
+                 addr);
         return RV_ERR_BOOTSTRAP;
     }
     path = addr + strlen(RV_LAUNCH_ADDR_PREFIX);
@@ -236,7 +240,8 @@ static rv_status_t rivetrun_connect(const char *addr, int *fd_p)
         if (errno == EINTR)
             continue;
         rv_error("bootstrap: cannot connect to rivetrun at %s: %m (is "
-                 "rivetrun still running?)", path);
+                 "rivetrun still running?)",
+                 path);
         close(fd);
         return RV_ERR_BOOTSTRAP;
     }
@@ -301,7 +306,8 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
                  "rivetrun's message names it and says why (a wrong or "
                  "missing " RV_LAUNCH_TOKEN_ENV ", a process rivetrun did "
                  "not start, a rank already connected, or RIVET_RANK/"
-                 "RIVET_SIZE that do not match the job)", rank, size);
+                 "RIVET_SIZE that do not match the job)",
+                 rank, size);
         rivetrun_break(rbs);
         status = RV_ERR_BOOTSTRAP;
         goto err_free;

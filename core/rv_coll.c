@@ -28,14 +28,17 @@ enum { COLL_REDUCE, COLL_GATHER };
 /* The header extension of a contribution going up. */
 typedef struct {
     uint64_t epoch;
-    uint32_t kind;          /* COLL_REDUCE | COLL_GATHER */
-    uint32_t type, op;      /* reduce */
-    uint32_t len;           /* reduce: bytes; gather: bytes per worker */
-    uint32_t first;         /* gather: the first worker of the block */
-    uint32_t nworkers;      /* gather: workers in the block */
+    uint32_t kind;     /* COLL_REDUCE | COLL_GATHER */
+    uint32_t type, op; /* reduce */
+    uint32_t len;      /* reduce: bytes; gather: bytes per worker */
+    uint32_t first;    /* gather: the first worker of the block */
+    uint32_t nworkers; /* gather: workers in the block */
 } coll_up_t;
 
-static uint32_t lowbit(uint32_t r) { return r & -r; }
+static uint32_t lowbit(uint32_t r)
+{
+    return r & -r;
+}
 
 /* The end of @p r's subtree among @p n workers. */
 static uint32_t subtree_end(uint32_t r, uint32_t n)
@@ -53,15 +56,23 @@ static unsigned children(uint32_t r, uint32_t n)
 }
 
 /* Sums wrap for the integer types (no signed overflow), as documented. */
-static inline uint64_t coll_add_u(uint64_t a, uint64_t b) { return a + b; }
+static inline uint64_t coll_add_u(uint64_t a, uint64_t b)
+{
+    return a + b;
+}
 static inline int64_t coll_add_i(int64_t a, int64_t b)
 {
     return (int64_t)((uint64_t)a + (uint64_t)b);
 }
-static inline double coll_add_d(double a, double b) { return a + b; }
+static inline double coll_add_d(double a, double b)
+{
+    return a + b;
+}
 #define coll_add(a, b)                                                         \
-    _Generic((a), uint64_t: coll_add_u, int64_t: coll_add_i,                   \
-             double: coll_add_d)(a, b)
+    _Generic((a), uint64_t                                                     \
+             : coll_add_u, int64_t                                             \
+             : coll_add_i, double                                              \
+             : coll_add_d)(a, b)
 
 #define COMBINE(T, a, b, count, op)                                            \
     do {                                                                       \
@@ -120,15 +131,16 @@ static rv_status_t on_up(rv_worker_t *w, rv_msg_t *msg, void *arg)
     (void)arg;
     if (msg->xhdr_len != sizeof(h)) {
         rv_error("dropped a malformed collective contribution from worker "
-                 "%u", msg->src);
+                 "%u",
+                 msg->src);
         return RV_OK;
     }
     memcpy(&h, msg->xhdr, sizeof(h));
     uint32_t me = w->tid;
-    size_t need = h.kind == COLL_REDUCE
-                      ? h.len
-                      : (size_t)(subtree_end(me, rv_nworkers(w->ctx)) - me) *
-                            h.len;
+    size_t need =
+        h.kind == COLL_REDUCE
+            ? h.len
+            : (size_t)(subtree_end(me, rv_nworkers(w->ctx)) - me) * h.len;
     size_t at = h.kind == COLL_REDUCE ? 0 : (size_t)(h.first - me) * h.len;
     size_t bytes = h.kind == COLL_REDUCE ? h.len : (size_t)h.nworkers * h.len;
     /* The header is checked against the message before it sizes a
@@ -138,7 +150,8 @@ static rv_status_t on_up(rv_worker_t *w, rv_msg_t *msg, void *arg)
     rv_coll_slot_t *s = fits ? slot_of(w, h.epoch, need) : NULL;
     if (s == NULL) {
         rv_error("cannot take a collective contribution from worker %u (%zu "
-                 "bytes)", msg->src, msg->len);
+                 "bytes)",
+                 msg->src, msg->len);
         return RV_OK;
     }
     /* The worker's own contribution is combined last (coll_run), so the
@@ -165,12 +178,11 @@ static rv_status_t on_down(rv_worker_t *w, rv_msg_t *msg, void *arg)
     /* Only a worker below the root waiting for this epoch's result takes
      * one: never into the buffer of a collective that returned (or none,
      * before the first). */
-    if (epoch != w->coll.epoch || epoch == w->coll.released ||
-        w->tid == 0 || w->coll.out == NULL ||
-        msg->len != w->coll.out_len) {
+    if (epoch != w->coll.epoch || epoch == w->coll.released || w->tid == 0 ||
+        w->coll.out == NULL || msg->len != w->coll.out_len) {
         rv_error("dropped a collective result from worker %u for epoch %lu "
-                 "(%zu bytes), expected epoch %lu (%zu bytes)", msg->src,
-                 (unsigned long)epoch, msg->len,
+                 "(%zu bytes), expected epoch %lu (%zu bytes)",
+                 msg->src, (unsigned long)epoch, msg->len,
                  (unsigned long)w->coll.epoch, w->coll.out_len);
         return RV_OK;
     }
@@ -208,8 +220,8 @@ static rv_status_t coll_run(rv_worker_t *w, coll_up_t *h, const void *mine,
         h->first = me;
         h->nworkers = subtree_end(me, n) - me;
         st = rv_sendx(w, me & (me - 1), w->ctx->coll_up_id, h, sizeof(*h),
-                      &(struct iovec){.iov_base = s->buf, .iov_len = need},
-                      1, NULL);
+                      &(struct iovec){.iov_base = s->buf, .iov_len = need}, 1,
+                      NULL);
         if (st != RV_OK)
             return st;
         while (w->coll.released != epoch)
@@ -223,10 +235,9 @@ static rv_status_t coll_run(rv_worker_t *w, coll_up_t *h, const void *mine,
     for (uint32_t step = 1; me + step < subtree_end(me, n); step <<= 1)
         steps[k++] = step;
     while (k-- > 0) {
-        st = rv_sendx(w, me + steps[k], w->ctx->coll_down_id, &epoch,
-                      sizeof(epoch),
-                      &(struct iovec){.iov_base = out, .iov_len = out_len},
-                      1, NULL);
+        st = rv_sendx(
+            w, me + steps[k], w->ctx->coll_down_id, &epoch, sizeof(epoch),
+            &(struct iovec){.iov_base = out, .iov_len = out_len}, 1, NULL);
         if (st != RV_OK)
             return st;
     }
@@ -238,7 +249,8 @@ static bool coll_refused(rv_worker_t *w, const char *what)
     if (w->progress_depth == 0 && !w->in_callback)
         return false;
     rv_error("%s called from a handler; collectives are called from the "
-             "worker's own code", what);
+             "worker's own code",
+             what);
     return true;
 }
 
@@ -250,17 +262,18 @@ rv_status_t rv_allreduce(rv_worker_t *w, const void *in, void *out,
     if (count == 0 || count > RV_COLL_MAX_BYTES / 8 || type > RV_COLL_DOUBLE ||
         op > RV_COLL_MAX) {
         rv_error("rv_allreduce of %zu elements of type %d, operation %d: "
-                 "1 to %u elements of a known type and operation", count,
-                 (int)type, (int)op, RV_COLL_MAX_BYTES / 8);
+                 "1 to %u elements of a known type and operation",
+                 count, (int)type, (int)op, RV_COLL_MAX_BYTES / 8);
         return RV_ERR_INVALID;
     }
-    coll_up_t h = {.kind = COLL_REDUCE, .type = type, .op = op,
+    coll_up_t h = {.kind = COLL_REDUCE,
+                   .type = type,
+                   .op = op,
                    .len = (uint32_t)(count * 8)};
     return coll_run(w, &h, in, out, count * 8);
 }
 
-rv_status_t rv_allgather(rv_worker_t *w, const void *in, size_t len,
-                         void *out)
+rv_status_t rv_allgather(rv_worker_t *w, const void *in, size_t len, void *out)
 {
     if (coll_refused(w, "rv_allgather"))
         return RV_ERR_INVALID;
@@ -285,9 +298,8 @@ void rv__coll_fini(rv_worker_t *w)
 
 rv_status_t rv__coll_init(rv_context_t *ctx)
 {
-    rv_status_t st = rv_handler_register(ctx, RV_HANDLER_COLL_UP, on_up,
-                                         NULL, RV_HANDLER_INLINE,
-                                         &ctx->coll_up_id);
+    rv_status_t st = rv_handler_register(ctx, RV_HANDLER_COLL_UP, on_up, NULL,
+                                         RV_HANDLER_INLINE, &ctx->coll_up_id);
     if (st != RV_OK)
         return st;
     return rv_handler_register(ctx, RV_HANDLER_COLL_DOWN, on_down, NULL,

@@ -133,8 +133,7 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
     if (ctx->core->progress.mode == RV_PROGRESS_INLINE)
         status = ctx->ops->init(&params, &ctx->tp);
     else /* the progress engine's offloading wraps the plugin */
-        status = rv__offload_init(ctx, ctx->ops, &params, &ctx->ops,
-                                  &ctx->tp);
+        status = rv__offload_init(ctx, ctx->ops, &params, &ctx->ops, &ctx->tp);
     if (status != RV_OK) {
         rv_error("transport '%s' failed to start: %s",
                  ctx->core->transport.name, rv_status_str(status));
@@ -195,9 +194,18 @@ void rv_abort(rv_context_t *ctx, int code, const char *why)
     _Exit(code ? code : 1);
 }
 
-rv_rank_t rv_rank(const rv_context_t *ctx) { return ctx->bs->rank; }
-rv_rank_t rv_size(const rv_context_t *ctx) { return ctx->bs->size; }
-int rv_threads(const rv_context_t *ctx) { return (int)ctx->core->job.threads; }
+rv_rank_t rv_rank(const rv_context_t *ctx)
+{
+    return ctx->bs->rank;
+}
+rv_rank_t rv_size(const rv_context_t *ctx)
+{
+    return ctx->bs->size;
+}
+int rv_threads(const rv_context_t *ctx)
+{
+    return (int)ctx->core->job.threads;
+}
 
 uint32_t rv_nworkers(const rv_context_t *ctx)
 {
@@ -238,8 +246,8 @@ rv_status_t rv_bootstrap_barrier(rv_context_t *ctx)
     return ctx->bs->ops->barrier(ctx->bs);
 }
 
-rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, void *out,
-                                   const void *in, size_t len)
+rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, void *out, const void *in,
+                                   size_t len)
 {
     return ctx->bs->ops->allgather(ctx->bs, in, out, len);
 }

@@ -49,19 +49,19 @@ typedef struct rv_coll_slot {
     uint64_t epoch;
     uint8_t *buf;
     size_t cap;
-    unsigned arrived;       /* children's contributions combined */
+    unsigned arrived; /* children's contributions combined */
 } rv_coll_slot_t;
 
 typedef struct rv_coll_state {
-    uint64_t epoch;         /* collectives entered */
+    uint64_t epoch; /* collectives entered */
     rv_coll_slot_t slot[2];
-    void *out;              /* where the result coming down goes */
+    void *out; /* where the result coming down goes */
     size_t out_len;
-    uint64_t released;      /* last epoch whose result came down */
+    uint64_t released; /* last epoch whose result came down */
 } rv_coll_state_t;
 
 struct rv_worker {
-    rv_worker_view_t view;       /* first: what layers read inline */
+    rv_worker_view_t view; /* first: what layers read inline */
     rv_context_t *ctx;
     rv_tid_t tid;
     int local;
@@ -70,16 +70,16 @@ struct rv_worker {
     int result;
 
     /* barrier state: worker 0 counts arrivals, others wait for release */
-    uint64_t barrier_epoch;      /* barriers this worker entered */
-    uint64_t barrier_released;   /* epochs released so far */
-    uint64_t barrier_arrivals;   /* at worker 0: arrivals, all epochs */
+    uint64_t barrier_epoch;    /* barriers this worker entered */
+    uint64_t barrier_released; /* epochs released so far */
+    uint64_t barrier_arrivals; /* at worker 0: arrivals, all epochs */
 
     rv_worker_stats_t stats;
-    unsigned idle_polls;         /* consecutive empty progress calls */
-    int in_callback;             /* running an inline handler */
-    unsigned progress_depth;     /* rv_progress frames on the stack */
-    rv_coll_state_t coll;        /* rv_allreduce, rv_allgather */
-    bool warned_inline;          /* reported an inline handler waiting */
+    unsigned idle_polls;     /* consecutive empty progress calls */
+    int in_callback;         /* running an inline handler */
+    unsigned progress_depth; /* rv_progress frames on the stack */
+    rv_coll_state_t coll;    /* rv_allreduce, rv_allgather */
+    bool warned_inline;      /* reported an inline handler waiting */
 };
 
 struct rv_context {
@@ -90,7 +90,7 @@ struct rv_context {
     const rv_transport_ops_t *ops;
     rv_transport_t *tp;
     rv_transport_caps_t caps;
-    bool caps_valid;              /* caps queried for the running job */
+    bool caps_valid; /* caps queried for the running job */
 
     rv_handler_entry_t *handlers; /* sorted by id */
     size_t nhandlers, handlers_cap;
@@ -101,14 +101,14 @@ struct rv_context {
     rv_worker_t *workers;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int stage;                    /* job start/stop hand-over, under lock */
+    int stage; /* job start/stop hand-over, under lock */
     int nready;
-    void **addrs;                 /* packed addresses of local workers */
+    void **addrs; /* packed addresses of local workers */
     size_t *addr_lens;
-    uint8_t *all_addrs;           /* job-wide table after allgather */
-    size_t addr_slot;             /* bytes per worker in all_addrs */
+    uint8_t *all_addrs; /* job-wide table after allgather */
+    size_t addr_slot;   /* bytes per worker in all_addrs */
     int ndone;
-    atomic_int stage_now;         /* = stage, read by polling workers */
+    atomic_int stage_now; /* = stage, read by polling workers */
     rv_worker_fn job_fn;
     void *job_arg;
 
@@ -160,8 +160,7 @@ static inline unsigned rv__layers_progress(rv_worker_t *w)
     const rv_context_t *ctx = w->ctx;
     unsigned n = 0;
     for (int i = 0; i < ctx->nlayers; i++)
-        if (ctx->layers[i].ops->progress != NULL &&
-            w->view.layer[i] != NULL)
+        if (ctx->layers[i].ops->progress != NULL && w->view.layer[i] != NULL)
             n += ctx->layers[i].ops->progress(w);
     return n;
 }

@@ -11,10 +11,14 @@
 const char *rv__launch_type_name(uint32_t type)
 {
     switch (type) {
-    case RV_LAUNCH_HELLO:     return "hello";
-    case RV_LAUNCH_ALLGATHER: return "allgather";
-    case RV_LAUNCH_ABORT:     return "abort";
-    case RV_LAUNCH_FINI:      return "fini";
+    case RV_LAUNCH_HELLO:
+        return "hello";
+    case RV_LAUNCH_ALLGATHER:
+        return "allgather";
+    case RV_LAUNCH_ABORT:
+        return "abort";
+    case RV_LAUNCH_FINI:
+        return "fini";
     }
     return "unknown";
 }

@@ -61,9 +61,9 @@ typedef enum rv_launch_type {
 
 /* Largest contribution of one rank to an allgather, and largest reply. */
 #define RV_LAUNCH_MAX_CONTRIB (64ull << 20)
-#define RV_LAUNCH_MAX_REPLY   (1ull << 30)
+#define RV_LAUNCH_MAX_REPLY (1ull << 30)
 /* Longest abort reason kept. */
-#define RV_LAUNCH_MAX_REASON  1024
+#define RV_LAUNCH_MAX_REASON 1024
 
 /* The prefix of RIVET_BOOTSTRAP's value. */
 #define RV_LAUNCH_ADDR_PREFIX "unix:"
@@ -71,28 +71,28 @@ typedef enum rv_launch_type {
 /* rivetrun's pid, and the process group it made for a rank (the rank's
  * wrapper, if any, and everything it started): a rank whose rivetrun is
  * gone ends that group (rv_bootstrap_watch.c). */
-#define RV_LAUNCH_PID_ENV  "RIVET_LAUNCHER_PID"
+#define RV_LAUNCH_PID_ENV "RIVET_LAUNCHER_PID"
 #define RV_LAUNCH_PGID_ENV "RIVET_JOB_PGID"
 /* The name of the directory of rivetrun's socket starts so. */
 #define RV_LAUNCH_DIR_PREFIX "rivetrun."
 
 /* The job's secret: 128 random bits, exported as RV_LAUNCH_TOKEN_ENV in
  * hexadecimal. A token of zeros stands for none. */
-#define RV_LAUNCH_TOKEN_ENV   "RIVET_JOB_TOKEN"
+#define RV_LAUNCH_TOKEN_ENV "RIVET_JOB_TOKEN"
 #define RV_LAUNCH_TOKEN_BYTES 16
 /* Room for the token in hexadecimal and its NUL. */
-#define RV_LAUNCH_TOKEN_HEX   (2 * RV_LAUNCH_TOKEN_BYTES + 1)
+#define RV_LAUNCH_TOKEN_HEX (2 * RV_LAUNCH_TOKEN_BYTES + 1)
 
 typedef struct rv_launch_hdr {
-    uint32_t type;  /* rv_launch_type_t */
-    uint32_t rank;  /* sender's rank, or RV_LAUNCH_RANK_LAUNCHER */
-    uint64_t len;   /* payload bytes that follow */
+    uint32_t type; /* rv_launch_type_t */
+    uint32_t rank; /* sender's rank, or RV_LAUNCH_RANK_LAUNCHER */
+    uint64_t len;  /* payload bytes that follow */
 } rv_launch_hdr_t;
 
 typedef struct rv_launch_hello {
-    uint32_t size;  /* job size the process was told (RIVET_SIZE) */
+    uint32_t size; /* job size the process was told (RIVET_SIZE) */
     uint32_t pad;
-    uint64_t pid;   /* as the sender sees it; rivetrun asks the kernel */
+    uint64_t pid; /* as the sender sees it; rivetrun asks the kernel */
     uint8_t token[RV_LAUNCH_TOKEN_BYTES]; /* RIVET_JOB_TOKEN, or zeros */
 } rv_launch_hello_t;
 

@@ -34,13 +34,12 @@ static int entry_cmp(const void *a, const void *b)
 }
 
 const rv_handler_entry_t *rv_handler_find(const rv_context_t *ctx,
-                                           rv_handler_id_t id)
+                                          rv_handler_id_t id)
 {
     rv_handler_entry_t key = {.id = id};
     if (ctx->nhandlers == 0)
         return NULL;
-    return bsearch(&key, ctx->handlers, ctx->nhandlers, sizeof(key),
-                   entry_cmp);
+    return bsearch(&key, ctx->handlers, ctx->nhandlers, sizeof(key), entry_cmp);
 }
 
 rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
@@ -51,7 +50,8 @@ rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
         return RV_ERR_INVALID;
     if (ctx->workers != NULL) {
         rv_error("handler '%s' registered while the job runs; register every "
-                 "handler before rv_job_run", name);
+                 "handler before rv_job_run",
+                 name);
         return RV_ERR_INVALID;
     }
 
@@ -62,7 +62,8 @@ rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
             rv_error("handler '%s' is already registered", name);
         else
             rv_error("handler name '%s' hashes to id 0x%08x, already taken "
-                     "by '%s'; choose another name", name, id, old->name);
+                     "by '%s'; choose another name",
+                     name, id, old->name);
         return RV_ERR_EXISTS;
     }
     if (ctx->nhandlers == ctx->handlers_cap) {
@@ -92,10 +93,9 @@ void rv_sync_complete_n(rv_sync_t *s, long n, rv_status_t status)
      * first error wins, and it is in place before the count drops. */
     int expected = RV_OK;
     if (status < 0)
-        atomic_compare_exchange_strong_explicit(&s->status, &expected,
-                                                (int)status,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed);
+        atomic_compare_exchange_strong_explicit(
+            &s->status, &expected, (int)status, memory_order_relaxed,
+            memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->pending, n, memory_order_release);
 }
 
@@ -168,8 +168,7 @@ rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s)
         return RV_ERR_INVALID;
     while (!rv_sync_done(s))
         rv_progress(w);
-    return (rv_status_t)atomic_load_explicit(&s->status,
-                                             memory_order_relaxed);
+    return (rv_status_t)atomic_load_explicit(&s->status, memory_order_relaxed);
 }
 
 static void free_copy(void *arg, rv_status_t status)
@@ -186,8 +185,8 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
                                       size_t len)
 {
     const rv_transport_ops_t *ops = w->ctx->ops;
-    rv_status_t status = ops->am_send(w->view.tw, dest, hdr, hdr_len, iov, iovcnt,
-                                      RV_AM_SEND_IMMEDIATE, NULL, NULL);
+    rv_status_t status = ops->am_send(w->view.tw, dest, hdr, hdr_len, iov,
+                                      iovcnt, RV_AM_SEND_IMMEDIATE, NULL, NULL);
     if (status == RV_ERR_AGAIN) {
         char *copy = malloc(len ? len : 1);
         if (copy == NULL)
@@ -211,9 +210,9 @@ static rv_status_t send_from_callback(rv_worker_t *w, rv_tid_t dest,
 }
 
 rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                         const void *xhdr, size_t xhdr_len,
-                         const struct iovec *iov, size_t iovcnt,
-                         unsigned flags, rv_completion_fn cb, void *arg)
+                        const void *xhdr, size_t xhdr_len,
+                        const struct iovec *iov, size_t iovcnt, unsigned flags,
+                        rv_completion_fn cb, void *arg)
 {
     uint8_t hdr[sizeof(rv_msg_hdr_t) + RV_MSG_XHDR_MAX];
     size_t len = 0;
@@ -229,9 +228,9 @@ rv_status_t rv_send_raw(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     if (flags & RV_SEND_COPY)
         return send_from_callback(w, dest, hdr, sizeof(core) + xhdr_len, iov,
                                   iovcnt, len);
-    rv_status_t status = w->ctx->ops->am_send(w->view.tw, dest, hdr,
-                                              sizeof(core) + xhdr_len, iov,
-                                              iovcnt, flags, cb, arg);
+    rv_status_t status =
+        w->ctx->ops->am_send(w->view.tw, dest, hdr, sizeof(core) + xhdr_len,
+                             iov, iovcnt, flags, cb, arg);
     if (status >= 0) {
         w->stats.tx_msgs++;
         w->stats.tx_bytes += len;
@@ -246,13 +245,14 @@ rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
 }
 
 rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                     const void *xhdr, size_t xhdr_len,
-                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync)
+                     const void *xhdr, size_t xhdr_len, const struct iovec *iov,
+                     size_t iovcnt, rv_sync_t *sync)
 {
     rv_context_t *ctx = w->ctx;
     if (xhdr_len > RV_MSG_XHDR_MAX) {
         rv_error("a message header extension of %zu bytes is over the %d "
-                 "bytes allowed", xhdr_len, RV_MSG_XHDR_MAX);
+                 "bytes allowed",
+                 xhdr_len, RV_MSG_XHDR_MAX);
         return RV_ERR_INVALID;
     }
     if (dest >= rv_nworkers(ctx)) {
@@ -266,8 +266,8 @@ rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         len += iov[i].iov_len;
     if (len > RV_MSG_MAX_LEN) {
         rv_error("a message of %zu bytes is larger than the %u bytes a message "
-                 "can carry; move the data with put/get instead", len,
-                 RV_MSG_MAX_LEN);
+                 "can carry; move the data with put/get instead",
+                 len, RV_MSG_MAX_LEN);
         return RV_ERR_INVALID;
     }
     /* The core header, then the caller's extension: the transport copies
@@ -342,14 +342,15 @@ rv_status_t rv__msg_recv(void *arg, const rv_am_rx_t *rx, void *desc)
     if (rx->hdr_len < sizeof(h) || rx->hdr_len > sizeof(h) + RV_MSG_XHDR_MAX)
         return drop(&w->stats.rx_malformed,
                     "malformed header from worker %u (%zu bytes, expected "
-                    "%zu to %zu)", rx->src, rx->hdr_len, sizeof(h),
+                    "%zu to %zu)",
+                    rx->src, rx->hdr_len, sizeof(h),
                     sizeof(h) + RV_MSG_XHDR_MAX);
     memcpy(&h, rx->hdr, sizeof(h)); /* transports give no alignment */
     if (hdr->len != rx->len)
         return drop(&w->stats.rx_malformed,
                     "truncated message from worker %u (handler 0x%08x): "
-                    "%u bytes announced, %zu received", rx->src,
-                    hdr->handler, hdr->len, rx->len);
+                    "%u bytes announced, %zu received",
+                    rx->src, hdr->handler, hdr->len, rx->len);
 
     const rv_handler_entry_t *e = rv_handler_find(w->ctx, hdr->handler);
     if (e == NULL)
@@ -380,14 +381,18 @@ static rv_status_t run_handler(rv_worker_t *w, const rv_handler_entry_t *e,
     uint64_t xhdr[RV_MSG_XHDR_MAX / sizeof(uint64_t)];
     size_t xhdr_len = rx->hdr_len - sizeof(rv_msg_hdr_t);
     memcpy(xhdr, (const uint8_t *)rx->hdr + sizeof(rv_msg_hdr_t), xhdr_len);
-    rv_msg_t msg = {.src = rx->src, .handler = id,
-                    .data = rx->data, .len = rx->len,
-                    .xhdr = xhdr_len ? xhdr : NULL, .xhdr_len = xhdr_len,
+    rv_msg_t msg = {.src = rx->src,
+                    .handler = id,
+                    .data = rx->data,
+                    .len = rx->len,
+                    .xhdr = xhdr_len ? xhdr : NULL,
+                    .xhdr_len = xhdr_len,
                     .desc_ = desc};
     if (!(e->flags & RV_HANDLER_KEEP_DATA)) {
         if (e->fn(w, &msg, e->arg) == RV_INPROGRESS)
             rv_warn("handler '%s' returned RV_INPROGRESS without "
-                    "RV_HANDLER_KEEP_DATA; its data is recycled now", e->name);
+                    "RV_HANDLER_KEEP_DATA; its data is recycled now",
+                    e->name);
         return RV_OK;
     }
 
@@ -427,15 +432,14 @@ static rv_status_t on_barrier(rv_worker_t *w, rv_msg_t *msg, void *arg)
     return RV_OK;
 }
 
-static rv_status_t on_barrier_release(rv_worker_t *w, rv_msg_t *msg,
-                                      void *arg)
+static rv_status_t on_barrier_release(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     uint64_t epoch;
     (void)arg;
     if (msg->len != sizeof(epoch))
         return drop(&w->stats.rx_malformed,
-                    "a barrier release of %zu bytes from worker %u",
-                    msg->len, msg->src);
+                    "a barrier release of %zu bytes from worker %u", msg->len,
+                    msg->src);
     memcpy(&epoch, msg->data, sizeof(epoch));
     if (epoch > w->barrier_released)
         w->barrier_released = epoch;
@@ -477,15 +481,13 @@ rv_status_t rv_barrier(rv_worker_t *w)
 
 rv_status_t rv__msg_init(rv_context_t *ctx)
 {
-    rv_status_t status = rv_handler_register(ctx, RV_HANDLER_BARRIER,
-                                             on_barrier, NULL,
-                                             RV_HANDLER_INLINE,
-                                             &ctx->barrier_id);
+    rv_status_t status =
+        rv_handler_register(ctx, RV_HANDLER_BARRIER, on_barrier, NULL,
+                            RV_HANDLER_INLINE, &ctx->barrier_id);
     if (status == RV_OK)
-        status = rv_handler_register(ctx, RV_HANDLER_BARRIER_RELEASE,
-                                     on_barrier_release, NULL,
-                                     RV_HANDLER_INLINE,
-                                     &ctx->barrier_release_id);
+        status = rv_handler_register(
+            ctx, RV_HANDLER_BARRIER_RELEASE, on_barrier_release, NULL,
+            RV_HANDLER_INLINE, &ctx->barrier_release_id);
     return status == RV_OK ? rv__coll_init(ctx) : status;
 }
 
@@ -494,7 +496,19 @@ void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats)
     *stats = w->stats;
 }
 
-rv_tid_t rv_worker_tid(const rv_worker_t *w) { return w->tid; }
-int rv_worker_local(const rv_worker_t *w) { return w->local; }
-rv_context_t *rv_worker_context(rv_worker_t *w) { return w->ctx; }
-rv_tworker_t *rv_worker_tworker(rv_worker_t *w) { return w->view.tw; }
+rv_tid_t rv_worker_tid(const rv_worker_t *w)
+{
+    return w->tid;
+}
+int rv_worker_local(const rv_worker_t *w)
+{
+    return w->local;
+}
+rv_context_t *rv_worker_context(rv_worker_t *w)
+{
+    return w->ctx;
+}
+rv_tworker_t *rv_worker_tworker(rv_worker_t *w)
+{
+    return w->view.tw;
+}

@@ -37,7 +37,7 @@
 #define PLUGIN_PREFIX_LEN (sizeof(PLUGIN_PREFIX) - 1)
 #define PLUGIN_SUFFIX ".so"
 #define PLUGIN_SUFFIX_LEN (sizeof(PLUGIN_SUFFIX) - 1)
-#define PLUGIN_WHY_MAX 4096   /* a loader message: the folders searched */
+#define PLUGIN_WHY_MAX 4096 /* a loader message: the folders searched */
 
 typedef struct {
     char *dirs[MAX_DIRS];
@@ -187,8 +187,8 @@ static void list_one(const char *name, void *arg)
 {
     name_list_t *l = arg;
     l->used += (size_t)snprintf(l->buf + l->used,
-                                l->used < l->len ? l->len - l->used : 0,
-                                "%s%s", l->used ? ", " : "", name);
+                                l->used < l->len ? l->len - l->used : 0, "%s%s",
+                                l->used ? ", " : "", name);
 }
 
 /* Lists "ucx, verbs" from every search folder into buf. */
@@ -275,9 +275,10 @@ rv_status_t rv__plugin_find(const char *name, void **handle_p,
     for (int i = 0; i < dirs.n; i++) {
         snprintf(path, sizeof(path), "%s/" PLUGIN_PREFIX "%s" PLUGIN_SUFFIX,
                  dirs.dirs[i], name);
-        slen += (size_t)snprintf(searched + slen,
-                                 slen < sizeof(searched) ? sizeof(searched) - slen : 0,
-                                 "%s%s", slen ? ":" : "", dirs.dirs[i]);
+        slen += (size_t)snprintf(
+            searched + slen,
+            slen < sizeof(searched) ? sizeof(searched) - slen : 0, "%s%s",
+            slen ? ":" : "", dirs.dirs[i]);
         if (access(path, F_OK) != 0)
             continue;
         status = plugin_open(name, path, handle_p, ops_p, why, whylen);
@@ -300,8 +301,8 @@ rv_status_t rv__plugin_load(const char *name, void **handle_p,
                             const rv_transport_ops_t **ops_p)
 {
     char why[PLUGIN_WHY_MAX];
-    rv_status_t status = rv__plugin_find(name, handle_p, ops_p, why,
-                                         sizeof(why));
+    rv_status_t status =
+        rv__plugin_find(name, handle_p, ops_p, why, sizeof(why));
 
     if (status != RV_OK)
         rv_error("%s", why);

@@ -58,8 +58,8 @@ struct rv_uct_tree {
     double c;
     uint64_t rng;
     uint64_t nodes; /* alive */
-    void *walk; /* the position of the node a rollout is at */
-    void *sim;  /* a playout's scratch copy */
+    void *walk;     /* the position of the node a rollout is at */
+    void *sim;      /* a playout's scratch copy */
     uct_node_t *root;
     void *root_state; /* the root's position */
     rv_move_t moves[RV_GAME_MAX_MOVES];

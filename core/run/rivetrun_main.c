@@ -65,12 +65,12 @@
 
 /* The command line. */
 typedef struct options {
-    const char *config;     /* -c, or NULL */
-    long np;                /* -n, 0: job.processes */
-    int prefix;             /* --prefix 1, --no-prefix 0, else -1 */
-    double timeout_s;       /* --timeout, 0: none */
+    const char *config; /* -c, or NULL */
+    long np;            /* -n, 0: job.processes */
+    int prefix;         /* --prefix 1, --no-prefix 0, else -1 */
+    double timeout_s;   /* --timeout, 0: none */
     const char *timeout_str;
-    char *const *argv;      /* the program and its arguments */
+    char *const *argv; /* the program and its arguments */
 } options_t;
 
 /* The job.* settings rivetrun takes from the configuration. */
@@ -83,24 +83,30 @@ typedef struct job_settings {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-"usage: rivetrun [options] -c job.yaml PROGRAM [ARGS...]\n"
-"\n"
-"Starts job.processes copies of PROGRAM on this node, bound per\n"
-"job.placement, and serves their bootstrap. Every process gets RIVET_RANK,\n"
-"RIVET_SIZE, RIVET_LOCAL_RANK, RIVET_LOCAL_SIZE, RIVET_BOOTSTRAP,\n"
-"RIVET_JOB_TOKEN and RIVET_CONFIG in its environment. If a process fails,\n"
-"rivetrun ends the others and exits with its code (128 + signal if it was\n"
-"killed).\n"
-"\n"
-"options:\n"
-"  -c, --config FILE    the job's YAML configuration (default: RIVET_CONFIG,\n"
-"                       else defaults and RIVET_* environment overrides)\n"
-"  -n, --np N           number of processes (overrides job.processes)\n"
-"      --timeout S      end the job after S seconds (exit code 124)\n"
-"      --prefix         prefix every output line with \"[rank] \"\n"
-"      --no-prefix      do not (both override job.output_prefix)\n"
-"  -h, --help           this help\n");
+    fprintf(
+        out,
+        "usage: rivetrun [options] -c job.yaml PROGRAM [ARGS...]\n"
+        "\n"
+        "Starts job.processes copies of PROGRAM on this node, bound per\n"
+        "job.placement, and serves their bootstrap. Every process gets "
+        "RIVET_RANK,\n"
+        "RIVET_SIZE, RIVET_LOCAL_RANK, RIVET_LOCAL_SIZE, RIVET_BOOTSTRAP,\n"
+        "RIVET_JOB_TOKEN and RIVET_CONFIG in its environment. If a process "
+        "fails,\n"
+        "rivetrun ends the others and exits with its code (128 + signal if it "
+        "was\n"
+        "killed).\n"
+        "\n"
+        "options:\n"
+        "  -c, --config FILE    the job's YAML configuration (default: "
+        "RIVET_CONFIG,\n"
+        "                       else defaults and RIVET_* environment "
+        "overrides)\n"
+        "  -n, --np N           number of processes (overrides job.processes)\n"
+        "      --timeout S      end the job after S seconds (exit code 124)\n"
+        "      --prefix         prefix every output line with \"[rank] \"\n"
+        "      --no-prefix      do not (both override job.output_prefix)\n"
+        "  -h, --help           this help\n");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -235,8 +241,8 @@ static int configure(launcher_t *l, const options_t *o)
         return -1;
     }
     l->size = o->np != 0 ? (int)o->np : (int)job.processes;
-    l->threads = job.threads > 0 && job.threads < INT_MAX ? (int)job.threads
-                                                          : 1;
+    l->threads =
+        job.threads > 0 && job.threads < INT_MAX ? (int)job.threads : 1;
     l->placement = job.placement;
     l->prefix = o->prefix >= 0 ? o->prefix : job.output_prefix;
     l->argv = o->argv;

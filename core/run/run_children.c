@@ -86,8 +86,7 @@ static void tty_hand_to(pid_t pgrp)
     sigaddset(&ttou, SIGTTOU);
     sigprocmask(SIG_BLOCK, &ttou, &old);
     if (tcsetpgrp(STDIN_FILENO, pgrp) != 0 && errno != ENOTTY)
-        run_say("cannot hand the terminal to process group %d: %m",
-                (int)pgrp);
+        run_say("cannot hand the terminal to process group %d: %m", (int)pgrp);
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -314,8 +313,7 @@ int run_proc_stat(pid_t pid, run_proc_info_t *info)
     /* The command name may hold spaces and parentheses: the fields that
      * follow start after its last ')'. */
     p = strrchr(buf, ')');
-    if (p == NULL ||
-        sscanf(p + 1, " %c %d", &info->state, &ppid) != 2)
+    if (p == NULL || sscanf(p + 1, " %c %d", &info->state, &ppid) != 2)
         return -1;
     info->ppid = (pid_t)ppid;
     p += 2; /* ") " */

@@ -54,10 +54,9 @@ static int pid_file_write(int dfd, const launcher_t *l)
 
     if (run_proc_stat(l->self, &self) != 0)
         self.start_ticks = 0;
-    n = snprintf(buf, sizeof(buf), "%d %llu\n", (int)l->self,
-                 self.start_ticks);
-    fd = openat(dfd, PID_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                O_CLOEXEC, 0600);
+    n = snprintf(buf, sizeof(buf), "%d %llu\n", (int)l->self, self.start_ticks);
+    fd = openat(dfd, PID_NAME,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
     if (rv__launch_write_full(fd, buf, (size_t)n) != RV_OK)
@@ -158,8 +157,7 @@ static void sweep_one(int tmp_fd, const char *tmp, const char *name)
 
     /* No symbolic link is followed, and only this user's directories are
      * looked into. */
-    dfd = openat(tmp_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                 O_CLOEXEC);
+    dfd = openat(tmp_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return;
     snprintf(sock, sizeof(sock), "%s/%s/" SOCK_NAME, tmp, name);

@@ -43,8 +43,8 @@
 /* An outgoing frame, shared by every connection it is queued on. */
 typedef struct frame {
     unsigned refs;
-    size_t len;             /* header + payload */
-    unsigned char data[];   /* rv_launch_hdr_t, then the payload */
+    size_t len;           /* header + payload */
+    unsigned char data[]; /* rv_launch_hdr_t, then the payload */
 } frame_t;
 
 typedef struct qent {
@@ -56,33 +56,33 @@ typedef struct qent {
  * until the end of the loop iteration, so handlers may close any of them. */
 typedef struct conn {
     int fd;
-    int rank;               /* -1 until its HELLO is accepted */
-    pid_t peer_pid;         /* the peer, as the kernel says (SO_PEERCRED) */
+    int rank;       /* -1 until its HELLO is accepted */
+    pid_t peer_pid; /* the peer, as the kernel says (SO_PEERCRED) */
     uid_t peer_uid;
-    rv_launch_hdr_t hdr;    /* frame being received */
+    rv_launch_hdr_t hdr; /* frame being received */
     size_t hdr_got;
     unsigned char *payload; /* where its payload goes */
     unsigned char *owned;   /* malloc'ed payload buffer, or NULL */
     size_t payload_got;
-    qent_t *qhead, *qtail;  /* frames to send */
-    size_t qoff;            /* bytes of qhead already sent */
+    qent_t *qhead, *qtail; /* frames to send */
+    size_t qoff;           /* bytes of qhead already sent */
 } conn_t;
 
 /* One output stream (stdout or stderr) of a rank, in prefix mode. */
 typedef struct outstream {
-    int fd;                 /* read end of the pipe, -1 when closed */
-    int out_fd;             /* where the prefixed lines go */
+    int fd;     /* read end of the pipe, -1 when closed */
+    int out_fd; /* where the prefixed lines go */
     char *buf;
     size_t len, cap;
-    bool midline;           /* a line was cut: no prefix before the rest */
+    bool midline; /* a line was cut: no prefix before the rest */
 } outstream_t;
 
 typedef struct rank_proc {
-    pid_t pid;              /* also its process group id */
+    pid_t pid; /* also its process group id */
     bool exited;
-    bool contributed;       /* to the allgather round in progress */
-    bool in_job;            /* joined (HELLO) and has not left (FINI) */
-    conn_t *conn;           /* its connection, NULL when it has none */
+    bool contributed; /* to the allgather round in progress */
+    bool in_job;      /* joined (HELLO) and has not left (FINI) */
+    conn_t *conn;     /* its connection, NULL when it has none */
     outstream_t out[RUN_NSTREAMS];
 } rank_proc_t;
 
@@ -108,7 +108,7 @@ typedef struct launcher {
     int listen_fd;
     int sig_fd;
     sigset_t old_mask;
-    bool tty_handed;        /* rank 0's group holds the terminal */
+    bool tty_handed; /* rank 0's group holds the terminal */
     rank_proc_t *ranks;
     int nrunning;
     conn_t **conns;
@@ -122,9 +122,9 @@ typedef struct launcher {
     /* ending */
     phase_t phase;
     int exit_code;
-    int64_t timeout_at;     /* ms, 0: none */
-    int64_t kill_at;        /* SIGKILL everyone then; 0: not scheduled */
-    int64_t giveup_at;      /* stop waiting for children then */
+    int64_t timeout_at; /* ms, 0: none */
+    int64_t kill_at;    /* SIGKILL everyone then; 0: not scheduled */
+    int64_t giveup_at;  /* stop waiting for children then */
 } launcher_t;
 
 /* ---------------------------------------------------------------------- */
@@ -198,7 +198,7 @@ void run_dir_remove(launcher_t *l);
 
 /* What /proc/PID/stat says of a process. */
 typedef struct run_proc_info {
-    char state;             /* R, S, D, Z, ... */
+    char state; /* R, S, D, Z, ... */
     pid_t ppid;
     unsigned long long start_ticks; /* since boot, in clock ticks */
 } run_proc_info_t;

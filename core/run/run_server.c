@@ -47,8 +47,8 @@
 static frame_t *frame_new(uint32_t type, uint64_t payload_len)
 {
     frame_t *f = malloc(sizeof(*f) + sizeof(rv_launch_hdr_t) + payload_len);
-    rv_launch_hdr_t hdr = {.type = type, .rank = RV_LAUNCH_RANK_LAUNCHER,
-                           .len = payload_len};
+    rv_launch_hdr_t hdr = {
+        .type = type, .rank = RV_LAUNCH_RANK_LAUNCHER, .len = payload_len};
 
     if (f == NULL)
         return NULL;
@@ -191,9 +191,11 @@ void run_round_check_blocked(launcher_t *l)
     for (int r = 0; r < l->size; r++) {
         rank_proc_t *rp = &l->ranks[r];
         if (rp->exited && !rp->contributed) {
-            run_job_fail(l, 1, "rank %d (pid %d) exited before the job "
+            run_job_fail(l, 1,
+                         "rank %d (pid %d) exited before the job "
                          "finished (the other ranks wait for it in a "
-                         "collective)", r, (int)rp->pid);
+                         "collective)",
+                         r, (int)rp->pid);
             return;
         }
     }
@@ -208,30 +210,36 @@ static bool allgather_header(launcher_t *l, conn_t *c)
     char what[WHAT_MAX];
 
     if (l->ranks[c->rank].contributed) {
-        conn_protocol_error(l, c, "second allgather contribution before "
-                                  "the round ended");
+        conn_protocol_error(l, c,
+                            "second allgather contribution before "
+                            "the round ended");
         return false;
     }
     if (l->round == NULL) {
         if (h->len > RV_LAUNCH_MAX_CONTRIB ||
             h->len * (uint64_t)l->size > RV_LAUNCH_MAX_REPLY) {
-            snprintf(what, sizeof(what), "allgather of %" PRIu64
-                     " bytes per rank is too large", h->len);
+            snprintf(what, sizeof(what),
+                     "allgather of %" PRIu64 " bytes per rank is too large",
+                     h->len);
             conn_protocol_error(l, c, what);
             return false;
         }
         l->round = frame_new(RV_LAUNCH_ALLGATHER, h->len * (uint64_t)l->size);
         if (l->round == NULL) {
-            run_job_fail(l, 1, "out of memory for an allgather of %" PRIu64
-                         " bytes per rank", h->len);
+            run_job_fail(l, 1,
+                         "out of memory for an allgather of %" PRIu64
+                         " bytes per rank",
+                         h->len);
             return false;
         }
         l->round_len = h->len;
         l->round_count = 0;
     } else if (h->len != l->round_len) {
-        snprintf(what, sizeof(what), "it contributed %" PRIu64 " bytes to "
+        snprintf(what, sizeof(what),
+                 "it contributed %" PRIu64 " bytes to "
                  "an allgather of %" PRIu64 " bytes per rank (do all ranks "
-                 "call the same collectives?)", h->len, l->round_len);
+                 "call the same collectives?)",
+                 h->len, l->round_len);
         conn_protocol_error(l, c, what);
         return false;
     }
@@ -248,13 +256,14 @@ static bool allgather_header(launcher_t *l, conn_t *c)
  * @p why; NULL if it may join. The token comes first: a process without it
  * learns nothing about the ranks. */
 static const char *hello_refusal(const launcher_t *l, const conn_t *c,
-                                 const rv_launch_hello_t *hello,
-                                 char *why, size_t cap)
+                                 const rv_launch_hello_t *hello, char *why,
+                                 size_t cap)
 {
     uint32_t r = c->hdr.rank;
 
     if (rv__launch_token_none(hello->token))
-        snprintf(why, cap, "no job token (" RV_LAUNCH_TOKEN_ENV " is not "
+        snprintf(why, cap,
+                 "no job token (" RV_LAUNCH_TOKEN_ENV " is not "
                  "in its environment)");
     else if (!rv__launch_token_equal(hello->token, l->token))
         snprintf(why, cap, "wrong job token (" RV_LAUNCH_TOKEN_ENV ")");
@@ -262,16 +271,19 @@ static const char *hello_refusal(const launcher_t *l, const conn_t *c,
         snprintf(why, cap, "it runs as uid %d, the job as uid %d",
                  (int)c->peer_uid, (int)geteuid());
     else if (hello->size != (uint32_t)l->size)
-        snprintf(why, cap, "it was told the job has %u ranks, the job has "
-                 "%d", hello->size, l->size);
+        snprintf(why, cap,
+                 "it was told the job has %u ranks, the job has "
+                 "%d",
+                 hello->size, l->size);
     else if (r >= (uint32_t)l->size)
         snprintf(why, cap, "the job has no rank %u", r);
     else if (l->ranks[r].exited)
         snprintf(why, cap, "rank %u has exited", r);
     else if (!run_rank_owns_pid(l, (int)r, c->peer_pid))
-        snprintf(why, cap, "pid %d is neither rank %u's process (pid %d) nor "
-                 "one of its descendants", (int)c->peer_pid, r,
-                 (int)l->ranks[r].pid);
+        snprintf(why, cap,
+                 "pid %d is neither rank %u's process (pid %d) nor "
+                 "one of its descendants",
+                 (int)c->peer_pid, r, (int)l->ranks[r].pid);
     else if (l->ranks[r].conn != NULL)
         snprintf(why, cap, "rank %u is connected already", r);
     else
@@ -289,7 +301,8 @@ static void on_hello(launcher_t *l, conn_t *c)
     memcpy(&hello, c->payload, sizeof(hello));
     if (hello_refusal(l, c, &hello, why, sizeof(why)) != NULL) {
         run_say("refused a bootstrap connection from pid %d claiming rank "
-                "%u: %s; the job goes on", (int)c->peer_pid, c->hdr.rank, why);
+                "%u: %s; the job goes on",
+                (int)c->peer_pid, c->hdr.rank, why);
         conn_close(l, c);
         return;
     }
@@ -357,11 +370,15 @@ static bool header_sender_ok(launcher_t *l, conn_t *c)
         if (h->type == RV_LAUNCH_HELLO && h->len == sizeof(rv_launch_hello_t))
             return true;
         if (h->type == RV_LAUNCH_HELLO)
-            snprintf(what, sizeof(what), "a hello of %" PRIu64 " bytes, not "
-                     "%zu", h->len, sizeof(rv_launch_hello_t));
+            snprintf(what, sizeof(what),
+                     "a hello of %" PRIu64 " bytes, not "
+                     "%zu",
+                     h->len, sizeof(rv_launch_hello_t));
         else
-            snprintf(what, sizeof(what), "a frame of type %u (%s) before "
-                     "hello", h->type, rv__launch_type_name(h->type));
+            snprintf(what, sizeof(what),
+                     "a frame of type %u (%s) before "
+                     "hello",
+                     h->type, rv__launch_type_name(h->type));
     } else {
         if (h->rank == (uint32_t)c->rank)
             return true;
@@ -504,8 +521,8 @@ static int conn_peer(conn_t *c)
 void run_server_accept(launcher_t *l)
 {
     for (;;) {
-        int fd = accept4(l->listen_fd, NULL, NULL,
-                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd =
+            accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         conn_t *c;
 
         if (fd < 0) {
@@ -513,8 +530,7 @@ void run_server_accept(launcher_t *l)
                 continue;
             return; /* EAGAIN, or a resource shortage: retried next time */
         }
-        if (l->nconns == l->max_conns ||
-            (c = calloc(1, sizeof(*c))) == NULL) {
+        if (l->nconns == l->max_conns || (c = calloc(1, sizeof(*c))) == NULL) {
             run_say("refused a bootstrap connection: too many");
             close(fd);
             continue;
@@ -539,8 +555,8 @@ int run_server_open(launcher_t *l)
         return -1;
     memcpy(sun.sun_path, l->sock_path, strlen(l->sock_path) + 1);
 
-    l->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                          0);
+    l->listen_fd =
+        socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (l->listen_fd < 0) {
         run_say("cannot create the bootstrap socket: %m");
         goto err_socket;

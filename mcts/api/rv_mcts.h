@@ -71,10 +71,10 @@ typedef uint16_t rv_move_t;
 
 /** Winners, as rv_game_t.winner and playout return them. */
 enum {
-    RV_GAME_NONE = -1, /**< the game is not over */
-    RV_GAME_FIRST = 0, /**< the first player (Hex: black) won */
+    RV_GAME_NONE = -1,  /**< the game is not over */
+    RV_GAME_FIRST = 0,  /**< the first player (Hex: black) won */
     RV_GAME_SECOND = 1, /**< the second player (Hex: white) won */
-    RV_GAME_DRAW = 2,  /**< nobody won */
+    RV_GAME_DRAW = 2,   /**< nobody won */
 };
 
 /**
@@ -88,8 +88,8 @@ enum {
  * own position: it keeps no shared mutable state.
  */
 typedef struct rv_game {
-    const char *name;   /**< e.g. "hex" */
-    size_t state_max;   /**< most bytes of a position */
+    const char *name; /**< e.g. "hex" */
+    size_t state_max; /**< most bytes of a position */
     /** The bytes of @p s that matter (at most state_max). */
     size_t (*state_len)(const void *s);
     /** The player to move in @p s: 0 (first) or 1 (second). */
@@ -211,24 +211,24 @@ RV_EXPORT rv_status_t rv_mcts_position(rv_worker_t *w, const void *state);
 
 /** @brief One move of the root and its edge's statistics. */
 typedef struct rv_mcts_move {
-    rv_move_t move;    /**< the move */
-    uint64_t visits;   /**< rollouts that took it */
-    double win_rate;   /**< the mover's wins per playout, 0 .. 1 */
+    rv_move_t move;  /**< the move */
+    uint64_t visits; /**< rollouts that took it */
+    double win_rate; /**< the mover's wins per playout, 0 .. 1 */
 } rv_mcts_move_t;
 
 /** @brief What a search found. */
 typedef struct rv_mcts_result {
-    rv_move_t best;           /**< the most visited move (ties: the higher
-                                   win rate); valid when nmoves > 0 */
-    int nmoves;               /**< entries of @c moves (legal moves) */
+    rv_move_t best; /**< the most visited move (ties: the higher
+                         win rate); valid when nmoves > 0 */
+    int nmoves;     /**< entries of @c moves (legal moves) */
     rv_mcts_move_t moves[RV_GAME_MAX_MOVES]; /**< by visits, most first */
-    uint64_t rollouts;        /**< rollouts this search completed */
-    uint64_t root_visits;     /**< rollouts the root has seen, this search
-                                   and those kept from earlier moves */
-    uint64_t nodes;           /**< nodes alive in the job */
-    uint64_t deferred;        /**< selections deferred since the job
-                                   started */
-    double seconds;           /**< wall time of the search */
+    uint64_t rollouts;    /**< rollouts this search completed */
+    uint64_t root_visits; /**< rollouts the root has seen, this search
+                               and those kept from earlier moves */
+    uint64_t nodes;       /**< nodes alive in the job */
+    uint64_t deferred;    /**< selections deferred since the job
+                               started */
+    double seconds;       /**< wall time of the search */
 } rv_mcts_result_t;
 
 /**
@@ -331,9 +331,8 @@ typedef struct rv_uct_tree rv_uct_tree_t;
  * @note Any thread; a tree is used by one thread at a time.
  */
 RV_EXPORT rv_status_t rv_uct_tree_create(const rv_game_t *game,
-                                         const void *state, int sims,
-                                         double c, uint64_t seed,
-                                         rv_uct_tree_t **tree);
+                                         const void *state, int sims, double c,
+                                         uint64_t seed, rv_uct_tree_t **tree);
 
 /**
  * @brief Adds @p rollouts rollouts to @p tree and reports its root's
@@ -347,8 +346,7 @@ RV_EXPORT rv_status_t rv_uct_tree_create(const rv_game_t *game,
  *         are kept)
  * @note The thread using the tree.
  */
-RV_EXPORT rv_status_t rv_uct_tree_search(rv_uct_tree_t *tree,
-                                         uint64_t rollouts,
+RV_EXPORT rv_status_t rv_uct_tree_search(rv_uct_tree_t *tree, uint64_t rollouts,
                                          rv_mcts_result_t *res);
 
 /**

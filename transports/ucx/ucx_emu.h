@@ -49,23 +49,20 @@ _Static_assert(sizeof(emu_hdr_t) <= RV_UCX_MAX_HDR + sizeof(uint32_t),
 
 /* Counts a message dropped for reason @p kind (RV_UCX_DROP_*) and logs it
  * the first time for its sender @p src. */
-RV_UCX_HIDDEN void rv_ucx_emu_drop(struct rv_tworker *tw, unsigned kind,
-                                   uint32_t src, const char *fmt, ...)
+void rv_ucx_emu_drop(struct rv_tworker *tw, unsigned kind, uint32_t src,
+                     const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Replies to request @p req with kind @p op, @p status and @p len bytes
  * of @p data (sent from there: it must stay until the send completes). */
-RV_UCX_HIDDEN void rv_ucx_emu_reply(struct rv_tworker *tw, const emu_hdr_t *req,
-                                    uint8_t op, rv_status_t status,
-                                    const void *data, size_t len);
+void rv_ucx_emu_reply(struct rv_tworker *tw, const emu_hdr_t *req, uint8_t op,
+                      rv_status_t status, const void *data, size_t len);
 /* Receives rendezvous data @p desc of @p len bytes into @p dst; @p cb
  * runs when it landed (at once when it already has). */
-RV_UCX_HIDDEN void rv_ucx_emu_recv_into(struct rv_tworker *tw, void *desc,
-                                        void *dst, size_t len,
-                                        ucp_am_recv_data_nbx_callback_t cb,
-                                        void *arg);
+void rv_ucx_emu_recv_into(struct rv_tworker *tw, void *desc, void *dst,
+                          size_t len, ucp_am_recv_data_nbx_callback_t cb,
+                          void *arg);
 /* Runs, or holds behind a fence, request @p h from a worker of the job. */
-RV_UCX_HIDDEN ucs_status_t rv_ucx_emu_on_request(struct rv_tworker *tw,
-                                                 const emu_hdr_t *h, void *data,
-                                                 size_t length, bool rndv);
+ucs_status_t rv_ucx_emu_on_request(struct rv_tworker *tw, const emu_hdr_t *h,
+                                   void *data, size_t length, bool rndv);
 
 #endif

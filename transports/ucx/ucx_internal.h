@@ -14,17 +14,18 @@
 #include "rv_transport.h"
 #include "ucx_config.h"
 
-#define RV_UCX_AM_ID 0       /* rivet messages */
-#define RV_UCX_AM_RMA 1      /* RMA emulated over AM (ucx_emu.c) */
+#define RV_UCX_AM_ID 0  /* rivet messages */
+#define RV_UCX_AM_RMA 1 /* RMA emulated over AM (ucx_emu.c) */
 #define RV_UCX_MAX_HDR RV_TRANSPORT_AM_HEADER_MIN /* core header bytes */
-#define RV_UCX_PAGE 4096u                 /* receive buffers: page-aligned, */
-#define RV_UCX_HUGE_PAGE ((size_t)2 << 20) /* and huge-page-aligned when large */
+#define RV_UCX_PAGE 4096u /* receive buffers: page-aligned, */
+#define RV_UCX_HUGE_PAGE                                                       \
+    ((size_t)2 << 20) /* and huge-page-aligned when large */
 #define RV_UCX_MAX_IOV 16
-#define RV_UCX_RXBUF_MIN_CLASS 12    /* 4 KiB */
-#define RV_UCX_RXBUF_CLASSES 15      /* up to 64 MiB */
+#define RV_UCX_RXBUF_MIN_CLASS 12 /* 4 KiB */
+#define RV_UCX_RXBUF_CLASSES 15   /* up to 64 MiB */
 #define RV_UCX_RXBUF_CACHE (256u << 20)
-#define RV_UCX_RNDV_INFLIGHT 2      /* rendezvous fetches at once */
-#define RV_UCX_FAST_MAX 4096 /* payloads tried with immediate completion */
+#define RV_UCX_RNDV_INFLIGHT 2 /* rendezvous fetches at once */
+#define RV_UCX_FAST_MAX 4096   /* payloads tried with immediate completion */
 
 /* A registered region, as the target checks emulated accesses. */
 typedef struct {
@@ -34,15 +35,15 @@ typedef struct {
 
 struct rv_transport {
     ucp_context_h context;
-    rv_stats_mode_t stats;         /* job.stats: the drops printed at the end */
+    rv_stats_mode_t stats; /* job.stats: the drops printed at the end */
     pthread_rwlock_t regions_lock;
-    ucx_region_t *regions;         /* by region id */
+    ucx_region_t *regions; /* by region id */
     uint32_t nregions, regions_cap;
     rv_ucx_config_t config;
     int rank, size, threads;
-    char tls[128];                 /* what was asked for */
-    char lanes[192];               /* what an endpoint to a peer uses */
-    bool rma_emulated;             /* RMA to that peer goes over AM */
+    char tls[128];     /* what was asked for */
+    char lanes[192];   /* what an endpoint to a peer uses */
+    bool rma_emulated; /* RMA to that peer goes over AM */
     char version[32];
 };
 
@@ -50,8 +51,8 @@ struct rv_tmem {
     ucp_mem_h memh;
     void *addr;
     size_t len;
-    bool allocated;                /* by UCX (mem_alloc) */
-    uint32_t region;               /* id in the region registry */
+    bool allocated;  /* by UCX (mem_alloc) */
+    uint32_t region; /* id in the region registry */
 };
 
 /* A packed remote key: this header, then UCX's packed rkey. */
@@ -74,11 +75,11 @@ struct rv_trkey {
  * their reply (ucx_emu.c). A request carries the slot's index and
  * generation, never a pointer: a reply names its operation through them. */
 typedef struct {
-    struct ucx_op *op;             /* NULL: the slot is free */
-    uint32_t gen;                  /* bumped each time the slot is taken */
-    uint32_t peer;                 /* the target: only it may answer */
-    uint32_t next_free;            /* free list, while free */
-    uint8_t reply;                 /* the kind of reply that answers it */
+    struct ucx_op *op;  /* NULL: the slot is free */
+    uint32_t gen;       /* bumped each time the slot is taken */
+    uint32_t peer;      /* the target: only it may answer */
+    uint32_t next_free; /* free list, while free */
+    uint8_t reply;      /* the kind of reply that answers it */
 } ucx_emu_slot_t;
 
 /* Why an emulated RMA message was dropped (ucx_emu.c). */
@@ -96,22 +97,22 @@ typedef struct ucx_flush_wait {
     uint64_t cookie;
 } ucx_flush_wait_t;
 
-#define RV_UCX_INLINE_DATA 256  /* payloads copied into the held entry */
+#define RV_UCX_INLINE_DATA 256 /* payloads copied into the held entry */
 
 /* A received message waiting in its sender's queue until the worker's
  * progress delivers it (see ucx_worker.c). */
 typedef struct ucx_held {
     struct ucx_held *next;
     struct rv_tworker *tw;
-    uint32_t src;                  /* sending worker */
-    bool ready;                    /* data complete */
-    bool rxbuf;                    /* data from the receive buffer cache */
-    void *rndv_desc;               /* rendezvous not started yet: UCX's desc */
-    struct ucx_held *rndv_next;    /* in the worker's pending rendezvous */
-    void *ucp_desc;                /* eager data kept by UCX, or NULL */
+    uint32_t src;               /* sending worker */
+    bool ready;                 /* data complete */
+    bool rxbuf;                 /* data from the receive buffer cache */
+    void *rndv_desc;            /* rendezvous not started yet: UCX's desc */
+    struct ucx_held *rndv_next; /* in the worker's pending rendezvous */
+    void *ucp_desc;             /* eager data kept by UCX, or NULL */
     void *data;
     size_t len;
-    size_t alloc_len;              /* rxbuf: the size asked for */
+    size_t alloc_len; /* rxbuf: the size asked for */
     size_t hdr_len;
     uint8_t hdr[RV_UCX_MAX_HDR];
     uint8_t inline_data[RV_UCX_INLINE_DATA];
@@ -123,16 +124,16 @@ typedef struct {
 
 /* State of one operation in flight (send, put, get, atomic, flush). */
 typedef struct ucx_op {
-    struct ucx_op *next;           /* free list */
+    struct ucx_op *next; /* free list */
     struct rv_tworker *tw;
     rv_completion_fn cb;
     void *arg;
-    uint64_t value;                /* atomic operand */
-    uint64_t result;               /* atomic result when the caller gave none */
+    uint64_t value;  /* atomic operand */
+    uint64_t result; /* atomic result when the caller gave none */
     uint64_t *result_p;
-    void *dst;                     /* emulated get: where the data goes */
+    void *dst; /* emulated get: where the data goes */
     size_t len;
-    unsigned pending;              /* emulated flush: parts outstanding */
+    unsigned pending; /* emulated flush: parts outstanding */
     rv_status_t status;
     ucp_dt_iov_t iov[RV_UCX_MAX_IOV];
     uint8_t hdr[RV_UCX_MAX_HDR + sizeof(uint32_t)];
@@ -143,37 +144,37 @@ struct rv_tworker {
     ucp_worker_h worker;
     uint32_t tid;
     uint32_t nworkers;
-    ucp_ep_h *eps;                 /* by peer tid */
-    ucx_held_queue_t *held;        /* by peer tid */
-    uint32_t *active;              /* senders with held messages (a ring) */
+    ucp_ep_h *eps;          /* by peer tid */
+    ucx_held_queue_t *held; /* by peer tid */
+    uint32_t *active;       /* senders with held messages (a ring) */
     uint32_t active_head, active_count;
-    bool *is_active;               /* by peer tid */
+    bool *is_active; /* by peer tid */
     ucx_held_t *free_held;
     /* Receive buffers (rendezvous data, and eager data UCX does not let us
      * keep), kept for reuse by power-of-two class: fresh memory costs a
      * page fault per page on every message. */
     void *rxbuf_free[RV_UCX_RXBUF_CLASSES];
-    size_t rxbuf_cached;            /* bytes in rxbuf_free */
+    size_t rxbuf_cached;               /* bytes in rxbuf_free */
     ucx_held_t *rndv_head, *rndv_tail; /* rendezvous waiting to start */
-    unsigned rndv_inflight;        /* rendezvous fetches under way */
+    unsigned rndv_inflight;            /* rendezvous fetches under way */
     rv_am_recv_fn am_recv;
     void *am_arg;
     ucx_op_t *free_ops;
     /* RMA emulation (ucx_emu.c), by peer worker */
-    bool *emulate;                 /* RMA to this peer goes over AM */
-    bool *emu_dirty;               /* puts/atomics since the last flush */
-    unsigned *emu_puts_landing;    /* target: rendezvous puts still landing */
+    bool *emulate;              /* RMA to this peer goes over AM */
+    bool *emu_dirty;            /* puts/atomics since the last flush */
+    unsigned *emu_puts_landing; /* target: rendezvous puts still landing */
     ucx_flush_wait_t **emu_flush_waiting; /* target: flushes to answer */
-    bool *emu_fence;               /* the next operation carries a fence */
+    bool *emu_fence; /* the next operation carries a fence */
     struct ucx_emu_deferred **emu_deferred; /* target: operations behind a
                                               fence, in arrival order */
     struct ucx_emu_deferred **emu_deferred_tail;
     ucx_emu_slot_t *emu_slots;     /* initiator: operations awaiting replies */
     uint32_t emu_nslots, emu_free; /* slots made; first free (or NONE) */
     uint64_t emu_drops[RV_UCX_DROP_KINDS]; /* messages dropped, by why */
-    uint8_t *emu_logged;           /* by peer: drop kinds logged (bits) */
-    uint8_t emu_logged_unknown;    /* the same, when no peer can be named */
-    unsigned completions;          /* events since the last progress call */
+    uint8_t *emu_logged;        /* by peer: drop kinds logged (bits) */
+    uint8_t emu_logged_unknown; /* the same, when no peer can be named */
+    unsigned completions;       /* events since the last progress call */
 };
 
 rv_status_t rv_ucx_status(ucs_status_t status);
@@ -203,17 +204,15 @@ rv_status_t rv_ucx_worker_address(struct rv_tworker *tw, void **addr_p,
                                   size_t *len_p);
 void rv_ucx_address_release(struct rv_tworker *tw, void *addr);
 
-/* ucx_ep_info.c: what UCX says of an endpoint, read when it connects.
- * Hidden: a plugin's door is its ops table. */
-#define RV_UCX_HIDDEN __attribute__((visibility("hidden")))
+/* ucx_ep_info.c: what UCX says of an endpoint, read when it connects. */
 /* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
-RV_UCX_HIDDEN char *rv_ucx_ep_info(ucp_ep_h ep);
+char *rv_ucx_ep_info(ucp_ep_h ep);
 /* Records the UCX transports of @p info's lanes in tp->lanes. */
-RV_UCX_HIDDEN void rv_ucx_record_lanes(rv_transport_t *tp, const char *info);
+void rv_ucx_record_lanes(rv_transport_t *tp, const char *info);
 /* True when UCX would carry @p info's RMA over TCP, or has no RMA lane. */
-RV_UCX_HIDDEN bool rv_ucx_rma_needs_emulation(const char *info);
+bool rv_ucx_rma_needs_emulation(const char *info);
 /* At log level info, logs @p info's lanes and AM protocols by size. */
-RV_UCX_HIDDEN void rv_ucx_log_ep_info(int peer_rank, const char *info);
+void rv_ucx_log_ep_info(int peer_rank, const char *info);
 rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
                            const void *addr, size_t len);
 rv_status_t rv_ucx_disconnect(struct rv_tworker *tw);
@@ -231,8 +230,8 @@ rv_status_t rv_ucx_region_add(rv_transport_t *tp, uint64_t base, uint64_t len,
                               uint32_t *id_p);
 void rv_ucx_region_remove(rv_transport_t *tp, uint32_t id);
 ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
-                                size_t header_length, void *data,
-                                size_t length, const ucp_am_recv_param_t *param);
+                                size_t header_length, void *data, size_t length,
+                                const ucp_am_recv_param_t *param);
 rv_status_t rv_ucx_emu_put(struct rv_tworker *tw, uint32_t peer,
                            const void *src, size_t len, uint64_t raddr,
                            rv_trkey_t *rkey, rv_completion_fn cb, void *arg);

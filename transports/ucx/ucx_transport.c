@@ -15,22 +15,34 @@
 rv_status_t rv_ucx_status(ucs_status_t status)
 {
     switch (status) {
-    case UCS_OK:                  return RV_OK;
-    case UCS_INPROGRESS:          return RV_INPROGRESS;
-    case UCS_ERR_NO_MEMORY:       return RV_ERR_NO_MEMORY;
-    case UCS_ERR_INVALID_PARAM:   return RV_ERR_INVALID;
-    case UCS_ERR_NO_ELEM:         return RV_ERR_NOT_FOUND;
-    case UCS_ERR_UNSUPPORTED:     return RV_ERR_UNSUPPORTED;
-    case UCS_ERR_NO_RESOURCE:     return RV_ERR_AGAIN;
-    case UCS_ERR_TIMED_OUT:       return RV_ERR_TIMEOUT;
-    case UCS_ERR_CANCELED:        return RV_ERR_CANCELED;
-    case UCS_ERR_NO_DEVICE:       return RV_ERR_NO_DEVICE;
+    case UCS_OK:
+        return RV_OK;
+    case UCS_INPROGRESS:
+        return RV_INPROGRESS;
+    case UCS_ERR_NO_MEMORY:
+        return RV_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:
+        return RV_ERR_INVALID;
+    case UCS_ERR_NO_ELEM:
+        return RV_ERR_NOT_FOUND;
+    case UCS_ERR_UNSUPPORTED:
+        return RV_ERR_UNSUPPORTED;
+    case UCS_ERR_NO_RESOURCE:
+        return RV_ERR_AGAIN;
+    case UCS_ERR_TIMED_OUT:
+        return RV_ERR_TIMEOUT;
+    case UCS_ERR_CANCELED:
+        return RV_ERR_CANCELED;
+    case UCS_ERR_NO_DEVICE:
+        return RV_ERR_NO_DEVICE;
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_ENDPOINT_TIMEOUT:
     case UCS_ERR_CONNECTION_RESET:
         return RV_ERR_PEER;
-    case UCS_ERR_MESSAGE_TRUNCATED: return RV_ERR_TRUNCATED;
-    default:                      return RV_ERR_TRANSPORT;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return RV_ERR_TRUNCATED;
+    default:
+        return RV_ERR_TRANSPORT;
     }
 }
 
@@ -72,11 +84,11 @@ static rv_status_t ucx_config(const rv_ucx_config_t *c, ucp_config_t **cfg_p)
      * accepted and ignored, "TX_SEG_SIZE" reaches the TCP transport. */
     if (status == RV_OK && c->tcp_seg_size != 0) {
         snprintf(v, sizeof(v), "%llu", (unsigned long long)c->tcp_seg_size);
-        status = config_set(cfg, "TX_SEG_SIZE",
-                            "transport.ucx.tcp_seg_size", v);
+        status =
+            config_set(cfg, "TX_SEG_SIZE", "transport.ucx.tcp_seg_size", v);
         if (status == RV_OK)
-            status = config_set(cfg, "RX_SEG_SIZE",
-                                "transport.ucx.tcp_seg_size", v);
+            status =
+                config_set(cfg, "RX_SEG_SIZE", "transport.ucx.tcp_seg_size", v);
     }
     if (status == RV_OK && c->gid_index >= 0) {
         /* UCX 1.13 takes the IB iface's GID index under its short name;
@@ -126,8 +138,7 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     ucp_params_t up = {
         .field_mask = UCP_PARAM_FIELD_FEATURES |
                       UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
-                      UCP_PARAM_FIELD_NAME,
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME,
         .features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO64,
         .mt_workers_shared = 1,
         .estimated_num_eps = (size_t)params->size * (size_t)params->threads,
@@ -164,15 +175,13 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     memset(caps, 0, sizeof(*caps));
     caps->max_am_header = RV_UCX_MAX_HDR;
     caps->max_am_size = SIZE_MAX;
-    caps->eager_limit = tp->config.rndv_thresh
-                            ? tp->config.rndv_thresh
-                            : 8192;
+    caps->eager_limit = tp->config.rndv_thresh ? tp->config.rndv_thresh : 8192;
     caps->ordered_am = true;
     caps->ordered_puts = false;
     caps->atomics64 = true;
     caps->rdma_read = !tp->rma_emulated && strstr(tp->lanes, "tcp") == NULL;
-    caps->mem_alloc_mapped = strstr(tp->lanes, "posix") != NULL ||
-                             strstr(tp->lanes, "sysv") != NULL;
+    caps->mem_alloc_mapped =
+        strstr(tp->lanes, "posix") != NULL || strstr(tp->lanes, "sysv") != NULL;
     caps->rma_target_progress =
         tp->rma_emulated || strstr(tp->lanes, "tcp") != NULL;
     snprintf(caps->description, sizeof(caps->description),
@@ -181,6 +190,7 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
              tp->rma_emulated ? "; RMA over active messages" : "");
 }
 
+__attribute__((visibility("default")))
 const rv_transport_ops_t rv_transport_ops = {
     .name = "ucx",
     .abi_version = RV_TRANSPORT_ABI_VERSION,

@@ -54,10 +54,10 @@ static const char *const drop_what[VB_DROP_KINDS] = {
 
 /* Counts a message dropped for reason @p kind and logs it the first time
  * for its sender @p src (UINT32_MAX: unknown). */
-static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src,
-                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src,
-                 const char *fmt, ...)
+static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src, const char *fmt,
+                 ...) __attribute__((format(printf, 4, 5)));
+static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src, const char *fmt,
+                 ...)
 {
     tw->drops[kind]++;
     uint8_t *logged = src < tw->nworkers ? &tw->peers[src].drops_logged
@@ -71,7 +71,8 @@ static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src,
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     rv_warn("verbs: worker %u dropped %s; further %s from %s are counted "
-            "(job.stats), not logged", tw->tid, what, drop_what[kind],
+            "(job.stats), not logged",
+            tw->tid, what, drop_what[kind],
             src < tw->nworkers ? "that worker" : "unknown workers");
 }
 
@@ -82,7 +83,8 @@ static void print_drops(const rv_tworker_t *tw)
     if (tw->tp->stats == RV_STATS_OFF) {
         if (d[VB_DROP_STALE_FIN] + d[VB_DROP_MALFORMED] > 0)
             rv_warn("verbs: worker %u dropped %llu messages (set job.stats "
-                    "to see why)", tw->tid,
+                    "to see why)",
+                    tw->tid,
                     (unsigned long long)(d[VB_DROP_STALE_FIN] +
                                          d[VB_DROP_MALFORMED]));
         return;
@@ -90,14 +92,14 @@ static void print_drops(const rv_tworker_t *tw)
     if (tw->tp->stats == RV_STATS_JSON)
         fprintf(stderr,
                 "{\"rank\":%d,\"verbs_worker\":%u,\"stale_fins\":%llu,"
-                "\"malformed\":%llu}\n", tw->tp->rank, tw->tid,
-                (unsigned long long)d[VB_DROP_STALE_FIN],
+                "\"malformed\":%llu}\n",
+                tw->tp->rank, tw->tid, (unsigned long long)d[VB_DROP_STALE_FIN],
                 (unsigned long long)d[VB_DROP_MALFORMED]);
     else
         fprintf(stderr,
                 "[rivet r%d] verbs worker %u: messages dropped: %llu stale "
-                "FINs, %llu malformed\n", tw->tp->rank, tw->tid,
-                (unsigned long long)d[VB_DROP_STALE_FIN],
+                "FINs, %llu malformed\n",
+                tw->tp->rank, tw->tid, (unsigned long long)d[VB_DROP_STALE_FIN],
                 (unsigned long long)d[VB_DROP_MALFORMED]);
 }
 
@@ -160,9 +162,9 @@ static vb_op_t *rndv_slot_answer(rv_tworker_t *tw, uint32_t src,
 {
     uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
     const vb_rndv_slot_t *s = i < tw->rndv_nslots ? &tw->rndv_slots[i] : NULL;
-    const char *why = s == NULL           ? "names no slot of the table"
-                      : s->op == NULL     ? "names a slot already answered"
-                      : s->gen != gen     ? "names an earlier use of its slot"
+    const char *why = s == NULL            ? "names no slot of the table"
+                      : s->op == NULL      ? "names a slot already answered"
+                      : s->gen != gen      ? "names an earlier use of its slot"
                       : s->op->peer != src ? "comes from another worker than "
                                              "the receiver"
                                            : NULL;
@@ -237,8 +239,12 @@ static void deliver_held(rv_tworker_t *tw, uint32_t src)
         p->held_head = h->next;
         if (p->held_head == NULL)
             p->held_tail = NULL;
-        rv_am_rx_t rx = {.src = src, .hdr = h->hdr, .hdr_len = h->hdr_len,
-                         .data = h->data, .len = h->len, .persistent = true};
+        rv_am_rx_t rx = {.src = src,
+                         .hdr = h->hdr,
+                         .hdr_len = h->hdr_len,
+                         .data = h->data,
+                         .len = h->len,
+                         .persistent = true};
         tw->events++;
         if (tw->am_recv(tw->am_arg, &rx, h) != RV_INPROGRESS)
             vb_am_release(tw, h);
@@ -276,8 +282,8 @@ static void hold(rv_tworker_t *tw, vb_held_t *h)
 /* Receiving                                                               */
 
 /* An RTS: read the payload, then deliver it in its turn. */
-static void start_read(rv_tworker_t *tw, const vb_wire_t *m,
-                       const uint8_t *hdr, const vb_rts_t *rts)
+static void start_read(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr,
+                       const vb_rts_t *rts)
 {
     vb_held_t *h = calloc(1, sizeof(*h));
     vb_op_t *op = vb_op_get(tw, VB_OP_READ, m->src, NULL, h);
@@ -286,7 +292,8 @@ static void start_read(rv_tworker_t *tw, const vb_wire_t *m,
         h->data = rndv_mem(tw, m->len, &lkey, &rkey, &h->mr);
     if (h == NULL || op == NULL || h->data == NULL) {
         rv_error("verbs: no memory for a %u-byte message from worker %u; "
-                 "dropped", m->len, m->src);
+                 "dropped",
+                 m->len, m->src);
         if (h != NULL)
             rndv_mem_free(tw, h->data, h->mr);
         free(h);
@@ -300,10 +307,12 @@ static void start_read(rv_tworker_t *tw, const vb_wire_t *m,
     h->cookie = rts->cookie;
     memcpy(h->hdr, hdr, m->hdr_len);
     hold(tw, h);
-    struct ibv_sge sge = {.addr = (uintptr_t)h->data, .length = m->len,
-                          .lkey = lkey};
-    struct ibv_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = &sge,
-                             .num_sge = 1, .opcode = IBV_WR_RDMA_READ};
+    struct ibv_sge sge = {
+        .addr = (uintptr_t)h->data, .length = m->len, .lkey = lkey};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)op,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_READ};
     wr.wr.rdma.remote_addr = rts->addr;
     wr.wr.rdma.rkey = rts->rkey;
     op->len = m->len;
@@ -339,8 +348,11 @@ static void on_eager(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr,
                      const uint8_t *body)
 {
     if (tw->peers[m->src].held_head == NULL) {
-        rv_am_rx_t rx = {.src = m->src, .hdr = hdr, .hdr_len = m->hdr_len,
-                         .data = (void *)body, .len = m->len};
+        rv_am_rx_t rx = {.src = m->src,
+                         .hdr = hdr,
+                         .hdr_len = m->hdr_len,
+                         .data = (void *)body,
+                         .len = m->len};
         tw->am_recv(tw->am_arg, &rx, NULL);
         return;
     }
@@ -348,7 +360,8 @@ static void on_eager(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr,
     if (h == NULL || (h->data = malloc(m->len ? m->len : 1)) == NULL) {
         free(h);
         rv_error("verbs: no memory to hold a message from worker %u; "
-                 "dropped", m->src);
+                 "dropped",
+                 m->src);
         return;
     }
     h->src = m->src;
@@ -380,11 +393,9 @@ static void on_fin(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr)
 
 /* Whether the message @p m, with @p have bytes after its wire header, is
  * well formed. */
-static bool wire_valid(const rv_tworker_t *tw, const vb_wire_t *m,
-                       size_t have)
+static bool wire_valid(const rv_tworker_t *tw, const vb_wire_t *m, size_t have)
 {
-    if (m->src >= tw->nworkers || m->hdr_len > VB_MAX_HDR ||
-        m->hdr_len > have)
+    if (m->src >= tw->nworkers || m->hdr_len > VB_MAX_HDR || m->hdr_len > have)
         return false;
     if (m->type == VB_EAGER && have - m->hdr_len != m->len)
         return false;
@@ -454,7 +465,9 @@ static rv_status_t send_eager(rv_tworker_t *tw, uint32_t peer, uint8_t type,
                               const struct iovec *iov, size_t iovcnt,
                               size_t len, size_t announce, bool signal)
 {
-    vb_wire_t m = {.src = tw->tid, .type = type, .hdr_len = (uint8_t)hdr_len,
+    vb_wire_t m = {.src = tw->tid,
+                   .type = type,
+                   .hdr_len = (uint8_t)hdr_len,
                    .len = (uint32_t)announce};
     size_t total = sizeof(m) + hdr_len + len;
     uint8_t stack[VB_INLINE_COPY];
@@ -476,9 +489,10 @@ static rv_status_t send_eager(rv_tworker_t *tw, uint32_t peer, uint8_t type,
         memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
         off += iov[i].iov_len;
     }
-    struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = (uint32_t)total,
-                          .lkey = lkey};
-    struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1,
+    struct ibv_sge sge = {
+        .addr = (uintptr_t)buf, .length = (uint32_t)total, .lkey = lkey};
+    struct ibv_send_wr wr = {.sg_list = &sge,
+                             .num_sge = 1,
                              .opcode = IBV_WR_SEND,
                              .send_flags = inl ? IBV_SEND_INLINE : 0};
     return vb_post_to(tw, peer, &wr, signal, unit);
@@ -537,8 +551,8 @@ static rv_status_t send_rndv(rv_tworker_t *tw, uint32_t peer, const void *hdr,
     if (st != RV_OK)
         goto err_slot;
     struct iovec body = {.iov_base = &rts, .iov_len = sizeof(rts)};
-    st = send_eager(tw, peer, VB_RTS, hdr, hdr_len, &body, 1, sizeof(rts),
-                    len, false);
+    st = send_eager(tw, peer, VB_RTS, hdr, hdr_len, &body, 1, sizeof(rts), len,
+                    false);
     if (st != RV_OK)
         goto err_source;
     return RV_INPROGRESS;
@@ -565,8 +579,8 @@ rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
     for (size_t i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
     if (sizeof(vb_wire_t) + hdr_len + len <= VB_RXBUF)
-        return send_eager(tw, peer, VB_EAGER, hdr, hdr_len, iov, iovcnt,
-                          len, len, false);
+        return send_eager(tw, peer, VB_EAGER, hdr, hdr_len, iov, iovcnt, len,
+                          len, false);
     if (len > UINT32_MAX)
         return RV_ERR_INVALID;
     if (flags & RV_AM_SEND_IMMEDIATE)

@@ -50,22 +50,25 @@
 /* Sizes and limits                                                        */
 
 #define VB_MAX_HDR RV_TRANSPORT_AM_HEADER_MIN /* core header bytes */
-#define VB_RXBUF 16384             /* eager receive buffer */
-#define VB_NRX 512                 /* receive buffers per worker (its SRQ),
-                                      fewer if the device allows fewer */
+#define VB_RXBUF 16384                        /* eager receive buffer */
+#define VB_NRX                                                                 \
+    512 /* receive buffers per worker (its SRQ),                               \
+           fewer if the device allows fewer */
 #define VB_MAX_AM_SIZE ((size_t)1 << 31) /* largest message (RTS: u32) */
-#define VB_UNIT (64u << 10)        /* bounce unit (circular allocator) */
-#define VB_ZCOPY_MIN (64u << 10)   /* put/get above: registered on the fly */
-#define VB_RNDV_COPY (64u << 10)   /* rendezvous AM up to: sent from a copy */
-#define VB_SQ_DEPTH 512            /* send queue of a worker's own QP */
-#define VB_CQ_POLL 32              /* completions one poll of a CQ takes */
-#define VB_SH_POLL 8               /* completions one shared-CQ poll takes */
+#define VB_UNIT (64u << 10)              /* bounce unit (circular allocator) */
+#define VB_ZCOPY_MIN (64u << 10) /* put/get above: registered on the fly */
+#define VB_RNDV_COPY (64u << 10) /* rendezvous AM up to: sent from a copy */
+#define VB_SQ_DEPTH 512          /* send queue of a worker's own QP */
+#define VB_CQ_POLL 32            /* completions one poll of a CQ takes */
+#define VB_SH_POLL 8             /* completions one shared-CQ poll takes */
 /* Inline data asked of a new QP; a device that refuses gets a QP without
  * inline data (then every send goes from a registered buffer). */
 #define VB_MAX_INLINE_WANT 220
-#define VB_INLINE_COPY 256         /* inline bytes staged on the stack or
-                                      copied into a backlog entry */
-#define VB_PAGE 4096               /* alignment of the receive buffers and
+#define VB_INLINE_COPY                                                         \
+    256 /* inline bytes staged on the stack or                                 \
+           copied into a backlog entry */
+#define VB_PAGE                                                                \
+    4096                           /* alignment of the receive buffers and     \
                                       the flush word's page */
 #define VB_WORD sizeof(uint64_t)   /* a flush read, an atomic operand */
 #define VB_PSN_MASK 0xffffffu      /* packet sequence numbers are 24 bits */
@@ -75,20 +78,20 @@ enum { VB_EAGER = 1, VB_RTS, VB_FIN, VB_BYE };
 
 /* Every message starts with this. */
 typedef struct {
-    uint32_t src;                  /* sending worker */
+    uint32_t src; /* sending worker */
     uint8_t type;
     uint8_t hdr_len;
     uint16_t reserved;
-    uint32_t len;                  /* payload bytes (RTS: to be read) */
+    uint32_t len; /* payload bytes (RTS: to be read) */
     uint32_t reserved2;
 } vb_wire_t;
 
 /* RTS body: where the receiver RDMA-reads the payload from. */
 typedef struct {
     uint64_t addr;
-    uint64_t cookie;               /* the sender's rendezvous slot
-                                      (generation << 32 | index), echoed
-                                      by FIN; never a pointer */
+    uint64_t cookie; /* the sender's rendezvous slot
+                        (generation << 32 | index), echoed
+                        by FIN; never a pointer */
     uint32_t rkey;
     uint32_t reserved;
 } vb_rts_t;
@@ -107,8 +110,8 @@ typedef struct vb_shared {
     struct ibv_qp *qp;
     struct ibv_cq *cq;
     rv_vsig_t *sig;
-    uint32_t peer;                 /* the remote worker */
-    uint64_t flush_addr;           /* its flush word, for markers */
+    uint32_t peer;       /* the remote worker */
+    uint64_t flush_addr; /* its flush word, for markers */
     uint32_t flush_rkey;
 } vb_shared_t;
 
@@ -134,14 +137,14 @@ struct rv_transport {
     /* qp_sharing: process */
     bool shared_qps;
     uint32_t nworkers;
-    uint32_t sq_depth;             /* of the shared QPs */
-    uint32_t sh_max_inline;        /* their max_inline_data */
-    uint32_t psn;                  /* their first packet sequence number */
-    vb_shared_t *shared;           /* by remote worker */
-    rv_vsig_t **sigs;              /* by remote worker: sig_arg's array */
+    uint32_t sq_depth;      /* of the shared QPs */
+    uint32_t sh_max_inline; /* their max_inline_data */
+    uint32_t psn;           /* their first packet sequence number */
+    vb_shared_t *shared;    /* by remote worker */
+    rv_vsig_t **sigs;       /* by remote worker: sig_arg's array */
     rv_vsig_mem_arg_t sig_arg;
     struct rv_tworker *_Atomic *workers; /* by local index, for inboxes */
-    _Atomic int live;              /* workers of the current job */
+    _Atomic int live;                    /* workers of the current job */
 };
 
 struct rv_tmem {
@@ -171,11 +174,11 @@ typedef struct {
     uint8_t gid[16];
     uint16_t lid;
     uint8_t mtu;
-    uint8_t shared;                /* qp_sharing: process */
-    uint32_t psn;                  /* of the worker's own QPs */
-    uint32_t ppsn;                 /* of its process's shared QPs */
+    uint8_t shared; /* qp_sharing: process */
+    uint32_t psn;   /* of the worker's own QPs */
+    uint32_t ppsn;  /* of its process's shared QPs */
     uint32_t nprocs;
-    uint64_t flush_addr;           /* an 8-byte word a flush reads */
+    uint64_t flush_addr; /* an 8-byte word a flush reads */
     uint32_t flush_rkey;
     uint32_t nqp;
     uint32_t qpn[];
@@ -186,41 +189,48 @@ typedef struct {
 
 /* An operation waiting for its completion. */
 typedef struct vb_op {
-    struct vb_op *next;            /* free list, or pending list */
+    struct vb_op *next; /* free list, or pending list */
     struct vb_op *_Atomic inbox_next;
     struct rv_tworker *owner;
-    uint32_t lane;                 /* the QP it was posted on (own QPs) */
-    rv_status_t status;            /* reaped by another thread */
+    uint32_t lane;      /* the QP it was posted on (own QPs) */
+    rv_status_t status; /* reaped by another thread */
     rv_completion_fn cb;
     void *arg;
     uint32_t peer;
-    uint8_t kind;                  /* VB_OP_* */
+    uint8_t kind; /* VB_OP_* */
     bool failed;
-    uint64_t *result_p;            /* atomics */
-    uint64_t *result;              /* the registered 8 bytes */
-    void *dst;                     /* get through a bounce buffer */
+    uint64_t *result_p; /* atomics */
+    uint64_t *result;   /* the registered 8 bytes */
+    void *dst;          /* get through a bounce buffer */
     void *bounce;
-    size_t len;                    /* flush: parts outstanding */
-    uint64_t seq;                  /* of its WR, when it has one */
-    struct ibv_mr *mr;             /* registered on the fly */
+    size_t len;        /* flush: parts outstanding */
+    uint64_t seq;      /* of its WR, when it has one */
+    struct ibv_mr *mr; /* registered on the fly */
 } vb_op_t;
 
-enum { VB_OP_PUT = 1, VB_OP_GET, VB_OP_ATOMIC, VB_OP_FLUSH, VB_OP_FLUSH_PART,
-       VB_OP_RTS, VB_OP_READ };
+enum {
+    VB_OP_PUT = 1,
+    VB_OP_GET,
+    VB_OP_ATOMIC,
+    VB_OP_FLUSH,
+    VB_OP_FLUSH_PART,
+    VB_OP_RTS,
+    VB_OP_READ
+};
 
 /* A slot of a worker's table of rendezvous sends waiting for their FIN
  * (verbs_am.c): an RTS carries the slot's index and generation, and the
  * FIN finds its send through them, never through a pointer. */
 typedef struct {
-    struct vb_op *op;              /* NULL: free */
-    uint32_t gen;                  /* bumped each time the slot is taken */
-    uint32_t next_free;            /* free list, while free */
+    struct vb_op *op;   /* NULL: free */
+    uint32_t gen;       /* bumped each time the slot is taken */
+    uint32_t next_free; /* free list, while free */
 } vb_rndv_slot_t;
 
 /* Why a worker dropped a message it received (verbs_am.c). */
 enum {
-    VB_DROP_STALE_FIN,             /* a FIN naming no rendezvous of ours */
-    VB_DROP_MALFORMED,             /* cut short, bad header or type */
+    VB_DROP_STALE_FIN, /* a FIN naming no rendezvous of ours */
+    VB_DROP_MALFORMED, /* cut short, bad header or type */
     VB_DROP_KINDS,
 };
 
@@ -233,7 +243,7 @@ typedef struct vb_held {
     void *data;
     size_t len;
     struct ibv_mr *mr;
-    uint64_t cookie;               /* RTS: the sender's, for FIN */
+    uint64_t cookie; /* RTS: the sender's, for FIN */
     size_t hdr_len;
     uint8_t hdr[VB_MAX_HDR];
 } vb_held_t;
@@ -241,24 +251,24 @@ typedef struct vb_held {
 /* A WR waiting for room in its send queue (posting never blocks). */
 typedef struct vb_pending {
     struct vb_pending *next;
-    rv_mem_unit_t *unit;           /* shared QPs: tagged when posted */
+    rv_mem_unit_t *unit; /* shared QPs: tagged when posted */
     bool signal;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
-    uint8_t data[VB_INLINE_COPY];  /* an inline WR's bytes */
+    uint8_t data[VB_INLINE_COPY]; /* an inline WR's bytes */
 } vb_pending_t;
 
 typedef struct {
     struct ibv_qp *qp;
-    uint64_t assigned;             /* WR sequence numbers, from 1 */
-    uint64_t posted;               /* handed to the QP */
-    uint64_t done;                 /* highest completed */
-    bool fence;                    /* next WR carries IBV_SEND_FENCE */
-    bool dirty;                    /* writes since the last flush */
+    uint64_t assigned; /* WR sequence numbers, from 1 */
+    uint64_t posted;   /* handed to the QP */
+    uint64_t done;     /* highest completed */
+    bool fence;        /* next WR carries IBV_SEND_FENCE */
+    bool dirty;        /* writes since the last flush */
     bool connected;
-    bool bye;                      /* the peer said goodbye */
-    uint8_t drops_logged;          /* drop kinds logged for it (bits) */
-    uint64_t flush_addr;           /* the peer's word a flush reads */
+    bool bye;             /* the peer said goodbye */
+    uint8_t drops_logged; /* drop kinds logged for it (bits) */
+    uint64_t flush_addr;  /* the peer's word a flush reads */
     uint32_t flush_rkey;
     vb_held_t *held_head, *held_tail;
     vb_pending_t *pend_head, *pend_tail; /* in sequence order */
@@ -273,12 +283,12 @@ struct rv_tworker {
     struct ibv_cq *scq, *rcq;
     struct ibv_srq *srq;
     vb_peer_t *peers;
-    vb_peer_t *owned;              /* process sharing: own QP per process */
+    vb_peer_t *owned; /* process sharing: own QP per process */
     uint32_t nprocs, local;
-    unsigned *sh_ops;              /* ops outstanding per shared QP */
-    bool *sh_open;                 /* a run may be open on it */
-    uint64_t *sh_last;             /* flush number of our last WR there */
-    struct vb_op *_Atomic inbox;   /* ops reaped by other threads */
+    unsigned *sh_ops;            /* ops outstanding per shared QP */
+    bool *sh_open;               /* a run may be open on it */
+    uint64_t *sh_last;           /* flush number of our last WR there */
+    struct vb_op *_Atomic inbox; /* ops reaped by other threads */
     uint32_t psn;
     /* receive buffers */
     struct ibv_mr *rx_mr;
@@ -286,9 +296,9 @@ struct rv_tworker {
     uint32_t nrx;
     /* bounce memory: tagged (peer, flush number) */
     rv_mem_chunk_allocator_t *chunks;
-    rv_mem_general_t *pool;        /* rendezvous payloads, both ends */
+    rv_mem_general_t *pool;           /* rendezvous payloads, both ends */
     rv_mem_circular_t **circ_by_peer; /* bounce rings, made on first use */
-    rv_mem_linear_t **lin_by_peer; /* a unit serves one QP at a time */
+    rv_mem_linear_t **lin_by_peer;    /* a unit serves one QP at a time */
     uint32_t max_inline;
     _Atomic uint64_t *completed_flush; /* by peer */
     /* flush target */
@@ -297,14 +307,14 @@ struct rv_tworker {
     uint32_t flush_lkey;
     vb_op_t *free_ops;
     unsigned events;
-    unsigned backlog;              /* WRs waiting, all peers */
+    unsigned backlog; /* WRs waiting, all peers */
     uint32_t byes;
     bool error_reported;
     /* rendezvous sends waiting for their FIN, and the drops */
     vb_rndv_slot_t *rndv_slots;
     uint32_t rndv_nslots, rndv_free;
     uint64_t drops[VB_DROP_KINDS];
-    uint8_t drops_logged_unknown;  /* drop kinds logged, sender unknown */
+    uint8_t drops_logged_unknown; /* drop kinds logged, sender unknown */
 };
 
 /* The plugin's ops table (verbs_transport.c): its chunk allocators register
@@ -402,16 +412,14 @@ rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
 /* verbs_post.c */
 rv_status_t vb_post(rv_tworker_t *tw, uint32_t lane, struct ibv_send_wr *wr,
                     bool signal, rv_mem_unit_t *unit);
-rv_status_t vb_post_to(rv_tworker_t *tw, uint32_t peer,
-                       struct ibv_send_wr *wr, bool signal,
-                       rv_mem_unit_t *unit);
+rv_status_t vb_post_to(rv_tworker_t *tw, uint32_t peer, struct ibv_send_wr *wr,
+                       bool signal, rv_mem_unit_t *unit);
 rv_status_t vb_backlog_push(rv_tworker_t *tw, vb_peer_t *p,
                             const struct ibv_send_wr *wr);
 vb_pending_t *vb_backlog_pop(rv_tworker_t *tw, vb_peer_t *p);
 void vb_post_backlog(rv_tworker_t *tw);
 rv_status_t vb_bounce(rv_tworker_t *tw, uint32_t peer, size_t len,
-                      void **addr_p, uint32_t *lkey_p,
-                      rv_mem_unit_t **unit_p);
+                      void **addr_p, uint32_t *lkey_p, rv_mem_unit_t **unit_p);
 void vb_bounce_destroy(rv_tworker_t *tw);
 
 /* verbs_shared.c */
@@ -459,13 +467,11 @@ rv_status_t vb_get(rv_tworker_t *tw, uint32_t peer, void *dst, size_t len,
                    uint64_t raddr, rv_trkey_t *rkey, rv_completion_fn cb,
                    void *arg);
 rv_status_t vb_atomic_fadd64(rv_tworker_t *tw, uint32_t peer, uint64_t value,
-                             uint64_t raddr, rv_trkey_t *rkey,
-                             uint64_t *result, rv_completion_fn cb,
-                             void *arg);
-rv_status_t vb_atomic_cswap64(rv_tworker_t *tw, uint32_t peer,
-                              uint64_t compare, uint64_t swap, uint64_t raddr,
-                              rv_trkey_t *rkey, uint64_t *result,
-                              rv_completion_fn cb, void *arg);
+                             uint64_t raddr, rv_trkey_t *rkey, uint64_t *result,
+                             rv_completion_fn cb, void *arg);
+rv_status_t vb_atomic_cswap64(rv_tworker_t *tw, uint32_t peer, uint64_t compare,
+                              uint64_t swap, uint64_t raddr, rv_trkey_t *rkey,
+                              uint64_t *result, rv_completion_fn cb, void *arg);
 rv_status_t vb_fence(rv_tworker_t *tw, uint32_t peer);
 rv_status_t vb_flush(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
                      void *arg);

@@ -16,7 +16,7 @@
 /* Remote access every QP grants: rivet's peers write, read and update
  * registered memory one-sided. */
 #define VB_QP_ACCESS                                                           \
-    (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                       \
+    (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                        \
      IBV_ACCESS_REMOTE_ATOMIC)
 
 /* Reads and atomics in flight per QP, at most (and at most the device's). */
@@ -64,7 +64,8 @@ rv_status_t vb_qp_create(rv_transport_t *tp, struct ibv_cq *scq,
         .send_cq = scq,
         .recv_cq = rcq,
         .srq = srq,
-        .cap = {.max_send_wr = depth, .max_send_sge = 1,
+        .cap = {.max_send_wr = depth,
+                .max_send_sge = 1,
                 .max_inline_data = VB_MAX_INLINE_WANT},
         .qp_type = IBV_QPT_RC,
     };
@@ -78,8 +79,8 @@ rv_status_t vb_qp_create(rv_transport_t *tp, struct ibv_cq *scq,
         qp = ibv_create_qp(tp->pd, &a);
     }
     if (qp == NULL) {
-        rv_error("verbs: cannot create a queue pair of %u WRs on %s: %s",
-                 depth, tp->devname, strerror(errno));
+        rv_error("verbs: cannot create a queue pair of %u WRs on %s: %s", depth,
+                 tp->devname, strerror(errno));
         return RV_ERR_NO_MEMORY;
     }
     rv_status_t st = qp_to_init(tp, qp);
@@ -98,16 +99,15 @@ err_qp:
  * VB_MAX_RD_ATOMIC, at least one. */
 static uint8_t max_rd_atomic(const rv_transport_t *tp)
 {
-    int rd = tp->dev.max_qp_rd_atom < VB_MAX_RD_ATOMIC
-                 ? tp->dev.max_qp_rd_atom
-                 : VB_MAX_RD_ATOMIC;
+    int rd = tp->dev.max_qp_rd_atom < VB_MAX_RD_ATOMIC ? tp->dev.max_qp_rd_atom
+                                                       : VB_MAX_RD_ATOMIC;
     return rd > 0 ? (uint8_t)rd : 1;
 }
 
 /* Moves @p qp to RTR toward QP @p rqpn of the worker described by @p a,
  * whose packets start at @p rpsn. */
-static int qp_to_rtr(rv_transport_t *tp, struct ibv_qp *qp,
-                     const vb_addr_t *a, uint32_t rqpn, uint32_t rpsn)
+static int qp_to_rtr(rv_transport_t *tp, struct ibv_qp *qp, const vb_addr_t *a,
+                     uint32_t rqpn, uint32_t rpsn)
 {
     struct ibv_qp_attr m = {
         .qp_state = IBV_QPS_RTR,
@@ -126,14 +126,13 @@ static int qp_to_rtr(rv_transport_t *tp, struct ibv_qp *qp,
         m.ah_attr.grh.sgid_index = (uint8_t)tp->gid_index;
         m.ah_attr.grh.hop_limit = VB_HOP_LIMIT;
     }
-    int rc = ibv_modify_qp(qp, &m,
-                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                               IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                               IBV_QP_MAX_DEST_RD_ATOMIC |
-                               IBV_QP_MIN_RNR_TIMER);
+    int rc = ibv_modify_qp(
+        qp, &m,
+        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (rc != 0)
-        rv_error("verbs: queue pair %u to RTR toward %u: %s", qp->qp_num,
-                 rqpn, strerror(rc));
+        rv_error("verbs: queue pair %u to RTR toward %u: %s", qp->qp_num, rqpn,
+                 strerror(rc));
     return rc;
 }
 
@@ -157,9 +156,8 @@ static int qp_to_rts(rv_transport_t *tp, struct ibv_qp *qp, uint32_t lpsn)
 
 /* Moves @p qp to RTR then RTS, toward QP @p rqpn of the worker described
  * by @p a, whose packets start at @p rpsn; ours at @p lpsn. */
-static int qp_connect(rv_transport_t *tp, struct ibv_qp *qp,
-                      const vb_addr_t *a, uint32_t rqpn, uint32_t rpsn,
-                      uint32_t lpsn)
+static int qp_connect(rv_transport_t *tp, struct ibv_qp *qp, const vb_addr_t *a,
+                      uint32_t rqpn, uint32_t rpsn, uint32_t lpsn)
 {
     int rc = qp_to_rtr(tp, qp, a, rqpn, rpsn);
     return rc != 0 ? rc : qp_to_rts(tp, qp, lpsn);
@@ -172,11 +170,16 @@ static const char *qp_state_str(struct ibv_qp *qp)
     if (ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) != 0)
         return "unknown";
     switch (qa.qp_state) {
-    case IBV_QPS_RESET: return "RESET";
-    case IBV_QPS_INIT: return "INIT";
-    case IBV_QPS_RTR: return "RTR";
-    case IBV_QPS_RTS: return "RTS";
-    default: return "error";
+    case IBV_QPS_RESET:
+        return "RESET";
+    case IBV_QPS_INIT:
+        return "INIT";
+    case IBV_QPS_RTR:
+        return "RTR";
+    case IBV_QPS_RTS:
+        return "RTS";
+    default:
+        return "error";
     }
 }
 
@@ -204,8 +207,8 @@ static int connect_shared(rv_tworker_t *tw, uint32_t peer, const vb_addr_t *a,
      * us (once per process: at its first worker) */
     if (peer % T == 0) {
         *qp_p = tw->owned[prank].qp;
-        rc = qp_connect(tp, *qp_p, a, a->qpn[tw->nprocs + me], a->ppsn,
-                        tw->psn);
+        rc =
+            qp_connect(tp, *qp_p, a, a->qpn[tw->nprocs + me], a->ppsn, tw->psn);
     }
     /* our process's shared QP to the peer meets the peer's own QP for our
      * process (connected once, by the process's first worker) */
@@ -227,7 +230,8 @@ rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
     if (!addr_valid(tw, peer, a, len)) {
         rv_error("verbs: the address of worker %u is not a verbs address "
                  "of this job (do all processes use transport.name: verbs "
-                 "with the same qp_sharing?)", peer);
+                 "with the same qp_sharing?)",
+                 peer);
         return RV_ERR_INVALID;
     }
     vb_peer_t *p = &tw->peers[peer];
@@ -239,9 +243,9 @@ rv_status_t vb_connect(rv_tworker_t *tw, uint32_t peer, const void *addr,
                  : qp_connect(tp, p->qp, a, a->qpn[tw->tid], a->psn, tw->psn);
     if (rc != 0) {
         rv_error("verbs: cannot connect to worker %u (rank %d) on %s port "
-                 "%d, GID index %d: %s (queue pair left in %s)", peer,
-                 vb_rank_of(tw, peer), tp->devname, tp->port, tp->gid_index,
-                 strerror(rc), qp_state_str(qp));
+                 "%d, GID index %d: %s (queue pair left in %s)",
+                 peer, vb_rank_of(tw, peer), tp->devname, tp->port,
+                 tp->gid_index, strerror(rc), qp_state_str(qp));
         return RV_ERR_PEER;
     }
     p->connected = true;

@@ -23,15 +23,14 @@
 
 struct ibv_mr *vb_reg(rv_transport_t *tp, void *addr, size_t len)
 {
-    struct ibv_mr *mr = ibv_reg_mr(tp->pd, addr, len ? len : 1,
-                                   IBV_ACCESS_LOCAL_WRITE |
-                                       IBV_ACCESS_REMOTE_WRITE |
-                                       IBV_ACCESS_REMOTE_READ |
-                                       IBV_ACCESS_REMOTE_ATOMIC);
+    struct ibv_mr *mr =
+        ibv_reg_mr(tp->pd, addr, len ? len : 1,
+                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
     if (mr == NULL)
         rv_error("verbs: cannot register %zu bytes at %p on %s: %s (check "
-                 "`ulimit -l`: locked memory)", len, addr, tp->devname,
-                 strerror(errno));
+                 "`ulimit -l`: locked memory)",
+                 len, addr, tp->devname, strerror(errno));
     return mr;
 }
 
@@ -57,8 +56,7 @@ static bool port_active(struct ibv_context *c, int port,
  * active); *c_p is NULL when it cannot be opened. The device named by
  * transport.verbs.device must have its port active: RV_ERR_NO_DEVICE. */
 static rv_status_t device_try(rv_transport_t *tp, struct ibv_device *dev,
-                              int ndev, struct ibv_context **c_p,
-                              int *score_p)
+                              int ndev, struct ibv_context **c_p, int *score_p)
 {
     const char *name = ibv_get_device_name(dev);
     struct ibv_port_attr pa;
@@ -79,7 +77,7 @@ static rv_status_t device_try(rv_transport_t *tp, struct ibv_device *dev,
     }
     /* locality decides only between devices (and has core load the
      * node's topology, which one device does not need) */
-    *score_p = !up       ? -1
+    *score_p = !up        ? -1
                : ndev > 1 ? device_nearness(tp, dev)
                           : (int)RV_LOCALITY_PARTIAL;
     *c_p = c;
@@ -91,7 +89,8 @@ static void no_device_error(rv_transport_t *tp, const char *names)
     const char *want = tp->config.device;
     if (want[0] != '\0')
         rv_error("verbs: no RDMA device '%s' (transport.verbs.device); "
-                 "devices: %s", want, names);
+                 "devices: %s",
+                 want, names);
     else
         rv_error("verbs: no RDMA device has port %d active (devices: %s)",
                  tp->port, names);
@@ -118,8 +117,8 @@ static rv_status_t open_device(rv_transport_t *tp)
     for (int i = 0; i < num && st == RV_OK; i++) {
         const char *name = ibv_get_device_name(list[i]);
         size_t used = strlen(names);
-        snprintf(names + used, sizeof(names) - used, "%s%s",
-                 used ? ", " : "", name);
+        snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "",
+                 name);
         if (want[0] != '\0' && strcmp(want, name) != 0)
             continue;
         st = device_try(tp, list[i], num, &c, &score);
@@ -153,8 +152,8 @@ err_best:
 
 static bool gid_is_ipv4(const union ibv_gid *g)
 {
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
-                                       0xff};
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0,    0,
+                                       0, 0, 0, 0, 0xff, 0xff};
     return memcmp(g->raw, prefix, sizeof(prefix)) == 0;
 }
 
@@ -166,10 +165,9 @@ static rv_status_t choose_gid(rv_transport_t *tp)
         want = 0;
         for (int i = 0; tp->roce && i < tp->port_attr.gid_tbl_len; i++) {
             struct ibv_gid_entry e;
-            if (ibv_query_gid_ex(tp->ibctx, (uint32_t)tp->port, (uint32_t)i,
-                                 &e, 0) == 0 &&
-                e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
-                gid_is_ipv4(&e.gid)) {
+            if (ibv_query_gid_ex(tp->ibctx, (uint32_t)tp->port, (uint32_t)i, &e,
+                                 0) == 0 &&
+                e.gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_ipv4(&e.gid)) {
                 want = i;
                 break;
             }
@@ -181,7 +179,8 @@ static rv_status_t choose_gid(rv_transport_t *tp)
         (tp->roce && memcmp(&tp->gid, &zero, sizeof(zero)) == 0)) {
         rv_error("verbs: GID index %d of %s port %d is %s "
                  "(transport.verbs.gid_index; the table has %d entries, see "
-                 "`ibv_devinfo -v`)", want, tp->devname, tp->port,
+                 "`ibv_devinfo -v`)",
+                 want, tp->devname, tp->port,
                  want >= tp->port_attr.gid_tbl_len ? "out of range" : "empty",
                  tp->port_attr.gid_tbl_len);
         return RV_ERR_CONFIG;
@@ -190,8 +189,9 @@ static rv_status_t choose_gid(rv_transport_t *tp)
     const uint8_t *r = tp->gid.raw;
     snprintf(tp->gid_text, sizeof(tp->gid_text),
              "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
-             "%02x%02x:%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5], r[6],
-             r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+             "%02x%02x:%02x%02x",
+             r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+             r[11], r[12], r[13], r[14], r[15]);
     return RV_OK;
 }
 
@@ -232,8 +232,7 @@ static void transport_setup(rv_transport_t *tp,
     tp->peer_failed_arg = params->peer_failed_arg;
     tp->port = tp->config.port;
     tp->signal_interval = (uint32_t)tp->config.signal_interval;
-    tp->shared_qps =
-        tp->config.qp_sharing == RV_QP_SHARING_PROCESS;
+    tp->shared_qps = tp->config.qp_sharing == RV_QP_SHARING_PROCESS;
     tp->nworkers = (uint32_t)(tp->size * tp->threads);
 }
 
@@ -253,7 +252,8 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
     rv_status_t st = RV_ERR_CONFIG;
     if (tp->signal_interval > VB_SQ_DEPTH / 2) {
         rv_error("verbs: transport.verbs.signal_interval %u exceeds half the "
-                 "send queue (%d)", tp->signal_interval, VB_SQ_DEPTH / 2);
+                 "send queue (%d)",
+                 tp->signal_interval, VB_SQ_DEPTH / 2);
         goto err_free;
     }
     if ((st = open_device(tp)) != RV_OK)
@@ -273,9 +273,9 @@ static rv_status_t vb_init(const rv_transport_params_t *params,
     }
     if (tp->shared_qps && (st = vb_shared_init(tp)) != RV_OK)
         goto err_pd;
-    rv_debug("verbs: %s port %d (%s), GID %d %s, MTU %d", tp->devname,
-             tp->port, tp->roce ? "RoCE" : "InfiniBand", tp->gid_index,
-             tp->gid_text, vb_mtu_bytes(tp->port_attr.active_mtu));
+    rv_debug("verbs: %s port %d (%s), GID %d %s, MTU %d", tp->devname, tp->port,
+             tp->roce ? "RoCE" : "InfiniBand", tp->gid_index, tp->gid_text,
+             vb_mtu_bytes(tp->port_attr.active_mtu));
     *tp_p = tp;
     return RV_OK;
 
@@ -302,8 +302,9 @@ static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->rma_target_progress = false; /* the responder's HCA executes them */
     snprintf(caps->description, sizeof(caps->description),
              "verbs %s port %d (%s, GID index %d %s, MTU %d), RC queue pairs "
-             "%s, signal interval %u%s", tp->devname, tp->port,
-             tp->roce ? "RoCE" : "InfiniBand", tp->gid_index, tp->gid_text,
+             "%s, signal interval %u%s",
+             tp->devname, tp->port, tp->roce ? "RoCE" : "InfiniBand",
+             tp->gid_index, tp->gid_text,
              vb_mtu_bytes(tp->port_attr.active_mtu),
              tp->shared_qps ? "shared by the threads of a process"
                             : "per worker pair",
@@ -366,8 +367,10 @@ static rv_status_t vb_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem,
     vb_rkey_wire_t *w = malloc(sizeof(*w));
     if (w == NULL)
         return RV_ERR_NO_MEMORY;
-    *w = (vb_rkey_wire_t){.magic = VB_RKEY_MAGIC, .rkey = mem->mr->rkey,
-                          .base = (uintptr_t)mem->addr, .len = mem->len};
+    *w = (vb_rkey_wire_t){.magic = VB_RKEY_MAGIC,
+                          .rkey = mem->mr->rkey,
+                          .base = (uintptr_t)mem->addr,
+                          .len = mem->len};
     *buf_p = w;
     *len_p = sizeof(*w);
     return RV_OK;
@@ -389,8 +392,7 @@ static rv_status_t vb_rkey_unpack(rv_tworker_t *tw, uint32_t peer,
         return RV_ERR_INVALID;
     memcpy(&w, buf, sizeof(w));
     if (w.magic != VB_RKEY_MAGIC) {
-        rv_error("verbs: a remote key from worker %u is not a verbs key",
-                 peer);
+        rv_error("verbs: a remote key from worker %u is not a verbs key", peer);
         return RV_ERR_INVALID;
     }
     rv_trkey_t *k = malloc(sizeof(*k));
@@ -407,34 +409,34 @@ static void vb_rkey_destroy(rv_tworker_t *tw, rv_trkey_t *rkey)
     free(rkey);
 }
 
-__attribute__((visibility("default"))) const rv_transport_ops_t
-    rv_transport_ops = {
-        .name = "verbs",
-        .abi_version = RV_TRANSPORT_ABI_VERSION,
-        .config = &rv_verbs_config_table,
-        .init = vb_init,
-        .fini = vb_fini,
-        .query = vb_query,
-        .worker_create = vb_worker_create,
-        .worker_destroy = vb_worker_destroy,
-        .worker_address = vb_worker_address,
-        .address_release = vb_address_release,
-        .connect = vb_connect,
-        .disconnect = vb_disconnect,
-        .progress = vb_progress,
-        .am_send = vb_am_send,
-        .am_release = vb_am_release,
-        .mem_alloc = vb_mem_alloc,
-        .mem_register = vb_mem_register,
-        .mem_deregister = vb_mem_deregister,
-        .rkey_pack = vb_rkey_pack,
-        .rkey_buffer_release = vb_rkey_buffer_release,
-        .rkey_unpack = vb_rkey_unpack,
-        .rkey_destroy = vb_rkey_destroy,
-        .put = vb_put,
-        .get = vb_get,
-        .atomic_fadd64 = vb_atomic_fadd64,
-        .atomic_cswap64 = vb_atomic_cswap64,
-        .fence = vb_fence,
-        .flush = vb_flush,
+__attribute__((visibility("default")))
+const rv_transport_ops_t rv_transport_ops = {
+    .name = "verbs",
+    .abi_version = RV_TRANSPORT_ABI_VERSION,
+    .config = &rv_verbs_config_table,
+    .init = vb_init,
+    .fini = vb_fini,
+    .query = vb_query,
+    .worker_create = vb_worker_create,
+    .worker_destroy = vb_worker_destroy,
+    .worker_address = vb_worker_address,
+    .address_release = vb_address_release,
+    .connect = vb_connect,
+    .disconnect = vb_disconnect,
+    .progress = vb_progress,
+    .am_send = vb_am_send,
+    .am_release = vb_am_release,
+    .mem_alloc = vb_mem_alloc,
+    .mem_register = vb_mem_register,
+    .mem_deregister = vb_mem_deregister,
+    .rkey_pack = vb_rkey_pack,
+    .rkey_buffer_release = vb_rkey_buffer_release,
+    .rkey_unpack = vb_rkey_unpack,
+    .rkey_destroy = vb_rkey_destroy,
+    .put = vb_put,
+    .get = vb_get,
+    .atomic_fadd64 = vb_atomic_fadd64,
+    .atomic_cswap64 = vb_atomic_cswap64,
+    .fence = vb_fence,
+    .flush = vb_flush,
 };

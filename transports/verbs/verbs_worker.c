@@ -97,7 +97,8 @@ static rv_status_t queues_create(rv_tworker_t *tw)
     tw->srq = ibv_create_srq(tp->pd, &sa);
     if (tw->scq == NULL || tw->rcq == NULL || tw->srq == NULL) {
         rv_error("verbs: cannot create completion or shared receive queues "
-                 "on %s: %s", tp->devname, strerror(errno));
+                 "on %s: %s",
+                 tp->devname, strerror(errno));
         return RV_ERR_NO_MEMORY;
     }
     for (uint32_t i = 0; i < tw->nrx; i++) {
@@ -175,9 +176,9 @@ static rv_status_t lanes_create(rv_tworker_t *tw)
         uint32_t max_inline;
         if (i < tw->nworkers && tw->tp->shared_qps)
             continue;
-        rv_status_t st = vb_qp_create(tw->tp, tw->scq, tw->rcq, tw->srq,
-                                      VB_SQ_DEPTH, &vb_lane(tw, i)->qp,
-                                      &max_inline);
+        rv_status_t st =
+            vb_qp_create(tw->tp, tw->scq, tw->rcq, tw->srq, VB_SQ_DEPTH,
+                         &vb_lane(tw, i)->qp, &max_inline);
         if (st != RV_OK)
             return st;
         if (first || max_inline < tw->max_inline)
@@ -355,8 +356,8 @@ unsigned vb_progress(rv_tworker_t *tw)
  * (or a failure was reported: then nothing more will). */
 static bool disconnected(rv_tworker_t *tw)
 {
-    bool done = (tw->byes == tw->nworkers && tw->backlog == 0) ||
-                tw->error_reported;
+    bool done =
+        (tw->byes == tw->nworkers && tw->backlog == 0) || tw->error_reported;
     for (uint32_t i = 0; done && i < vb_nlanes(tw); i++)
         if (vb_lane(tw, i)->done < vb_lane(tw, i)->assigned)
             done = tw->error_reported;
@@ -384,8 +385,8 @@ rv_status_t vb_disconnect(rv_tworker_t *tw)
     for (uint32_t i = 0; i < tw->nworkers; i++)
         if (!tw->peers[i].bye) {
             rv_error("verbs: worker %u (rank %d) did not close its "
-                     "connection within %d s", i, vb_rank_of(tw, i),
-                     VB_DISCONNECT_TIMEOUT_S);
+                     "connection within %d s",
+                     i, vb_rank_of(tw, i), VB_DISCONNECT_TIMEOUT_S);
             break;
         }
     return RV_ERR_TIMEOUT;
