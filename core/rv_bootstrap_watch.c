@@ -199,14 +199,16 @@ rv_status_t rv__launcher_watch_start(int fd, int rank, const char *sock_path,
     rv_launcher_watch_t *w;
     int rc;
 
+    pid_t launcher = env_pid(RV_LAUNCH_PID_ENV);
+
     *w_p = NULL;
-    if (env_pid(RV_LAUNCH_PID_ENV) == 0)
+    if (launcher == 0)
         return RV_OK; /* not started by rivetrun: nothing to watch */
     w = calloc(1, sizeof(*w));
     if (w == NULL)
         return RV_ERR_NO_MEMORY;
     w->rank = rank;
-    w->launcher = env_pid(RV_LAUNCH_PID_ENV);
+    w->launcher = launcher;
     w->pgid = env_pid(RV_LAUNCH_PGID_ENV);
     snprintf(w->sock_path, sizeof(w->sock_path), "%s", sock_path);
     w->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
