@@ -73,7 +73,8 @@ static const rv_config_field_t core_fields[] = {
                 "own core, round robin; each process is bound to its "
                 "threads' cores), numa (each process is bound to one NUMA "
                 "zone, round robin; its threads float inside it). "
-                "Busy-polling processes that share a core run 10-40x slower.",
+                "Busy-polling processes that share a core slow each other "
+                "down by an order of magnitude or more.",
     },
     {
         .name = "job.output_prefix",

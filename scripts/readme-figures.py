@@ -14,9 +14,14 @@ and is written by the function TABLES[NAME] from that CSV. Without
   and the configuration reference that names a unit (µs, ms, ns, %,
   games, ×, a rate such as M/s, MB/s, GB/s or rollouts/s) has a CSV value
   behind it: the number, at the precision printed, equals a value of the
-  same quantity in some bench/results/*.csv (a time in any of µs, ms, ns;
-  a percentage also as a fraction or a ratio; '64 M calls/s' also as
-  64,000,000). A column's quantity follows from its name (column_unit);
+  same quantity in one of the CSVs that the figure's own paragraph names,
+  such as bench/results/store.csv, or the closest paragraph before it in
+  its section that names one (a
+  time in any of µs, ms, ns; a percentage also as a fraction or a ratio;
+  '64 M calls/s' also as 64,000,000). A column's quantity follows from
+  its name (column_unit). Only those CSVs count, so that a figure cannot
+  pass on a number that some unrelated result happens to hold: prose that
+  quotes a figure names the result it comes from;
 - no table that names a unit in its header sits outside the markers.
 
 A figure that is a setting rather than a result (a timeout a test uses)
@@ -497,8 +502,9 @@ def column_unit(name):
     return None
 
 
-def csv_values(results):
-    """quantity -> sorted values in base units, from the CSVs of results.
+def csv_values(results, names=None):
+    """quantity -> sorted values in base units, from the CSVs of results
+    (those whose file names are in names, when names is given).
     Every repetition's file (*-runs.csv) is left out: a figure quotes a
     median, which the summary CSV beside it holds. In a CSV with a metric
     column (long format), a row's values measure that metric; a column
@@ -506,6 +512,8 @@ def csv_values(results):
     values = {}
     for path in glob.glob(os.path.join(results, "*.csv")):
         if path.endswith("-runs.csv"):
+            continue
+        if names is not None and os.path.basename(path) not in names:
             continue
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
@@ -581,17 +589,48 @@ def scannable(lines):
     return out
 
 
-def unbacked_figures(lines, values):
-    """(line number, figure) for each figure in prose with no CSV value."""
+CSV_NAME = re.compile(r"[\w.-]+\.csv\b")
+
+
+def section_csvs(lines):
+    """For each line, the CSV file names that back its figures: those its
+    paragraph names, or, where it names none, those of the closest
+    paragraph before it in the same section that names one (a paragraph
+    may discuss the table or result just above it). Paragraphs end at
+    blank lines, sections at headings; marked tables and code blocks
+    count as paragraphs of their own."""
+    out, names = [None] * len(lines), frozenset()
+    start = 0
+    while start < len(lines):
+        end = start
+        while end < len(lines) and lines[end].strip() and \
+                not (end > start and lines[end].startswith("#")):
+            end += 1
+        end = max(end, start + 1)
+        if lines[start].startswith("#"):
+            names = frozenset()
+        own = frozenset(CSV_NAME.findall("\n".join(lines[start:end])))
+        names = own or names
+        out[start:end] = [names] * (end - start)
+        start = end
+    return out
+
+
+def unbacked_figures(lines, results):
+    """(line number, figure) for each figure in prose with no value in
+    the CSVs that section_csvs gives its line."""
     text = "\n".join(scannable(lines))
-    bad = []
+    names, pools, bad = section_csvs(lines), {}, []
     for m in FIGURE.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        csvs = names[line - 1]
+        if csvs not in pools:
+            pools[csvs] = csv_values(results, csvs)
         candidates = figure_candidates(
             m.group("unit"), m.group("scale") or m.group("wscale"),
             m.group("bytes") is not None)
         for num in (m.group("a"), m.group("b")):
-            if num and not backed(num, candidates, values):
-                line = text.count("\n", 0, m.start()) + 1
+            if num and not backed(num, candidates, pools[csvs]):
                 bad.append((line, m.group(0).replace("\n", " ")))
                 break
     return bad
@@ -639,11 +678,11 @@ def main():
         print("README.md's measured tables differ from their CSVs: "
               "run make readme")
         failed = True
-    values = csv_values(args.results)
-    for line, figure in unbacked_figures(lines, values):
-        print(f"README.md:{line}: '{figure}' has no bench/results/*.csv "
-              f"value behind it (back it, move it into a generated table "
-              f"or remove it)\n  {lines[line - 1]}")
+    for line, figure in unbacked_figures(lines, args.results):
+        print(f"README.md:{line}: '{figure}' has no value behind it in "
+              f"the bench/results CSVs its paragraph names (name the CSV it "
+              f"comes from, move it into a generated table or remove "
+              f"it)\n  {lines[line - 1]}")
         failed = True
     for line in unmarked_tables(lines):
         print(f"README.md:{line}: a table of measured figures outside "

@@ -178,7 +178,7 @@ void test_huge_require_fails(void **state)
 
     if (read_long(HUGE_2M_DIR "free_hugepages") > 0) {
         print_message("2MiB huge pages are free: require cannot fail\n");
-        skip();
+        mem_skip();
     }
     mock_reset(false);
     rv_mem_chunk_allocator_t *a =
@@ -257,7 +257,7 @@ void test_huge_real(void **state)
         print_message(
             "not root: cannot reserve huge pages through " NR_HUGEPAGES
             "; the MAP_HUGETLB path is not tested\n");
-        skip();
+        mem_skip();
     }
     long old = read_long(NR_HUGEPAGES);
     long free0 = read_long(HUGE_2M_DIR "free_hugepages");
@@ -302,6 +302,6 @@ void test_huge_real(void **state)
          * reservation, so its failure is not checked, and says so. */
         print_message("%ld 2MiB huge pages were free before the test's "
                       "reservation: require past it not checked\n", free0);
-        skip();
+        mem_skip();
     }
 }
