@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo check check-full check-asan check-verbs docs bench install readme clean
+.PHONY: all deps build demo check check-full check-stress check-asan check-verbs docs bench install readme clean
 
 all: build
 
@@ -29,9 +29,12 @@ demo: build
 check: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -LE stress
 
-# The whole suite, the stress runs included (what CI runs after check).
-check-full: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 300
+# The whole suite: make check, then the long stress runs.
+check-full: check check-stress
+
+# The long stress runs alone (label stress), what check-full adds to check.
+check-stress: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 300 -L stress
 
 check-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DRIVET_SANITIZE=address,undefined $(CMAKE_ARGS)
