@@ -36,6 +36,7 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
 {
     c->src = src;
     c->handler = rec->handler;
+    c->local = false;
     size_t len = rec->len;
     if (rec->meta & AM_REC_XHDR) {
         if (len < sizeof(am_hdr_t))
@@ -72,6 +73,7 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL) {
             if (!am_call_decode(c, src, &rec, body))
                 return -1;
+            c->local = r->local;
             r->p += size;
             return 0;
         }
@@ -92,7 +94,7 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
     }
     *c = (am_call_t){.src = src, .handler = r->rh,
                      .hdr = {.args_len = r->ralen}, .args = r->rp,
-                     .args_len = r->ralen};
+                     .args_len = r->ralen, .local = r->local};
     if (r->rkind == AM_REC_RETRUN) {
         memcpy(&c->hdr.sync, r->rp, sizeof(c->hdr.sync));
         memcpy(&c->hdr.ret, r->rp + 8, sizeof(c->hdr.ret));
@@ -190,6 +192,41 @@ static bool call_extend(am_worker_t *aw, const am_call_t *c,
     return true;
 }
 
+/* Drops a call from another process whose header claims what only this
+ * process may say: the local bypass's flag (its sync and ret would be
+ * taken as pointers of this process), a broadcast root that is no
+ * worker, or an extended call's buffer outside the memory this process
+ * exposes (rv_am_xcheck_register). Counted, and logged once per source.
+ * False when the call is dropped. */
+static bool wire_check(am_worker_t *aw, const am_call_t *c)
+{
+    const am_hdr_t *h = &c->hdr;
+    const char *why = NULL;
+    if (h->flags & AM_LOCAL) {
+        why = "claims to come from this process";
+    } else if ((h->flags & AM_BCAST) && h->root >= aw->nworkers) {
+        why = "names a broadcast root that is no worker";
+    } else if (h->flags & (AM_XREF | AM_XPLACE)) {
+        uint64_t len = (h->flags & AM_XREF) ? h->ret_len : c->buf_len;
+        const am_proc_t *proc = aw->proc;
+        if (proc->xcheck == NULL ||
+            !proc->xcheck(aw->w, h->ret, len, proc->xcheck_arg))
+            why = "names a buffer outside this process's exposed memory";
+    }
+    if (why == NULL)
+        return true;
+    rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
+    am_src_t *s = am_src(aw, c->src);
+    if (s == NULL || !s->warned_forged) {
+        rv_warn("dropped a call from worker %u that %s (flags 0x%x); later "
+                "ones are counted in job.stats only", c->src, why,
+                h->flags);
+        if (s != NULL)
+            s->warned_forged = true;
+    }
+    return false;
+}
+
 static void run_call(am_worker_t *aw, const am_call_t *c)
 {
     const rv_handler_info_t *e = aw->last_entry;
@@ -207,6 +244,8 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
     }
     const am_entry_t *ae = e->arg;
     const am_hdr_t *h = &c->hdr;
+    if (h->flags != 0 && !c->local && !wire_check(aw, c))
+        return;
     if (h->flags == 0 && c->buf_len == 0) {
         /* A plain call (most of irregular traffic): nothing to forward,
          * extend or answer. */

@@ -189,6 +189,8 @@ typedef struct am_call {
     size_t args_len;
     const uint8_t *buf;
     size_t buf_len;
+    bool local; /* from a thread of this process (the local bypass): its
+                   header's pointers are this process's own */
 } am_call_t;
 
 /* Decodes a call record's body; false if malformed. */
@@ -351,6 +353,7 @@ typedef struct am_src {
                           its later calls wait too */
     am_run_t *detours; /* detour calls waiting for their ring turn */
     am_iring_t *ring;
+    bool warned_forged; /* a call of it was dropped by am_wire_check */
 } am_src_t;
 
 /* ---------------------------------------------------------------------- */
@@ -412,6 +415,9 @@ typedef struct am_proc {
         void *arg;
     } flush_hooks[RV_AM_HOOKS_MAX];
     int nflush_hooks;
+    rv_am_xcheck_fn xcheck; /* the addresses of REF and PLACE calls from
+                               other processes (rv_am_xcheck_register) */
+    void *xcheck_arg;
 } am_proc_t;
 
 /* The open run record of a destination, extended by the fast path of the

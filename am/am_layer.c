@@ -444,6 +444,26 @@ rv_status_t rv_am_hook_register(rv_context_t *ctx, const rv_am_hook_t *hook,
     return RV_OK;
 }
 
+rv_status_t rv_am_xcheck_register(rv_context_t *ctx, rv_am_xcheck_fn fn,
+                                  void *arg)
+{
+    rv_status_t st = rv_am_init(ctx);
+    if (st != RV_OK)
+        return st;
+    am_proc_t *proc = am_proc(ctx);
+    if (fn == NULL)
+        return RV_ERR_INVALID;
+    if (proc->svc.users > 0 || proc->xcheck != NULL) {
+        rv_error("rv_am_xcheck_register: %s", proc->xcheck != NULL
+                     ? "a check is registered already"
+                     : "register the check before rv_job_run");
+        return RV_ERR_INVALID;
+    }
+    proc->xcheck = fn;
+    proc->xcheck_arg = arg;
+    return RV_OK;
+}
+
 rv_status_t rv_am_flush_hook_register(rv_context_t *ctx, rv_am_flush_fn fn,
                                       void *arg)
 {

@@ -115,6 +115,9 @@ void rma_proc_mem_fini(rma_proc_t *proc);
 /* The allocator of process-local registered memory in @p region, or
  * NULL. Thread-safe. */
 rv_mem_general_t *rma_region_allocator(rma_proc_t *proc, uint32_t region);
+/* Whether [@p addr, @p addr + @p len) lies inside one live registration
+ * of this process: the memory other processes may name. Thread-safe. */
+bool rma_region_holds(rma_proc_t *proc, uint64_t addr, uint64_t len);
 /* The remote key of @p region of worker @p tid's process, for this
  * worker (fetched and cached on first use; waits, progressing). */
 rv_status_t rma_rkey(rma_worker_t *rw, rv_tid_t tid, uint32_t region,

@@ -99,7 +99,12 @@ static rv_status_t get_prepare(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
     rv_status_t st = buf != NULL && rw != NULL ? RV_OK : RV_ERR_NO_MEMORY;
     if (st == RV_OK &&
         rv_tid_rank(rw->ctx, x->src) == rw->rank) {
-        memcpy(buf, (const void *)(uintptr_t)x->addr, x->len);
+        /* The caller's buffer is in this process: read in place, once
+         * the address is known to be registered memory. */
+        if (rma_region_holds(rw->proc, x->addr, x->len))
+            memcpy(buf, (const void *)(uintptr_t)x->addr, x->len);
+        else
+            st = RV_ERR_INVALID;
     } else if (st == RV_OK) {
         rv_trkey_t *rkey;
         st = rma_rkey(rw, x->src, x->word, &rkey);

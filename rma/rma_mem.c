@@ -30,6 +30,20 @@ typedef struct {
     uint64_t key;       /* the requester's cache key, echoed */
 } rkey_msg_t;
 
+bool rma_region_holds(rma_proc_t *proc, uint64_t addr, uint64_t len)
+{
+    bool ok = false;
+    pthread_mutex_lock(&proc->lock);
+    for (uint32_t i = 0; i < proc->nregions && !ok; i++) {
+        const rma_region_t *r = proc->regions[i];
+        uint64_t base = (uintptr_t)r->addr;
+        ok = r->chunk != NULL && addr >= base && len <= r->len &&
+             addr - base <= r->len - len;
+    }
+    pthread_mutex_unlock(&proc->lock);
+    return ok;
+}
+
 /* The id of the registration holding @p chunk (registered on first use). */
 static rv_status_t region_id(rma_proc_t *proc, const rv_mem_chunk_t *chunk,
                              int owner, uint32_t *id_p)

@@ -3,6 +3,7 @@
  * memory; on another process's memory, that CAS run there by a worker as
  * a call (a 16-byte atomic is no network operation).
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "rma_internal.h"
@@ -100,16 +101,39 @@ static aba_ret_t aba_apply(rv_gptr_aba_t *obj, uint32_t op,
     return r;
 }
 
+/* The owner's answer to a call it refuses: ok = UINT64_MAX, which no
+ * operation returns, since the result buffer reaches the caller whatever
+ * the handler returned. */
+static rv_status_t aba_refuse(rv_call_t *call)
+{
+    if (call->ret_len >= sizeof(aba_ret_t)) {
+        aba_ret_t r = {.ok = UINT64_MAX};
+        memcpy(call->ret, &r, sizeof(r));
+        call->ret_len = sizeof(r);
+    }
+    return RV_ERR_INVALID;
+}
+
 static rv_status_t on_aba(rv_worker_t *w, rv_call_t *call, void *arg)
 {
     aba_args_t a;
-    (void)w;
     (void)arg;
     if (call->args_len != sizeof(a) || call->ret_len < sizeof(aba_ret_t))
-        return RV_ERR_INVALID;
+        return aba_refuse(call);
     memcpy(&a, call->args, sizeof(a));
     if (a.addr % 16 != 0 || a.op > ABA_EXCHANGE)
-        return RV_ERR_INVALID;
+        return aba_refuse(call);
+    /* The object is named by an address from the wire: only one in
+     * registered memory of this process is touched. */
+    rma_worker_t *rw = rma_of(w);
+    if (rw == NULL ||
+        !rma_region_holds(rw->proc, a.addr, sizeof(rv_gptr_aba_t))) {
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
+        rv_warn("refused an ABA operation from worker %u on 0x%" PRIx64
+                ", which is not in registered memory of this process",
+                call->src, a.addr);
+        return aba_refuse(call);
+    }
     aba_ret_t r = aba_apply((rv_gptr_aba_t *)(uintptr_t)a.addr, a.op,
                             a.expect, a.val);
     memcpy(call->ret, &r, sizeof(r));

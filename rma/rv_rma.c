@@ -171,6 +171,14 @@ static const rv_layer_ops_t rma_layer = {
     .context_fini = rma_context_fini,
 };
 
+/* AM Long and rv_put_handler name the target's memory by address: a call
+ * from another process is run only when it names registered memory. */
+static bool rma_xcheck(rv_worker_t *w, uint64_t addr, uint64_t len, void *arg)
+{
+    (void)w;
+    return rma_region_holds(arg, addr, len);
+}
+
 /* The layer's handlers, call hooks and flush hook, and its parts'. */
 static rv_status_t rma_register(rv_context_t *ctx, rma_proc_t *proc)
 {
@@ -184,6 +192,8 @@ static rv_status_t rma_register(rv_context_t *ctx, rma_proc_t *proc)
         st = rma_long_register(ctx, proc);
     if (st == RV_OK)
         st = rv_am_flush_hook_register(ctx, rma_flush, NULL);
+    if (st == RV_OK)
+        st = rv_am_xcheck_register(ctx, rma_xcheck, proc);
     if (st == RV_OK)
         st = rma_gptr_register(ctx);
     if (st == RV_OK)

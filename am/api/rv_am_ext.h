@@ -77,6 +77,38 @@ RV_EXPORT rv_status_t rv_am_hook_register(rv_context_t *ctx,
                                           int *id_p);
 
 /**
+ * @brief Whether [@p addr, @p addr + @p len) is memory of this process
+ * that other processes may name in RV_AM_X_REF and RV_AM_X_PLACE calls
+ * (rma: its registered regions).
+ * @param [in] w    the target worker
+ * @param [in] addr the address the call names, from the wire
+ * @param [in] len  the bytes it reads (REF) or writes (PLACE) there
+ * @param [in] arg  the @p arg given to rv_am_xcheck_register
+ * @return true to run the call, false to drop it
+ * @note Runs on the target worker's thread, inside rv_progress; must not
+ *       wait.
+ */
+typedef bool (*rv_am_xcheck_fn)(rv_worker_t *w, uint64_t addr, uint64_t len,
+                                void *arg);
+
+/**
+ * @brief Registers the check of the addresses that RV_AM_X_REF and
+ * RV_AM_X_PLACE calls from other processes name (initialising the
+ * invocation layer first if need be). Such a call is run only when the
+ * check accepts its range; without a check, or when it refuses, the call
+ * is dropped, counted as malformed in the worker's statistics and logged
+ * once per source. Calls between threads of one process are not checked.
+ * @param [in] ctx the context, before rv_job_run
+ * @param [in] fn  the check
+ * @param [in] arg passed to @p fn; stays the caller's
+ * @return RV_OK; RV_ERR_INVALID for a NULL @p fn, or (logged) while a job
+ *         runs or when a check is registered already; rv_am_init's errors
+ * @note Main thread, before rv_job_run.
+ */
+RV_EXPORT rv_status_t rv_am_xcheck_register(rv_context_t *ctx,
+                                            rv_am_xcheck_fn fn, void *arg);
+
+/**
  * @brief A flush hook: completes the layer's operations towards @p dest;
  * may wait, progressing.
  * @param [in] w    the worker calling rv_flush

@@ -220,16 +220,20 @@ RV_EXPORT rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj, rv_gptr_t
  * process (waits, progressing). *@p ok tells whether it swapped; *@p seen
  * (if not NULL) gets the value found.
  * @param [in]  w      the calling worker
- * @param [in]  obj    the object, 16-byte aligned, in memory of any
- *                     process (it need not be registered: the owner
- *                     applies the operation)
+ * @param [in]  obj    the object, 16-byte aligned: in memory of the
+ *                     caller's process, or in registered memory
+ *                     (rv_mem_alloc) of another process, whose owner
+ *                     applies the operation and refuses an object outside
+ *                     its registered memory
  * @param [in]  expect the value expected, pointer and count
  * @param [in]  val    the pointer to store
  * @param [out] ok     whether it swapped (false on an error too)
  * @param [out] seen   what @p obj held (may be NULL); set only on RV_OK
  * @return RV_OK; RV_ERR_INVALID for an object that is not 16-byte
  *         aligned, or, for another process's object, on a job without the
- *         layer or when the owner refused the call (logged there);
+ *         layer or when the owner refused the call (an object outside its
+ *         registered memory: logged there, counted as malformed in its
+ *         job.stats);
  *         rv_call_return's errors
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
  */
@@ -240,7 +244,7 @@ RV_EXPORT rv_status_t rv_gptr_aba_cswap(rv_worker_t *w, rv_rptr_t obj,
 /**
  * @brief Atomic read of an ABA object anywhere (as rv_gptr_aba_cswap).
  * @param [in]  w   the calling worker
- * @param [in]  obj the object, 16-byte aligned, in memory of any process
+ * @param [in]  obj the object, 16-byte aligned, as rv_gptr_aba_cswap's
  * @param [out] val what it holds; set only on RV_OK
  * @return as rv_gptr_aba_cswap
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
@@ -252,7 +256,7 @@ RV_EXPORT rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
  * @brief Exchange on an ABA object anywhere (as rv_gptr_aba_cswap): stores
  * @p val, bumping the count.
  * @param [in]  w   the calling worker
- * @param [in]  obj the object, 16-byte aligned, in memory of any process
+ * @param [in]  obj the object, 16-byte aligned, as rv_gptr_aba_cswap's
  * @param [in]  val the pointer to store
  * @param [out] old what it held before (may be NULL); set only on RV_OK
  * @return as rv_gptr_aba_cswap

@@ -1,0 +1,175 @@
+/*
+ * Calls whose headers lie, fed through the transport as another process
+ * would send them: every one must be dropped and counted at the target,
+ * never run, and must leave the target's memory untouched. Worker 0 of
+ * rank 0 forges; worker 0 of rank 1 is the target, whose canary (memory of
+ * its process that is not registered) each forgery aims at:
+ *
+ *   local    a call claiming the local bypass (AM_LOCAL with AM_NOTIFY and
+ *            AM_RETURN): its result pointer would be written to and its
+ *            sync pointer completed;
+ *   place    an extended call placing its buffer at the canary (AM_XPLACE);
+ *   ref      an extended call naming the canary as its buffer (AM_XREF);
+ *   bcast    a broadcast naming a root that is no worker;
+ *   aba      rivet.rma.aba on the canary (refused with RV_ERR_INVALID).
+ *
+ * A good call follows them (per-pair FIFO): when it has run, the target
+ * checks that no forged one ran, that its canary holds, and that it counted
+ * each forgery once in job.stats (rx_malformed). The rest of the rma suite
+ * shows that legitimate extended calls and ABA operations still run.
+ *
+ * Usage: test_forged (a 2x1 job).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "am_internal.h"
+#include "job_test.h"
+#include "rv_gptr.h"
+#include "rv_rma.h"
+
+/* The forgeries sent as calls, and the ABA operation. */
+#define FORGED_CALLS 4
+#define FORGED_TOTAL (FORGED_CALLS + 1)
+#define CANARY 0x5afe5afe5afe5afeull
+
+static rv_context_t *ctx;
+static rv_handler_id_t victim_id, addr_id;
+static _Alignas(16) uint64_t canary[4]; /* the target's, not registered */
+static atomic_int victim_runs, good_runs;
+static _Atomic uint64_t target_canary; /* the target's &canary, at rank 0 */
+
+static rv_status_t on_victim(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)w;
+    (void)arg;
+    if (call->args_len == 1 && *(const uint8_t *)call->args == 'G')
+        atomic_fetch_add(&good_runs, 1);
+    else
+        atomic_fetch_add(&victim_runs, 1);
+    return RV_OK;
+}
+
+static rv_status_t on_addr(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    uint64_t a;
+    (void)w;
+    (void)arg;
+    if (call->args_len == sizeof(a)) {
+        memcpy(&a, call->args, sizeof(a));
+        atomic_store(&target_canary, a);
+    }
+    return RV_OK;
+}
+
+/* One forged call to @p dest: header @p h, 8 argument bytes, and @p n
+ * buffer bytes, as the unaggregated send path carries a call. */
+static void forge(rv_worker_t *w, rv_tid_t dest, am_hdr_t h, size_t n)
+{
+    uint8_t body[16] = {'F', 'O', 'R', 'G', 'E', 'D', 0, 0, 0xee, 0xee,
+                        0xee, 0xee, 0xee, 0xee, 0xee, 0xee};
+    struct iovec iov = {.iov_base = body, .iov_len = 8 + n};
+    h.args_len = 8;
+    EXPECT(rv_send_raw(w, dest, victim_id, &h, sizeof(h), &iov, 1,
+                       RV_SEND_COPY, NULL, NULL) == RV_OK,
+           "forged send");
+}
+
+static void forger(rv_worker_t *w)
+{
+    rv_tid_t target = rv_tid_make(ctx, 1, 0);
+    WAIT_UNTIL(w, atomic_load(&target_canary) != 0, "the target's address");
+    uint64_t at = atomic_load(&target_canary);
+    uint32_t flags = AM_LOCAL | AM_NOTIFY | AM_RETURN;
+    forge(w, target, (am_hdr_t){.flags = flags, .sync = at, .ret = at,
+                                .ret_len = 16}, 0);
+    forge(w, target, (am_hdr_t){.flags = AM_XPLACE, .ret = at}, 8);
+    forge(w, target, (am_hdr_t){.flags = AM_XREF, .ret = at, .ret_len = 8},
+          0);
+    forge(w, target, (am_hdr_t){.flags = AM_BCAST, .root = 1000}, 0);
+
+    rv_rptr_t obj = {.addr = at, .rank = 1, .region = 0};
+    rv_gptr_aba_t old;
+    rv_status_t st = rv_gptr_aba_exchange(w, obj, 0x1234, &old);
+    EXPECT(st == RV_ERR_INVALID,
+           "an ABA exchange on unregistered memory of rank 1 returned %s",
+           rv_status_str(st));
+
+    uint8_t g = 'G';
+    EXPECT(rv_call(w, target, victim_id, &g, 1, NULL, 0) == RV_OK, "good call");
+    EXPECT(rv_flush(w, target) == RV_OK, "flush");
+}
+
+static void target(rv_worker_t *w)
+{
+    rv_worker_stats_t before, after;
+    rv_worker_stats(w, &before);
+    uint64_t at = (uintptr_t)canary;
+    EXPECT(rv_call(w, 0, addr_id, &at, sizeof(at), NULL, 0) == RV_OK,
+           "publish the canary's address");
+    EXPECT(rv_flush(w, 0) == RV_OK, "flush");
+    WAIT_UNTIL(w, atomic_load(&good_runs) == 1, "the good call");
+    rv_worker_stats(w, &after);
+    EXPECT(atomic_load(&victim_runs) == 0, "%d forged calls ran",
+           atomic_load(&victim_runs));
+    for (int i = 0; i < 4; i++)
+        EXPECT(canary[i] == CANARY, "canary word %d became 0x%llx", i,
+               (unsigned long long)canary[i]);
+    uint64_t dropped = after.rx_malformed - before.rx_malformed;
+    EXPECT(dropped == FORGED_TOTAL,
+           "%llu forgeries counted as malformed, expected %d",
+           (unsigned long long)dropped, FORGED_TOTAL);
+}
+
+static int body_forged(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 4; i++)
+        canary[i] = CANARY;
+    rv_barrier(w);
+    if (rv_worker_tid(w) == 0)
+        forger(w);
+    else if (rv_worker_tid(w) == rv_tid_make(ctx, 1, 0))
+        target(w);
+    rv_barrier(w);
+    return 0;
+}
+
+static void run_job(rv_worker_fn fn)
+{
+    atomic_store(&failures, 0);
+    assert_int_equal(rv_job_run(ctx, fn, NULL), RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+}
+
+static void test_forged(void **state)
+{
+    (void)state;
+    if (rv_size(ctx) != 2 || rv_nworkers(ctx) != 2)
+        JOB_SKIP("test_forged needs a 2x1 job");
+    run_job(body_forged);
+}
+
+int main(int argc, char **argv)
+{
+    if (rv_init(&argc, &argv, &ctx) != RV_OK)
+        return 1;
+    if (rv_rma_init(ctx) != RV_OK ||
+        rv_am_register(ctx, "test.victim", on_victim, NULL, &victim_id) !=
+            RV_OK ||
+        rv_am_register(ctx, "test.addr", on_addr, NULL, &addr_id) != RV_OK)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forged),
+    };
+    size_t nchecks = sizeof(tests) / sizeof(tests[0]);
+    int failed = _cmocka_run_group_tests("forged", tests, nchecks, NULL, NULL);
+    rv_finalize(ctx);
+    return job_test_status(failed, nchecks);
+}
