@@ -63,6 +63,55 @@ static rv_status_t on_eager(rv_worker_t *w, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
+/* Records a pin of @p o held by worker @p src; false when out of
+ * memory. */
+static bool pin_add(st_obj_t *o, rv_tid_t src)
+{
+    if (o->pins == o->pinners_cap) {
+        long cap = o->pinners_cap ? 2 * o->pinners_cap : 4;
+        rv_tid_t *grown = realloc(o->pinners, (size_t)cap * sizeof(*grown));
+        if (grown == NULL)
+            return false;
+        o->pinners = grown;
+        o->pinners_cap = cap;
+    }
+    o->pinners[o->pins++] = src;
+    return true;
+}
+
+/* Whether worker @p src holds a pin of @p o. */
+static bool pin_held(const st_obj_t *o, rv_tid_t src)
+{
+    for (long i = 0; i < o->pins; i++)
+        if (o->pinners[i] == src)
+            return true;
+    return false;
+}
+
+/* Releases one of worker @p src's pins of @p o; false when it holds
+ * none (a FIN repeated, or from a worker that never pinned it). */
+static bool pin_release(st_obj_t *o, rv_tid_t src)
+{
+    for (long i = 0; i < o->pins; i++) {
+        if (o->pinners[i] == src) {
+            o->pinners[i] = o->pinners[--o->pins];
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Counts and logs a piece request or FIN that names no pin of its
+ * sender (a forged, repeated or late message), or a piece outside the
+ * object. */
+static void pin_refused(rv_worker_t *w, const rv_call_t *call,
+                        const char *what)
+{
+    rv_worker_count_drop(w, RV_DROP_MALFORMED);
+    rv_warn("store: dropped a %s from worker %u: it holds no pin of the "
+            "object it names, or names bytes outside it", what, call->src);
+}
+
 static rv_status_t on_pin(rv_worker_t *w, rv_call_t *call, void *arg)
 {
     st_proc_t *p = st_of(w)->proc;
@@ -74,8 +123,8 @@ static rv_status_t on_pin(rv_worker_t *w, rv_call_t *call, void *arg)
     memcpy(&id, call->args, sizeof(id));
     pthread_mutex_lock(&p->lock);
     st_obj_t *o = st_find(p, &id);
-    if (o != NULL && o->state == ST_SEALED && !o->deleted) {
-        o->pins++;
+    if (o != NULL && o->state == ST_SEALED && !o->deleted &&
+        pin_add(o, call->src)) {
         st_lru_remove(p, o);
         p->stats.pinned_bytes += o->data_size + o->meta_size;
         p->stats.served++;
@@ -99,15 +148,17 @@ static rv_status_t on_chunk(rv_worker_t *w, rv_call_t *call, void *arg)
     memcpy(&a, call->args, sizeof(a));
     pthread_mutex_lock(&p->lock);
     st_obj_t *o = st_find(p, &a.id);
-    /* Pinned by the caller: it stays until its FIN. */
-    if (o != NULL && o->pins > 0 && a.len <= call->ret_len &&
-        a.off + a.len <= o->data_size + o->meta_size) {
+    /* Pinned by the caller: it stays until its FIN. The piece is checked
+     * against the object without overflow (off and len are the
+     * caller's). */
+    size_t size = o != NULL ? o->data_size + o->meta_size : 0;
+    if (o != NULL && pin_held(o, call->src) && a.len <= call->ret_len &&
+        a.off <= size && a.len <= size - a.off) {
         memcpy(call->ret, o->mem + a.off, a.len);
         call->ret_len = a.len;
     } else {
         call->ret_len = 0;
-        rv_warn("store: worker %u asked for a piece of an object it did "
-                "not pin", call->src);
+        pin_refused(w, call, "piece request");
     }
     pthread_mutex_unlock(&p->lock);
     return RV_OK;
@@ -124,10 +175,11 @@ static rv_status_t on_fin(rv_worker_t *w, rv_call_t *call, void *arg)
     memcpy(&id, call->args, sizeof(id));
     pthread_mutex_lock(&p->lock);
     st_obj_t *o = st_find(p, &id);
-    if (o != NULL && o->pins > 0) {
-        o->pins--;
+    if (o != NULL && pin_release(o, call->src)) {
         p->stats.pinned_bytes -= o->data_size + o->meta_size;
         st_unused_check(sw, o);
+    } else {
+        pin_refused(w, call, "FIN");
     }
     pthread_mutex_unlock(&p->lock);
     return RV_OK;
@@ -207,6 +259,8 @@ static rv_status_t fetch_alloc(st_worker_t *sw, st_get_t *g)
     size_t total = g->where.data_size + g->where.meta_size;
     if (o->mem != NULL)
         return RV_OK; /* a retry */
+    if (total < g->where.data_size)
+        return RV_ERR_INVALID; /* sizes from the home that overflow */
     pthread_mutex_lock(&p->lock);
     rv_status_t st = st_reserve(sw, total);
     pthread_mutex_unlock(&p->lock);

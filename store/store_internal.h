@@ -48,6 +48,9 @@ typedef struct st_obj {
     int alloc_local;         /* the local worker whose allocator holds mem */
     long refs;               /* references of this process */
     long pins;               /* remote readers between PIN and FIN */
+    rv_tid_t *pinners;       /* who holds each pin (pins of them), so that
+                                only a reader's own FIN releases one */
+    long pinners_cap;
     bool deleted;            /* freed as soon as refs and pins are 0 */
     bool located;            /* registered as a location at its home */
     bool transferring;       /* ST_FETCHING: its bytes are on the way */

@@ -86,6 +86,7 @@ void st_obj_free(st_worker_t *sw, st_obj_t *o)
         p->used -= o->data_size + o->meta_size;
         defer_free(p, o->alloc_local, o->base);
     }
+    free(o->pinners);
     free(o);
 }
 

@@ -18,6 +18,12 @@
  * each forgery once in job.stats (rx_malformed). The rest of the rma suite
  * shows that legitimate extended calls and ABA operations still run.
  *
+ * The object store's transfer messages, at the owner (rank 1) of an
+ * object: a FIN from a worker that holds no pin, a piece request whose
+ * offset wraps around past the object's end (from a worker that did pin
+ * it), and a FIN repeated after the reader's own. Each is dropped and
+ * counted; the object stays, unpinned, and readable.
+ *
  * Usage: test_forged (a 2x1 job).
  */
 #include <setjmp.h>
@@ -33,6 +39,7 @@
 #include "job_test.h"
 #include "rv_gptr.h"
 #include "rv_rma.h"
+#include "rv_store.h"
 
 /* The forgeries sent as calls, and the ABA operation. */
 #define FORGED_CALLS 4
@@ -44,6 +51,8 @@ static rv_handler_id_t victim_id, addr_id;
 static _Alignas(16) uint64_t canary[4]; /* the target's, not registered */
 static atomic_int victim_runs, good_runs;
 static _Atomic uint64_t target_canary; /* the target's &canary, at rank 0 */
+static rv_object_id_t obj_id;           /* the store's part */
+static atomic_int obj_sealed, store_done;
 
 static rv_status_t on_victim(rv_worker_t *w, rv_call_t *call, void *arg)
 {
@@ -64,6 +73,10 @@ static rv_status_t on_addr(rv_worker_t *w, rv_call_t *call, void *arg)
     if (call->args_len == sizeof(a)) {
         memcpy(&a, call->args, sizeof(a));
         atomic_store(&target_canary, a);
+    } else if (atomic_load(&obj_sealed) == 0) {
+        atomic_store(&obj_sealed, 1);
+    } else {
+        atomic_store(&store_done, 1);
     }
     return RV_OK;
 }
@@ -141,6 +154,95 @@ static int body_forged(rv_worker_t *w, void *arg)
     return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The store's transfer messages                                           */
+
+#define OBJ_BYTES 64
+
+typedef struct {
+    rv_object_id_t id;
+    uint64_t off, len;
+} piece_t; /* rivet.store.chunk's arguments */
+
+static void store_forger(rv_worker_t *w)
+{
+    rv_tid_t owner = rv_tid_make(ctx, 1, 0);
+    rv_handler_id_t pin = rv_handler_id("rivet.store.pin");
+    rv_handler_id_t chunk = rv_handler_id("rivet.store.chunk");
+    rv_handler_id_t fin = rv_handler_id("rivet.store.fin");
+    uint8_t where[256], piece[16];
+    WAIT_UNTIL(w, atomic_load(&obj_sealed) == 1, "the object");
+
+    EXPECT(rv_call(w, owner, fin, &obj_id, sizeof(obj_id), NULL, 0) == RV_OK,
+           "FIN without a pin");
+    EXPECT(rv_call_return(w, owner, pin, &obj_id, sizeof(obj_id), where,
+                          sizeof(where), NULL, 0) == RV_OK, "pin");
+    piece_t bad = {.id = obj_id, .off = UINT64_MAX - 7, .len = 16};
+    memset(piece, 0x77, sizeof(piece));
+    EXPECT(rv_call_return(w, owner, chunk, &bad, sizeof(bad), piece,
+                          sizeof(piece), NULL, 0) == RV_OK, "bad piece");
+    for (size_t i = 0; i < sizeof(piece); i++)
+        EXPECT(piece[i] == 0x77 || piece[i] == 0,
+               "a wrapped piece request read byte %zu: 0x%02x", i, piece[i]);
+    piece_t good = {.id = obj_id, .off = 8, .len = 16};
+    EXPECT(rv_call_return(w, owner, chunk, &good, sizeof(good), piece,
+                          sizeof(piece), NULL, 0) == RV_OK, "good piece");
+    EXPECT(memcmp(piece, "SSSSSSSSSSSSSSSS", 16) == 0,
+           "a pinned reader's piece differs");
+    for (int i = 0; i < 2; i++)
+        EXPECT(rv_call(w, owner, fin, &obj_id, sizeof(obj_id), NULL, 0) ==
+                   RV_OK, "FIN %d", i);
+    EXPECT(rv_flush(w, owner) == RV_OK, "flush");
+    uint8_t g = 'G';
+    EXPECT(rv_call(w, owner, victim_id, &g, 1, NULL, 0) == RV_OK, "good");
+    EXPECT(rv_flush(w, owner) == RV_OK, "flush");
+    WAIT_UNTIL(w, atomic_load(&store_done) == 1, "the owner's checks");
+    rv_store_buf_t b;
+    EXPECT(rv_store_get(w, &obj_id, 1, RV_STORE_WAIT_FOREVER, &b, NULL) ==
+               RV_OK, "the object, after the forgeries");
+    EXPECT(b.data_size == OBJ_BYTES && ((const uint8_t *)b.data)[63] == 'S',
+           "the object's bytes");
+    rv_store_release(w, &obj_id);
+}
+
+static void store_owner(rv_worker_t *w)
+{
+    rv_worker_stats_t before, after;
+    rv_store_stats_t s;
+    void *data;
+    rv_worker_stats(w, &before);
+    EXPECT(rv_store_create(w, &obj_id, OBJ_BYTES, NULL, 0, &data) == RV_OK,
+           "create");
+    memset(data, 'S', OBJ_BYTES);
+    EXPECT(rv_store_seal(w, &obj_id) == RV_OK, "seal");
+    uint8_t one = 1;
+    EXPECT(rv_call(w, 0, addr_id, &one, 1, NULL, 0) == RV_OK, "sealed");
+    EXPECT(rv_flush(w, 0) == RV_OK, "flush");
+    WAIT_UNTIL(w, atomic_load(&good_runs) == 2, "the good call");
+    rv_worker_stats(w, &after);
+    rv_store_stats(w, &s);
+    uint64_t dropped = after.rx_malformed - before.rx_malformed;
+    EXPECT(dropped == 3, "%llu store forgeries counted, expected 3",
+           (unsigned long long)dropped);
+    EXPECT(s.pinned_bytes == 0, "%llu bytes still pinned",
+           (unsigned long long)s.pinned_bytes);
+    EXPECT(rv_call(w, 0, addr_id, &one, 1, NULL, 0) == RV_OK, "done");
+    EXPECT(rv_flush(w, 0) == RV_OK, "flush");
+}
+
+static int body_store(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    rv_object_id_of("forged", 6, &obj_id);
+    rv_barrier(w);
+    if (rv_worker_tid(w) == 0)
+        store_forger(w);
+    else if (rv_worker_tid(w) == rv_tid_make(ctx, 1, 0))
+        store_owner(w);
+    rv_barrier(w);
+    return 0;
+}
+
 static void run_job(rv_worker_fn fn)
 {
     atomic_store(&failures, 0);
@@ -156,17 +258,26 @@ static void test_forged(void **state)
     run_job(body_forged);
 }
 
+static void test_forged_store(void **state)
+{
+    (void)state;
+    if (rv_size(ctx) != 2 || rv_nworkers(ctx) != 2)
+        JOB_SKIP("test_forged needs a 2x1 job");
+    run_job(body_store);
+}
+
 int main(int argc, char **argv)
 {
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
-    if (rv_rma_init(ctx) != RV_OK ||
+    if (rv_rma_init(ctx) != RV_OK || rv_store_init(ctx) != RV_OK ||
         rv_am_register(ctx, "test.victim", on_victim, NULL, &victim_id) !=
             RV_OK ||
         rv_am_register(ctx, "test.addr", on_addr, NULL, &addr_id) != RV_OK)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forged),
+        cmocka_unit_test(test_forged_store),
     };
     size_t nchecks = sizeof(tests) / sizeof(tests[0]);
     int failed = _cmocka_run_group_tests("forged", tests, nchecks, NULL, NULL);
