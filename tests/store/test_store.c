@@ -4,8 +4,8 @@
  * every size fetched by every worker from every other with every byte
  * checked, one fetch per process however many threads ask, gets that
  * wait for a later seal or time out, deletion, eviction under pressure
- * that never touches an object in use, and subscriptions that see every
- * seal exactly once.
+ * that never touches an object in use, subscriptions that see every
+ * seal exactly once, and deletes and evictions racing rendezvous reads.
  *
  * Worker threads record failures; the main thread asserts after the job.
  */
@@ -460,6 +460,62 @@ static void test_death(void **state)
 
 /* ---------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------- */
+/* Churn: deletes and evictions racing reads                               */
+
+#define CHURN_ROUNDS 120
+
+/* Round @p r's object, of 64, 128 or 256 KiB, owned by worker r % n. */
+static size_t churn_size(int r)
+{
+    return ((size_t)64 << 10) << (r % 3);
+}
+
+/* The owner deletes its object as soon as everyone may have started
+ * reading it, while the others fetch it (by rendezvous reads, with the
+ * store's capacity small enough that copies are evicted under them): a
+ * get returns the object with every byte right, or RV_ERR_NOT_FOUND;
+ * nothing is freed under a read in flight (AddressSanitizer's build runs
+ * this too). */
+static int body_churn(rv_worker_t *w, void *arg)
+{
+    rv_tid_t me = rv_worker_tid(w);
+    uint32_t n = rv_nworkers(ctx);
+    int got = 0, gone = 0;
+    (void)arg;
+    for (int r = 0; r < CHURN_ROUNDS; r++) {
+        rv_tid_t owner = (rv_tid_t)(r % (int)n);
+        rv_object_id_t id = oid("churn", owner, r);
+        if (me == owner)
+            put(w, "churn", r, churn_size(r));
+        rv_barrier(w);
+        if (me == owner) {
+            rv_status_t st;
+            while ((st = rv_store_delete(w, &id)) == RV_ERR_AGAIN)
+                rv_progress(w); /* a thread of this process still reads */
+            EXPECT(st == RV_OK, "round %d: delete: %s", r,
+                   rv_status_str(st));
+        } else {
+            rv_store_buf_t b;
+            rv_status_t st = rv_store_get(w, &id, 1, RV_STORE_WAIT_FOREVER,
+                                          &b, NULL);
+            if (st == RV_OK) {
+                check(&b, owner, r, churn_size(r));
+                rv_store_release(w, &id);
+                got++;
+            } else {
+                EXPECT(st == RV_ERR_NOT_FOUND, "round %d: get: %s", r,
+                       rv_status_str(st));
+                gone++;
+            }
+        }
+        rv_barrier(w);
+    }
+    printf("store-churn: worker %u got %d objects, %d were deleted first\n",
+           me, got, gone);
+    return 0;
+}
+
 static void run_job(rv_worker_fn fn)
 {
     assert_int_equal(rv_job_run(ctx, fn, NULL), RV_OK);
@@ -504,6 +560,12 @@ static void test_evict(void **state)
     run_job(body_evict);
 }
 
+static void test_churn(void **state)
+{
+    (void)state;
+    run_job(body_churn);
+}
+
 /* Blocks rivetrun's SIGTERM in every thread of the process (store-death:
  * see above); its SIGKILL still ends the process. */
 static void block_sigterm(void)
@@ -533,12 +595,15 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest evict[] = {cmocka_unit_test(test_evict)};
     const struct CMUnitTest death[] = {cmocka_unit_test(test_death)};
+    const struct CMUnitTest churn[] = {cmocka_unit_test(test_churn)};
     const struct CMUnitTest *tests = all;
     size_t nchecks = sizeof(all) / sizeof(all[0]);
     if (strstr(group, "evict") != NULL)
         tests = evict, nchecks = 1;
     else if (strstr(group, "death") != NULL)
         tests = death, nchecks = 1;
+    else if (strstr(group, "churn") != NULL)
+        tests = churn, nchecks = 1;
     int failed = _cmocka_run_group_tests(group, tests, nchecks, NULL, NULL);
     rv_finalize(ctx);
     return job_test_status(failed, nchecks);
