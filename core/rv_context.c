@@ -112,6 +112,9 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
     if (status != RV_OK)
         goto err_bootstrap;
 
+    status = rv__limits_check(ctx->bs->size, (int)ctx->core->job.threads);
+    if (status != RV_OK)
+        goto err_handlers;
     status = rv__plugin_load(ctx->core->transport.name, &ctx->plugin_handle,
                              &ctx->ops);
     if (status != RV_OK)

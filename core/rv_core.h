@@ -148,6 +148,11 @@ rv_status_t rv__msg_init(rv_context_t *ctx);
 /* Prints a backtrace when rank @p rank crashes (rv_crash.c); signals that
  * already have a handler keep it. */
 void rv__crash_handlers_install(int rank);
+
+/* rv_limits.c: raises the open-file limit to its hard limit where a job
+ * of @p size processes x @p threads workers could run out; an error
+ * (logged, naming the limit and how to raise it) when it still would. */
+rv_status_t rv__limits_check(int size, int threads);
 /* rv_coll.c: registers the collectives' handlers; frees a worker's
  * collective state. */
 rv_status_t rv__coll_init(rv_context_t *ctx);

@@ -17,9 +17,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "ucx_internal.h"
+
+/* What a failed ucp_worker_create most likely ran out of, said with the
+ * limit and how to raise it: UCX's own lines name the call that failed,
+ * not the resource. Its shared-memory transports take a few MiB of
+ * /dev/shm per worker for their receive FIFOs and descriptors. */
+static void worker_create_hint(ucs_status_t s)
+{
+    struct statvfs fs;
+    if ((s == UCS_ERR_NO_RESOURCE || s == UCS_ERR_NO_MEMORY ||
+         s == UCS_ERR_SHMEM_SEGMENT) &&
+        statvfs("/dev/shm", &fs) == 0) {
+        unsigned long long avail =
+            (unsigned long long)fs.f_bavail * fs.f_frsize >> 10;
+        unsigned long long size =
+            (unsigned long long)fs.f_blocks * fs.f_frsize >> 10;
+        rv_error("/dev/shm has %llu KiB free of %llu KiB; UCX's "
+                 "shared-memory transports need a few MiB per worker: "
+                 "enlarge /dev/shm (mount -o remount,size=...), or leave sm "
+                 "out of transport.ucx.tls",
+                 avail, size);
+    }
+}
 
 #define HELD_TAG ((uintptr_t)1) /* marks a held message in a desc */
 
@@ -518,6 +541,7 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
     s = ucp_worker_create(tp->context, &wp, &tw->worker);
     if (s != UCS_OK) {
         rv_error("cannot create a UCX worker: %s", ucs_status_string(s));
+        worker_create_hint(s);
         goto err_free;
     }
 
