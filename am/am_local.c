@@ -32,6 +32,7 @@ static void local_publish(am_worker_t *aw, int dst)
     aw->lout[dst] = NULL;
     cds_wfcq_node_init(&b->node);
     am_lqueue_t *q = am_lqueue(aw, dst, rv_worker_local(aw->w));
+    RV_TSAN_RELEASE(b);
     cds_wfcq_enqueue(&q->head, &q->tail, &b->node);
 }
 
@@ -129,6 +130,7 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
             if (node == NULL || node == CDS_WFCQ_WOULDBLOCK)
                 return n;
             b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
+            RV_TSAN_ACQUIRE(b);
             b->run = (am_run_t){.p = b->data, .end = b->data + b->tail,
                                 .local = true};
         }

@@ -36,6 +36,7 @@ static void *service_main(void *arg)
         pthread_mutex_unlock(&svc->lock);
         job->run(job);
         cds_wfcq_node_init(&job->node);
+        RV_TSAN_RELEASE(job);
         cds_wfcq_enqueue(&job->aw->outbox_head, &job->aw->outbox_tail,
                          &job->node);
         pthread_mutex_lock(&svc->lock);
@@ -126,6 +127,7 @@ unsigned am_service_poll(am_worker_t *aw)
                                                   &aw->outbox_tail)) != NULL &&
            node != CDS_WFCQ_WOULDBLOCK) {
         am_sjob_t *job = caa_container_of(node, am_sjob_t, node);
+        RV_TSAN_ACQUIRE(job);
         job->done(job);
         atomic_fetch_sub(&aw->service_pending, 1);
         n++;

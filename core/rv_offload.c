@@ -113,8 +113,14 @@ static rv_status_t off_worker_create(rv_transport_t *tp,
 static void off_worker_destroy(rv_tworker_t *tw)
 {
     off_req_t *r = REQ(tw);
-    cmd_sync(r, r->exec, OFF_DESTROY, 0, NULL, 0, NULL, NULL);
+    /* Unpublished first: the executor and a completer thread read the
+     * requests of every worker they serve (off_exec_may_poll, and the
+     * receive path), and the executor takes the destroy command under the
+     * lock the completer polls under, after finishing its own reads, so
+     * once the command is done neither still holds r (found by
+     * ThreadSanitizer: r was freed under a completer's read). */
     atomic_store(&r->off->reqs[r->local], NULL);
+    cmd_sync(r, r->exec, OFF_DESTROY, 0, NULL, 0, NULL, NULL);
     struct cds_wfcq_node *node;
     while ((node = __cds_wfcq_dequeue_blocking(&r->head, &r->tail)) != NULL)
         free(caa_container_of(node, off_item_t, node));
@@ -184,6 +190,7 @@ static unsigned off_progress(rv_tworker_t *tw)
         if (node == NULL || node == CDS_WFCQ_WOULDBLOCK)
             break;
         off_item_t *item = caa_container_of(node, off_item_t, node);
+        RV_TSAN_ACQUIRE(item);
         n++;
         if (item->exec != NULL) { /* a completion */
             if (item->cb != NULL)

@@ -22,6 +22,7 @@ uint32_t off_real_peer(const off_tp_t *off, uint32_t tid)
 void off_inbox_push(off_req_t *r, off_item_t *item)
 {
     cds_wfcq_node_init(&item->node);
+    RV_TSAN_RELEASE(item);
     cds_wfcq_enqueue(&r->head, &r->tail, &item->node);
 }
 

@@ -330,6 +330,7 @@ static void queue_sim(mc_worker_t *mw, mc_node_t *leaf, const mc_hop_t *hops,
     memcpy(s->hops, hops, nhops * sizeof(mc_hop_t));
     cds_wfcq_node_init(&s->qnode);
     mc_worker_t *t = p->workers[mc_rng_below(&mw->rng, (uint32_t)p->threads)];
+    RV_TSAN_RELEASE(s); /* the queue's ordering, for ThreadSanitizer */
     cds_wfcq_enqueue(&t->sim_head, &t->sim_tail, &s->qnode);
 }
 
@@ -344,6 +345,7 @@ unsigned mc_sims_run(mc_worker_t *mw, unsigned most)
         if (q == NULL || q == CDS_WFCQ_WOULDBLOCK)
             break;
         mc_sim_t *s = caa_container_of(q, mc_sim_t, qnode);
+        RV_TSAN_ACQUIRE(s);
         uint32_t w2[2] = {0, 0};
         for (uint32_t k = 0; k < sims; k++) {
             memcpy(mw->scratch, s->leaf->state, s->leaf->state_len);

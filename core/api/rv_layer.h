@@ -35,6 +35,33 @@ extern "C" {
 #define RV_LAYER_MAX 16
 
 /**
+ * @def RV_TSAN_RELEASE(p)
+ * @brief Tells ThreadSanitizer that handing @p p to another thread through
+ * a queue it cannot see into (liburcu's wait-free queue orders its
+ * accesses with volatile loads and its own fences) releases what this
+ * thread wrote before; the taker calls RV_TSAN_ACQUIRE(p) on the same
+ * address. Nothing outside a TSan build.
+ * @def RV_TSAN_ACQUIRE(p)
+ * @brief The taker's side of RV_TSAN_RELEASE.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RV_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RV_TSAN 1
+#endif
+#endif
+#ifdef RV_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define RV_TSAN_RELEASE(p) __tsan_release(p)
+#define RV_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define RV_TSAN_RELEASE(p) ((void)(p))
+#define RV_TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
+/**
  * @brief The hooks of a layer. Every member but @c name may be NULL.
  *
  * The worker hooks run on the worker's own thread, each worker calling

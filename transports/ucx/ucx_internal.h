@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <ucp/api/ucp.h>
 
+#include "rv_layer.h" /* RV_TSAN_RELEASE, RV_TSAN_ACQUIRE */
 #include "rv_transport.h"
 #include "ucx_config.h"
 

@@ -236,6 +236,7 @@ static ucs_status_t am_recv_cb(void *arg, const void *header,
     struct rv_tworker *tw = arg;
     uint32_t src;
     bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    RV_TSAN_ACQUIRE(tw->tp); /* the sender's RV_TSAN_RELEASE */
     bool persistent = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA;
 
     if (header_length < sizeof(src) ||
@@ -418,6 +419,9 @@ static inline rv_status_t am_send_now(struct rv_tworker *tw, uint32_t peer,
     am_payload(iov, iovcnt, dt_iov, &fp, &buf, &count);
     memcpy(h, &tw->tid, sizeof(tw->tid));
     memcpy(h + sizeof(tw->tid), hdr, hdr_len);
+    /* UCX is not instrumented: a message between threads of a process
+     * orders what the sender wrote before it for ThreadSanitizer. */
+    RV_TSAN_RELEASE(tw->tp);
     ucs_status_ptr_t r =
         ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, h,
                         sizeof(tw->tid) + hdr_len, buf, count, &fp);
@@ -464,6 +468,7 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
     size_t count;
     am_payload(iov, iovcnt, op->iov, &p, &buf, &count);
 
+    RV_TSAN_RELEASE(tw->tp);
     ucs_status_ptr_t r =
         ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_ID, op->hdr,
                         sizeof(tw->tid) + hdr_len, buf, count, &p);
