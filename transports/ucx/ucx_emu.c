@@ -244,10 +244,19 @@ static ucx_op_t *slot_answer(struct rv_tworker *tw, const emu_hdr_t *h)
     return op;
 }
 
-/* A reply's status, as the target sent it: an error or RV_OK. */
+/*
+ * A reply's status, as the target sent it: RV_OK or one of rv_status_t's
+ * errors. Any other value (positive, or a negative one that is no error of
+ * rv_status_t: only a forged reply carries it) becomes RV_ERR_TRANSPORT,
+ * since it reaches the program's completion, which may switch on it or
+ * index a table by it. RV_ERR_CANCELED is the last error of rv_status_t.
+ */
 static rv_status_t reply_status(const emu_hdr_t *h)
 {
-    return h->status > 0 ? RV_ERR_TRANSPORT : (rv_status_t)h->status;
+    if (h->status == RV_OK ||
+        (h->status <= RV_ERR_NO_MEMORY && h->status >= RV_ERR_CANCELED))
+        return (rv_status_t)h->status;
+    return RV_ERR_TRANSPORT;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -294,6 +303,7 @@ static rv_status_t emu_send(struct rv_tworker *tw, uint32_t peer,
         .cb.send = emu_send_done,
         .user_data = op,
     };
+    RV_TSAN_RELEASE(tw->tp); /* as am_send's (ucx_worker.c) */
     ucs_status_ptr_t r = ucp_am_send_nbx(tw->eps[peer], RV_UCX_AM_RMA, op->hdr,
                                          sizeof(*h), data, len, &p);
     if (r == NULL) {
@@ -538,6 +548,7 @@ ucs_status_t rv_ucx_emu_recv_cb(void *arg, const void *header,
     struct rv_tworker *tw = arg;
     bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
     emu_hdr_t h;
+    RV_TSAN_ACQUIRE(tw->tp);
 
     if (header_length != sizeof(h)) {
         rv_ucx_emu_drop(tw, RV_UCX_DROP_MALFORMED, UINT32_MAX,

@@ -254,7 +254,12 @@ static void deliver_held(rv_tworker_t *tw, uint32_t src)
 void vb_am_release(rv_tworker_t *tw, void *desc)
 {
     vb_held_t *h = desc;
-    rndv_mem_free(tw, h->data, h->mr);
+    /* A held eager message's copy came from malloc (on_eager): given to
+     * the pool, it was refused there ("not allocated here") and leaked. */
+    if (h->copied)
+        free(h->data);
+    else
+        rndv_mem_free(tw, h->data, h->mr);
     free(h);
 }
 
@@ -366,6 +371,7 @@ static void on_eager(rv_tworker_t *tw, const vb_wire_t *m, const uint8_t *hdr,
     }
     h->src = m->src;
     h->ready = true;
+    h->copied = true; /* freed by vb_am_release, not by the pool */
     h->len = m->len;
     h->hdr_len = m->hdr_len;
     memcpy(h->hdr, hdr, m->hdr_len);
@@ -399,7 +405,10 @@ static bool wire_valid(const rv_tworker_t *tw, const vb_wire_t *m, size_t have)
         return false;
     if (m->type == VB_EAGER && have - m->hdr_len != m->len)
         return false;
-    if (m->type == VB_RTS && have - m->hdr_len != sizeof(vb_rts_t))
+    /* An RTS makes the receiver allocate and register its length: no
+     * more than a sender may send (VB_MAX_AM_SIZE). */
+    if (m->type == VB_RTS && (have - m->hdr_len != sizeof(vb_rts_t) ||
+                              m->len > VB_MAX_AM_SIZE))
         return false;
     if (m->type == VB_FIN && m->hdr_len != sizeof(uint64_t))
         return false;
@@ -581,8 +590,14 @@ rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
     if (sizeof(vb_wire_t) + hdr_len + len <= VB_RXBUF)
         return send_eager(tw, peer, VB_EAGER, hdr, hdr_len, iov, iovcnt, len,
                           len, false);
-    if (len > UINT32_MAX)
+    /* The receiver drops an RTS announcing more (wire_valid): such a send
+     * would never see its FIN. */
+    if (len > VB_MAX_AM_SIZE) {
+        rv_error("verbs: a %zu-byte message to worker %u is over the "
+                 "largest one the transport carries (%zu bytes)",
+                 len, peer, VB_MAX_AM_SIZE);
         return RV_ERR_INVALID;
+    }
     if (flags & RV_AM_SEND_IMMEDIATE)
         return RV_ERR_AGAIN; /* a rendezvous cannot complete now */
     return send_rndv(tw, peer, hdr, hdr_len, iov, iovcnt, len, cb, arg);

@@ -240,6 +240,10 @@ typedef struct vb_held {
     struct vb_held *next;
     uint32_t src;
     bool ready;
+    /* data is a malloc'ed copy (an eager message held behind a
+     * rendezvous), not rendezvous memory from the pool or registered with
+     * mr: vb_am_release must free it, not hand it to the pool. */
+    bool copied;
     void *data;
     size_t len;
     struct ibv_mr *mr;
