@@ -420,20 +420,33 @@ rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
     return RV_OK;
 }
 
+/* The invocation layer of @p ctx for a registration of @p what, made
+ * before rv_job_run; NULL (logged, *st_p set) when it cannot be. */
+static am_proc_t *registering(rv_context_t *ctx, const char *what,
+                              rv_status_t *st_p)
+{
+    *st_p = rv_am_init(ctx);
+    if (*st_p != RV_OK)
+        return NULL;
+    am_proc_t *proc = am_proc(ctx);
+    if (proc->svc.users > 0) {
+        rv_error("%s registered while the job runs; register it before "
+                 "rv_job_run", what);
+        *st_p = RV_ERR_INVALID;
+        return NULL;
+    }
+    return proc;
+}
+
 rv_status_t rv_am_hook_register(rv_context_t *ctx, const rv_am_hook_t *hook,
                                 int *id_p)
 {
-    rv_status_t st = rv_am_init(ctx);
-    if (st != RV_OK)
-        return st;
-    am_proc_t *proc = am_proc(ctx);
     if (hook == NULL || hook->prepare == NULL)
         return RV_ERR_INVALID;
-    if (proc->svc.users > 0) {
-        rv_error("call hook '%s' registered while the job runs; register "
-                 "hooks before rv_job_run", hook->name);
-        return RV_ERR_INVALID;
-    }
+    rv_status_t st;
+    am_proc_t *proc = registering(ctx, "a call hook", &st);
+    if (proc == NULL)
+        return st;
     if (proc->nhooks == RV_AM_HOOKS_MAX) {
         rv_error("call hook '%s': all %d call hooks are taken", hook->name,
                  RV_AM_HOOKS_MAX);
@@ -447,16 +460,14 @@ rv_status_t rv_am_hook_register(rv_context_t *ctx, const rv_am_hook_t *hook,
 rv_status_t rv_am_xcheck_register(rv_context_t *ctx, rv_am_xcheck_fn fn,
                                   void *arg)
 {
-    rv_status_t st = rv_am_init(ctx);
-    if (st != RV_OK)
-        return st;
-    am_proc_t *proc = am_proc(ctx);
     if (fn == NULL)
         return RV_ERR_INVALID;
-    if (proc->svc.users > 0 || proc->xcheck != NULL) {
-        rv_error("rv_am_xcheck_register: %s", proc->xcheck != NULL
-                     ? "a check is registered already"
-                     : "register the check before rv_job_run");
+    rv_status_t st;
+    am_proc_t *proc = registering(ctx, "an extended calls' check", &st);
+    if (proc == NULL)
+        return st;
+    if (proc->xcheck != NULL) {
+        rv_error("rv_am_xcheck_register: a check is registered already");
         return RV_ERR_INVALID;
     }
     proc->xcheck = fn;
@@ -467,17 +478,12 @@ rv_status_t rv_am_xcheck_register(rv_context_t *ctx, rv_am_xcheck_fn fn,
 rv_status_t rv_am_flush_hook_register(rv_context_t *ctx, rv_am_flush_fn fn,
                                       void *arg)
 {
-    rv_status_t st = rv_am_init(ctx);
-    if (st != RV_OK)
-        return st;
-    am_proc_t *proc = am_proc(ctx);
     if (fn == NULL)
         return RV_ERR_INVALID;
-    if (proc->svc.users > 0) {
-        rv_error("a flush hook registered while the job runs; register "
-                 "hooks before rv_job_run");
-        return RV_ERR_INVALID;
-    }
+    rv_status_t st;
+    am_proc_t *proc = registering(ctx, "a flush hook", &st);
+    if (proc == NULL)
+        return st;
     if (proc->nflush_hooks == RV_AM_HOOKS_MAX) {
         rv_error("all %d flush hooks are taken", RV_AM_HOOKS_MAX);
         return RV_ERR_NO_MEMORY;
