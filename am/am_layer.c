@@ -444,7 +444,10 @@ rv_status_t rv_am_hook_register(rv_context_t *ctx, const rv_am_hook_t *hook,
     if (hook == NULL || hook->prepare == NULL)
         return RV_ERR_INVALID;
     rv_status_t st;
-    am_proc_t *proc = registering(ctx, "a call hook", &st);
+    char what[96];
+    snprintf(what, sizeof(what), "call hook '%s'",
+             hook->name ? hook->name : "");
+    am_proc_t *proc = registering(ctx, what, &st);
     if (proc == NULL)
         return st;
     if (proc->nhooks == RV_AM_HOOKS_MAX) {
