@@ -58,13 +58,16 @@ typedef struct {
     uint32_t am_flags;
     long notifications;
     const rv_am_xcall_t *x; /* an extended call's (rv_am_ext.h), or NULL */
+    uint64_t token;         /* a call to another process answered by
+                               rivet.am.done: its pending slot (am_pend.c),
+                               what the call carries instead of pointers */
 } call_desc_t;
 
 /* The call header of @p cd (notification flags are the caller's). */
 static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
 {
     am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
-                    .ret = (uintptr_t)cd->ret,
+                    .ret = cd->ret != NULL ? cd->token : 0,
                     .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
     if (cd->x != NULL) {
         /* The extension's words take the places of the result's and the
@@ -109,7 +112,10 @@ static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
         am_hdr_t hdr = hdr_of(aw, cd);
         hdr.flags |= AM_LOCAL | (notify ? AM_NOTIFY : 0) |
                      (cd->ret ? AM_RETURN : 0);
+        /* Within the process: the caller's own pointers. */
         hdr.sync = (uintptr_t)s;
+        if (cd->ret != NULL && cd->x == NULL)
+            hdr.ret = (uintptr_t)cd->ret;
         am_rec_write(at, cd->h, &hdr, cd->args, cd->len, cd->buf, cd->n);
         /* Raised before the block is published, so before the target
          * can complete it. */
@@ -127,7 +133,7 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
     am_hdr_t hdr = hdr_of(aw, cd);
     if (notify) {
         hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
-        hdr.sync = (uintptr_t)s;
+        hdr.sync = cd->token;
         atomic_fetch_add(&s->pending, cd->notifications);
     }
     struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
@@ -374,7 +380,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
     bool rma_note = false;
     if (notify) {
-        hdr.sync = (uintptr_t)s;
+        hdr.sync = cd->token; /* 0 for a ring note: the ring's order */
         if (am_path_write(aw) && cd->ret == NULL) {
             hdr.flags |= AM_NOTIFY_RMA;
             rma_note = true;
@@ -469,13 +475,28 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     }
     rv_status_t st;
     bool bcast = cd->am_flags & AM_BCAST;
-    if (!bcast && am_local_thread(aw, cd->dest) >= 0)
+    bool by_send = bcast || (aw->cfg->path == RV_AM_PATH_SEND &&
+                             aw->cfg->aggregation == RV_AGG_NONE);
+    if (!bcast && am_local_thread(aw, cd->dest) >= 0) {
         st = call_local(aw, cd, s);
-    else if (bcast || (aw->cfg->path == RV_AM_PATH_SEND &&
-                       aw->cfg->aggregation == RV_AGG_NONE))
-        st = call_am(aw, cd, s, notify);
-    else
-        st = call_record(aw, cd, s, notify);
+    } else {
+        call_desc_t remote = *cd;
+        /* Answered by rivet.am.done (not a ring note of the write path,
+         * which the ring's own order completes): named by a pending
+         * slot. */
+        if (notify && (by_send || !am_path_write(aw) || cd->ret != NULL)) {
+            remote.token = am_pend_add(aw, s, cd->ret,
+                                       (uint32_t)cd->ret_len,
+                                       bcast ? RV_TID_ALL : cd->dest,
+                                       cd->notifications);
+            if (remote.token == 0)
+                return RV_ERR_NO_MEMORY;
+        }
+        st = by_send ? call_am(aw, &remote, s, notify)
+                     : call_record(aw, &remote, s, notify);
+        if (st != RV_OK)
+            am_pend_cancel(aw, remote.token);
+    }
     if (st != RV_OK)
         return st;
     aw->stats.calls_sent++;
@@ -542,11 +563,20 @@ call_return_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         dest < aw->nworkers) {
         am_elem_t e = {.kind = AM_REC_RETRUN, .h = h, .alen = (uint32_t)len,
                        .ret_len = (uint32_t)ret_len,
-                       .pre = {(uintptr_t)sync, (uintptr_t)ret}, .args = args};
+                       .pre = {(uintptr_t)sync, (uintptr_t)ret},
+                       .sync = sync, .args = args};
+        uint64_t token = 0;
+        bool remote = am_local_thread(aw, dest) < 0;
+        if (remote) {
+            /* Another process: the call carries its pending slot. */
+            token = am_pend_add(aw, sync, ret, (uint32_t)ret_len, dest, 1);
+            e.pre[0] = e.pre[1] = token;
+        }
         atomic_fetch_add_explicit(&sync->pending, 1, memory_order_relaxed);
-        if (call_fast(aw, dest, &e))
+        if ((!remote || token != 0) && call_fast(aw, dest, &e))
             return RV_OK;
         atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
+        am_pend_cancel(aw, token);
     }
     call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
                       .ret = ret, .ret_len = ret_len, .sync = sync,

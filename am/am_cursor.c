@@ -97,7 +97,7 @@ static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
     size_t stride = am_elem_stride(e->kind, e->alen);
     if (room < stride)
         return;
-    c->sync = e->pre[0];
+    c->sync = (uintptr_t)e->sync; /* this process's: the cursor's own */
     c->reserved = 0;
     if (e->kind == AM_REC_RETRUN) {
         /* The calls this run may still take are added to their

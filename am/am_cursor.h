@@ -45,6 +45,13 @@ static inline bool am_cursor_put_ret(am_worker_t *aw, rv_tid_t dest,
                                                         << AM_REC_ALEN_SHIFT) ||
         c->ret_len != ret_len || c->sync != s || c->wp + stride > c->lim)
         return false;
+    if (c->local < 0) {
+        /* Another process: the call carries its pending slot
+         * (am_pend.c), never the caller's pointers. */
+        s = r = am_pend_add(aw, sync, ret, (uint32_t)ret_len, dest, 1);
+        if (s == 0)
+            return false;
+    }
     memcpy(c->wp, &s, 8);
     memcpy(c->wp + 8, &r, 8);
     if (len == 8) {

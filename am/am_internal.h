@@ -79,7 +79,9 @@ typedef struct am_elem {
     uint32_t kind;
     rv_handler_id_t h;
     uint32_t alen, ret_len;
-    uint64_t pre[2]; /* RETRUN: the caller's sync and ret */
+    uint64_t pre[2]; /* RETRUN: the caller's sync and ret (local), or
+                        the call's token twice (remote: am_pend.c) */
+    rv_sync_t *sync; /* RETRUN: the caller's synchronizer */
     const void *args;
 } am_elem_t;
 
@@ -165,15 +167,17 @@ typedef struct {
     rv_handler_id_t id;
 } am_entry_t;
 
-/* rivet.am.dones carries groups of completions of one synchronizer with
- * results of one length: the header, then `count` entries of [the
- * caller's result address, 8][result, padded to 8]. */
+/* rivet.am.dones carries groups of completions with results of one
+ * length: the header, then `count` entries of [the call's token
+ * (am_pend.c), 8][result, padded to 8]. */
 typedef struct {
-    uint64_t sync;
+    uint64_t reserved; /* 0 */
     uint32_t ret_len, count;
 } am_dgroup_t;
 
-/* The completion of a call with AM_NOTIFY, in rivet.am.done's header. */
+/* The completion of a call with AM_NOTIFY, in rivet.am.done's header:
+ * what the call carried, its token (am_pend.c) in sync; ret as the call
+ * carried it (the token again, or an extended call's address). */
 typedef struct {
     uint64_t sync, ret;
     uint32_t ret_len; /* result bytes that follow */
@@ -353,7 +357,8 @@ typedef struct am_src {
                           its later calls wait too */
     am_run_t *detours; /* detour calls waiting for their ring turn */
     am_iring_t *ring;
-    bool warned_forged; /* a call of it was dropped by am_wire_check */
+    bool warned_forged; /* a call of it was dropped by wire_check */
+    bool warned_answer; /* an answer of it was dropped (am_pend.c) */
 } am_src_t;
 
 /* ---------------------------------------------------------------------- */
@@ -443,6 +448,18 @@ static inline uint64_t am_cursor_key(rv_handler_id_t h, uint32_t meta)
 
 /* ---------------------------------------------------------------------- */
 
+/* A call to another process awaiting its answers (am_pend.c). */
+typedef struct am_pend {
+    rv_sync_t *sync;  /* completed once per answer */
+    void *ret;        /* the caller's result buffer, or NULL */
+    uint32_t ret_len; /* its length: no answer may write more */
+    uint32_t gen;     /* the token's upper half: changes on every reuse */
+    rv_tid_t dest;    /* the only worker that may answer; RV_TID_ALL: any
+                         (a broadcast's) */
+    uint32_t next;    /* free: the next free slot */
+    long answers;     /* still awaited; 0: free */
+} am_pend_t;
+
 typedef struct am_worker {
     rv_worker_t *w;
     rv_context_t *ctx;
@@ -491,6 +508,8 @@ typedef struct am_worker {
     bool idle_flush;     /* trad batches waiting for idleness */
     bool streaming;      /* in am_stream_progress */
     rv_am_stats_t stats;
+    am_pend_t *pend; /* calls to other processes awaiting answers */
+    uint32_t npend, pend_free;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
     struct cds_wfcq_tail outbox_tail;
@@ -647,6 +666,21 @@ rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg);
 /* am_reply.c: call completions */
 /* Reports the completion @p done (its result at @p ret) to @p dest, at
  * once or gathered with others; never waits. */
+/* am_pend.c: the token naming a new pending call to @p dest
+ * (RV_TID_ALL: answered by any worker) awaiting @p answers answers, each
+ * completing @p sync once and writing at most @p ret_len bytes to @p ret;
+ * 0 when out of memory. */
+uint64_t am_pend_add(am_worker_t *aw, rv_sync_t *sync, void *ret,
+                     uint32_t ret_len, rv_tid_t dest, long answers);
+/* Frees the slot of a call that was not sent after all. */
+void am_pend_cancel(am_worker_t *aw, uint64_t token);
+/* Takes an answer from @p src to call @p token, writing its result: the
+ * synchronizer to complete once, or NULL when the answer names no call
+ * awaiting it from @p src (dropped, counted, logged once per source). */
+rv_sync_t *am_pend_answer(am_worker_t *aw, rv_tid_t src, uint64_t token,
+                          uint32_t ret_len, const void *result);
+void am_pend_fini(am_worker_t *aw);
+
 rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
                      const void *ret);
 /* The same, @p d being aw->dests[dest] as the caller last saw it (NULL

@@ -157,6 +157,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         return RV_ERR_NO_MEMORY;
     aw->w = w;
     aw->ctx = ctx;
+    aw->pend_free = UINT32_MAX; /* no slot yet (am_pend.c) */
     aw->cfg = am_config(ctx);
     aw->proc = rv_layer_context(ctx, am_slot);
     aw->me = rv_worker_tid(w);
@@ -281,6 +282,7 @@ static void am_worker_stop(rv_worker_t *w)
     am_service_stop(aw);
     am_ring_fini(aw);
     am_reply_fini(aw);
+    am_pend_fini(aw);
     am_local_fini(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         am_dest_t *d = aw->dests[t];

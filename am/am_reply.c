@@ -18,10 +18,11 @@
  * 4.4, applied to the return path, whatever am.aggregation says of
  * calls). The end of the progress call comes before anything else the
  * worker does, so an answer is not held back. Wire format of a batch:
- * groups of an am_dgroup_t (synchronizer, result length, count) and
- * `count` entries of [result address][result bytes, padded to 8]; the
- * answers to a batch of rv_call_return calls into one synchronizer are
- * one group, completed with one atomic operation.
+ * groups of an am_dgroup_t (result length, count; its sync word is 0)
+ * and `count` entries of [the call's token][result bytes, padded to 8].
+ * A token names the caller's pending call (am_pend.c), never its memory;
+ * the caller completes consecutive answers into one synchronizer with
+ * one atomic operation.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -95,21 +96,20 @@ rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
     am_dgroup_t g;
     if (d->rlen > 0)
         memcpy(&g, d->rbuf + d->rgroup, sizeof(g));
-    if (d->rlen == 0 || g.sync != done->sync || g.ret_len != done->ret_len) {
-        g = (am_dgroup_t){.sync = done->sync, .ret_len = done->ret_len};
+    if (d->rlen == 0 || g.ret_len != done->ret_len) {
+        g = (am_dgroup_t){.ret_len = done->ret_len};
         d->rgroup = d->rlen;
         d->rlen += sizeof(g);
     }
     g.count++;
     memcpy(d->rbuf + d->rgroup, &g, sizeof(g));
     uint8_t *at = d->rbuf + d->rlen;
-    memcpy(at, &done->ret, 8);
+    memcpy(at, &done->sync, 8); /* the call's token */
     if (done->ret_len == 8) {
         memcpy(at + 8, ret, 8);
-    } else {
-        memset(at + size - 8, 0, 8); /* padding */
-        if (done->ret_len > 0)
-            memcpy(at + 8, ret, done->ret_len);
+    } else if (done->ret_len > 0) {
+        memset(at + size - 8, 0, 8); /* padding (not the token's word) */
+        memcpy(at + 8, ret, done->ret_len);
     }
     d->rlen += size;
     if (d->rlen >= aw->cfg->flush_bytes) {
@@ -119,13 +119,6 @@ rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
         aw->replying[aw->nreplying++] = d;
     }
     return RV_OK;
-}
-
-/* Writes the result of the call behind @p d, at @p data. */
-static void done_result(const am_done_t *d, const void *data)
-{
-    if (d->ret != 0 && d->ret_len > 0)
-        memcpy((void *)(uintptr_t)d->ret, data, d->ret_len);
 }
 
 rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
@@ -140,26 +133,36 @@ rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
                 "bytes)", msg->xhdr_len, msg->len);
         return RV_OK;
     }
-    done_result(&d, msg->data);
-    rv_sync_complete((rv_sync_t *)(uintptr_t)d.sync, RV_OK);
+    rv_sync_t *s = am_pend_answer(am_of(w), msg->src, d.sync, d.ret_len,
+                                  msg->data);
+    if (s != NULL)
+        rv_sync_complete(s, RV_OK);
     return RV_OK;
 }
 
-/* Writes the results of group @p g (its entries at @p p) into the
- * callers' buffers. */
-static void group_results(const am_dgroup_t *g, const uint8_t *p,
-                          size_t stride)
+/* Takes the answers of group @p g (its entries at @p p) from @p src:
+ * results into the callers' buffers, and each run of answers into one
+ * synchronizer completed with one atomic operation. */
+static void group_answers(am_worker_t *aw, rv_tid_t src, const am_dgroup_t *g,
+                          const uint8_t *p, size_t stride)
 {
+    rv_sync_t *run = NULL;
+    long n = 0;
     for (uint32_t i = 0; i < g->count; i++, p += stride) {
-        uint64_t ret;
-        memcpy(&ret, p, sizeof(ret));
-        if (ret == 0)
+        uint64_t token;
+        memcpy(&token, p, sizeof(token));
+        rv_sync_t *s = am_pend_answer(aw, src, token, g->ret_len, p + 8);
+        if (s == NULL)
             continue;
-        if (g->ret_len == 8)
-            memcpy((void *)(uintptr_t)ret, p + 8, 8);
-        else
-            memcpy((void *)(uintptr_t)ret, p + 8, g->ret_len);
+        if (s != run && n > 0) {
+            rv_sync_complete_n(run, n, RV_OK);
+            n = 0;
+        }
+        run = s;
+        n++;
     }
+    if (n > 0)
+        rv_sync_complete_n(run, n, RV_OK);
 }
 
 rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
@@ -174,9 +177,7 @@ rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
         if (g.count == 0 || g.ret_len > msg->len || left / stride < g.count)
             break;
         p += sizeof(g);
-        group_results(&g, p, stride);
-        /* One atomic operation completes the whole group. */
-        rv_sync_complete_n((rv_sync_t *)(uintptr_t)g.sync, g.count, RV_OK);
+        group_answers(am_of(w), msg->src, &g, p, stride);
         p += (size_t)g.count * stride;
     }
     if (p != end) {

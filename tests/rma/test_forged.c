@@ -18,6 +18,12 @@
  * each forgery once in job.stats (rx_malformed). The rest of the rma suite
  * shows that legitimate extended calls and ABA operations still run.
  *
+ * Call completions (rivet.am.done, rivet.am.dones) sent to a caller that
+ * awaits none: one naming the caller's memory as its synchronizer and
+ * result (what a completion carried before calls were named by pending
+ * slots), and a batch of two, one of them naming a slot that is free.
+ * Each is dropped and counted, and the caller's memory is untouched.
+ *
  * The object store's transfer messages, at the owner (rank 1) of an
  * object: a FIN from a worker that holds no pin, a piece request whose
  * offset wraps around past the object's end (from a worker that did pin
@@ -155,6 +161,71 @@ static int body_forged(rv_worker_t *w, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Forged completions                                                      */
+
+static _Alignas(16) uint64_t caller_canary[4]; /* rank 0's */
+
+static void answer_forger(rv_worker_t *w)
+{
+    rv_tid_t caller = 0;
+    WAIT_UNTIL(w, atomic_load(&target_canary) != 0, "the caller's address");
+    uint64_t at = atomic_load(&target_canary);
+    uint8_t result[8];
+    memset(result, 0xee, sizeof(result));
+    struct iovec iov = {.iov_base = result, .iov_len = sizeof(result)};
+    am_done_t d = {.sync = at, .ret = at + 16, .ret_len = 8};
+    EXPECT(rv_send_raw(w, caller, rv_handler_id("rivet.am.done"), &d,
+                       sizeof(d), &iov, 1, RV_SEND_COPY, NULL, NULL) == RV_OK,
+           "forged am.done");
+    struct {
+        am_dgroup_t g;
+        uint64_t e[2][2]; /* [token][result] */
+    } dones = {.g = {.ret_len = 8, .count = 2},
+               .e = {{at, 0xeeeeeeeeeeeeeeeeull},
+                     {(uint64_t)1 << 32 | 7, 0xeeeeeeeeeeeeeeeeull}}};
+    iov = (struct iovec){.iov_base = &dones, .iov_len = sizeof(dones)};
+    EXPECT(rv_send_raw(w, caller, rv_handler_id("rivet.am.dones"), NULL, 0,
+                       &iov, 1, RV_SEND_COPY, NULL, NULL) == RV_OK,
+           "forged am.dones");
+    uint8_t g = 'G';
+    EXPECT(rv_call(w, caller, victim_id, &g, 1, NULL, 0) == RV_OK, "good");
+    EXPECT(rv_flush(w, caller) == RV_OK, "flush");
+}
+
+static void answer_caller(rv_worker_t *w)
+{
+    rv_worker_stats_t before, after;
+    rv_worker_stats(w, &before);
+    uint64_t at = (uintptr_t)caller_canary;
+    EXPECT(rv_call(w, rv_tid_make(ctx, 1, 0), addr_id, &at, sizeof(at), NULL,
+                   0) == RV_OK, "publish the canary's address");
+    EXPECT(rv_flush(w, rv_tid_make(ctx, 1, 0)) == RV_OK, "flush");
+    WAIT_UNTIL(w, atomic_load(&good_runs) == 1, "the good call");
+    rv_worker_stats(w, &after);
+    for (int i = 0; i < 4; i++)
+        EXPECT(caller_canary[i] == CANARY, "caller canary word %d became "
+               "0x%llx", i, (unsigned long long)caller_canary[i]);
+    uint64_t dropped = after.rx_malformed - before.rx_malformed;
+    EXPECT(dropped == 3, "%llu forged completions counted, expected 3",
+           (unsigned long long)dropped);
+}
+
+static int body_answers(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 4; i++)
+        caller_canary[i] = CANARY;
+    atomic_store(&target_canary, 0);
+    rv_barrier(w);
+    if (rv_worker_tid(w) == 0)
+        answer_caller(w);
+    else if (rv_worker_tid(w) == rv_tid_make(ctx, 1, 0))
+        answer_forger(w);
+    rv_barrier(w);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* The store's transfer messages                                           */
 
 #define OBJ_BYTES 64
@@ -258,6 +329,14 @@ static void test_forged(void **state)
     run_job(body_forged);
 }
 
+static void test_forged_answers(void **state)
+{
+    (void)state;
+    if (rv_size(ctx) != 2 || rv_nworkers(ctx) != 2)
+        JOB_SKIP("test_forged needs a 2x1 job");
+    run_job(body_answers);
+}
+
 static void test_forged_store(void **state)
 {
     (void)state;
@@ -277,6 +356,7 @@ int main(int argc, char **argv)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forged),
+        cmocka_unit_test(test_forged_answers),
         cmocka_unit_test(test_forged_store),
     };
     size_t nchecks = sizeof(tests) / sizeof(tests[0]);
