@@ -210,6 +210,7 @@ static void store_worker_stop(rv_worker_t *w)
         st_obj_t *o, *tmp;
         HASH_ITER(hh, p->objs, o, tmp) {
             HASH_DELETE(hh, p->objs, o);
+            free(o->pinners);
             free(o);
         }
         p->lru_head = p->lru_tail = NULL;

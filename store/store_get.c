@@ -154,7 +154,8 @@ static rv_status_t on_chunk(rv_worker_t *w, rv_call_t *call, void *arg)
     size_t size = o != NULL ? o->data_size + o->meta_size : 0;
     if (o != NULL && pin_held(o, call->src) && a.len <= call->ret_len &&
         a.off <= size && a.len <= size - a.off) {
-        memcpy(call->ret, o->mem + a.off, a.len);
+        if (a.len > 0) /* a call without a result has no buffer */
+            memcpy(call->ret, o->mem + a.off, a.len);
         call->ret_len = a.len;
     } else {
         call->ret_len = 0;
