@@ -368,6 +368,16 @@ static void ring_splice(am_iring_t *r, uint32_t splice)
 static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
 {
     am_ichunk_t *ch = &r->chunks[r->cur];
+    if (r->pos + AM_ROT_SIZE > ch->len) {
+        /* Every record leaves room for a ROTATE after it: a sender whose
+         * record did not cannot rotate any more, and a header read here
+         * would read past the chunk. */
+        rv_error("ring from worker %u: a record ends %zu bytes before the "
+                 "end of its chunk, with no room to rotate; the ring is "
+                 "stopped", r->src, ch->len - r->pos);
+        r->stopped = true;
+        return NULL;
+    }
     const uint8_t *at = ch->addr + r->pos;
     uint32_t seq = __atomic_load_n((const uint32_t *)at, __ATOMIC_ACQUIRE);
     if (seq != (uint32_t)r->seq)
