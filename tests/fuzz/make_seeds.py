@@ -227,9 +227,341 @@ def am_batch():
     write(t, "truncated", rec(CALL, b"args")[:20])
 
 
+def am_ring():
+    """A shape byte, am.max_nesting less one, the ring's nonce and first
+    sequence number, then operations (see fuzz_am_ring.c): 0 a call, 1 a
+    record of any header, 2 a batch, 3 the receiver runs, 4 bytes
+    overwritten in a chunk, 5 a lie of the sender's, 6 a call over send
+    awaiting its DETOUR record, 7 a DETOUR record."""
+    t = "am-ring"
+    go = b"\x03"
+
+    def head(shape=0, nest=2, seq=1):
+        return bytes([shape, nest]) + struct.pack("<QQ", 0x5eed5eed5eed5eed,
+                                                  seq)
+
+    def call(body, sel=0, flags=0, ret_len=0, root=0, token=0, buf=0,
+             args_len=None):
+        s = bytes([0, sel | (0x44 if args_len is not None else 0)])
+        s += struct.pack("<H", len(body))
+        if sel & 4 or args_len is not None:
+            s += struct.pack("<HHBBH", flags, ret_len, root, token, buf)
+        s += body
+        if args_len is not None:
+            s += struct.pack("<I", args_len)
+        return s
+
+    def inner(meta, body, hsel=0, lie=0, length=None, seq=None):
+        # seq: a record inside a batch has one (RETRUN: its result length)
+        s = struct.pack("<IBBB", meta, hsel, len(body) // 8,
+                        lie | (0x80 if length is not None else 0))
+        if length is not None:
+            s += struct.pack("<I", length)
+        if seq is not None:
+            s += struct.pack("<H", seq)
+        return s + body
+
+    def record(meta, body, hsel=0, lie=0, length=None):
+        return b"\x01" + inner(meta, body, hsel, lie, length)
+
+    def batch(recs, lie=0):
+        return bytes([2, lie, len(recs)]) + b"".join(recs)
+
+    def lie(what, v):
+        return bytes([5, what]) + struct.pack("<I", v)
+
+    def detour(token, args, flags=0):
+        return bytes([6, token]) + struct.pack("<HH", flags, len(args)) + args
+
+    # am_hdr_t flags: AM_NOTIFY 1, AM_RETURN 2, AM_BCAST 4.
+    write(t, "calls", head() + call(b"8 bytes!") + call(b"") +
+          call(b"x" * 20, sel=1) + go)
+    write(t, "calls-header", head() + call(b"args", sel=4, flags=3,
+                                           ret_len=8) +
+          call(b"argsbuffer", sel=4, buf=6) + call(b"b", sel=4, flags=4) + go)
+    write(t, "unknown-handlers", head() + call(b"none", sel=2) +
+          call(b"batch", sel=3) + go)
+    write(t, "args-len-lies", head() + call(b"abc", args_len=1 << 20) + go)
+    write(t, "rotate-splice", head(0x05) + b"".join(
+        call(bytes([i]) * 40, sel=i & 1) + (go if i % 5 == 4 else b"")
+        for i in range(40)))
+    write(t, "deferred-seq-wraps", head(0x4d, seq=0xfffffffe) + b"".join(
+        call(bytes([i]) * 24, sel=4, flags=3, ret_len=16) +
+        (go if i % 7 == 6 else b"") for i in range(48)))
+    write(t, "large", head(0x30) + call(b"L" * 2000) + call(b"s" * 8) + go)
+    write(t, "batch", head() + batch([
+        inner(CALL, b"callargs", seq=0),
+        inner(RUN | 8 << 16, b"a" * 8 + b"b" * 8, seq=0),
+        inner(RETRUN | 8 << 16, (b"s" * 8 + b"r" * 8 + b"x" * 8) * 2, seq=8),
+        inner(CALL | XHDR, struct.pack("<IIQQIIQ", 4, 0, 0, 0, 0, 0, 0) +
+              b"argsbuf\0", lie=1, seq=0)]) + go)
+    write(t, "batch-len-lies", head() + batch([
+        inner(CALL, b"12345678", length=1 << 30, seq=0),
+        inner(RUN | 8 << 16, b"q" * 12 + b"\0" * 4, seq=0)], lie=3) + go)
+    write(t, "detour", head() + detour(5, b"over send") + call(b"before") +
+          bytes([7, 5]) + call(b"after") + go)
+    write(t, "detour-waits", head() + bytes([7, 9]) + call(b"behind") + go +
+          detour(9, b"late") + go)
+    write(t, "rotate-short", head(0x01) + record(2, b"") + call(b"x") + go)
+    write(t, "rotate-splice-lies", head(0x01) +
+          record(2, struct.pack("<II", 3, 0)) + go)
+    write(t, "unknown-kind", head() + record(9, b"????????") + go)
+    write(t, "run-outside-batch", head() + record(RUN | 8 << 16,
+                                                  b"r" * 16) + go)
+    write(t, "len-lies", head() + record(CALL, b"args\0\0\0\0",
+                                         length=0x7FFFFFFF) + go)
+    write(t, "seq-jumps", head() + call(b"one") + lie(0, 3) + call(b"two") +
+          go)
+    write(t, "torn", head() + call(b"torn record") +
+          bytes([4, 0]) + struct.pack("<HB", 20, 4) + b"TORN" + go)
+    write(t, "moves-on", head(0x01) + call(b"one") + lie(3, 0) +
+          call(b"two") + go)
+
+
+def store_msg():
+    """The objects, whether the worker subscribed to seals, the gets in
+    progress, then operations (see fuzz_store_msg.c): 0 a call, 1 the
+    worker's progress, 2 the home's answer to a get's lookup, 3 a seal."""
+    t = "store-msg"
+    (ADD, LOOKUP, FOUND, DEL, DROP, SUB, SEALED, EAGER, PIN, CHUNK,
+     FIN_) = range(11)
+    plain, local, remote = 0, 4, 8  # the mode's bits 2-3
+    sealed, created, fetching, held = 0, 1, 2, 4
+
+    def objects(*objs, sub=0, gets=()):
+        s = bytes([len(objs)]) + b"".join(
+            bytes([i, how]) + struct.pack("<HB", data, meta)
+            for i, how, data, meta in objs)
+        s += bytes([sub, len(gets)])
+        return s + b"".join(bytes([i, wait]) for i, wait in gets)
+
+    def call(h, src, args, mode=plain, ret=0, raw=False, flags=None):
+        s = bytes([0, h, src, mode | (0 if raw else 1)]) + \
+            struct.pack("<H", ret)
+        s += args if not raw else bytes([len(args)]) + args
+        if flags is not None:
+            s += struct.pack("<I", flags)
+        return s
+
+    def oid(i):  # the harness names objects by index
+        return bytes([i]) + b"\0" * 19
+
+    def where(status, owner=0, data=0, meta=0):
+        return struct.pack("<iIQQQiI", status, owner, data, meta, 0, 0, 0)
+
+    def add(i, data, meta=0, add=1):
+        return oid(i) + b"\0" * 4 + struct.pack("<QQI", data, meta, add) + \
+            b"\0" * 4
+
+    def lookup(i, token, wait):
+        return oid(i) + b"\0" * 4 + struct.pack("<QI", token, wait) + \
+            b"\0" * 4
+
+    def piece(i, off, length):
+        return oid(i) + b"\0" * 4 + struct.pack("<QQ", off, length)
+
+    step = b"\x01"
+    three = objects((0, sealed, 100, 8), (1, sealed, 5000, 0),
+                    (2, created, 10, 0))
+    write(t, "pin-chunk-fin", three +
+          call(PIN, 2, oid(0), remote, 40) +
+          call(CHUNK, 2, piece(0, 0, 64), remote, 64) +
+          call(CHUNK, 2, piece(0, 64, 44), remote, 44) +
+          call(FIN_, 2, oid(0)) + step)
+    write(t, "chunk-not-pinned", three + call(CHUNK, 3, piece(1, 0, 8),
+                                              remote, 8) +
+          call(FIN_, 3, oid(1)) + step)
+    write(t, "chunk-outside", three + call(PIN, 1, oid(1), local, 40) +
+          call(CHUNK, 1, piece(1, 4990, 20), local, 20) +
+          call(CHUNK, 1, piece(1, 0xFFFFFFFFFFFFFFF8, 16), local | 0x10,
+               16) +
+          step)
+    write(t, "add-lookup-del", objects() +
+          call(ADD, 3, add(3, 100)) + call(ADD, 2, add(3, 100)) +
+          call(LOOKUP, 2, lookup(3, 7, 0), remote, 40) +
+          call(DEL, 1, oid(3), local, 40) +
+          call(LOOKUP, 2, lookup(3, 8, 1), remote, 40) +
+          call(ADD, 3, add(3, 100)) + call(ADD, 3, add(3, 0, add=0)) + step)
+    write(t, "lookup-waits", objects() +
+          call(LOOKUP, 2, lookup(4, 1, 1), remote, 40) +
+          call(LOOKUP, 3, lookup(4, 2, 1), remote, 40) +
+          call(ADD, 1, add(4, 64, 8)) + step)
+    write(t, "get-found", objects(gets=((5, 1), (6, 0))) +
+          bytes([2, 0]) + where(1) + step +
+          call(FOUND, 2, struct.pack("<Q", 1) + where(0, 2, 64)) + step)
+    write(t, "get-answered", objects(gets=((5, 1),)) +
+          bytes([2, 0]) + where(0, 3, 1 << 30, 8) + step)
+    write(t, "eager", three + call(EAGER, 1, oid(0), local, 116) +
+          call(EAGER, 2, oid(0), remote, 64) +
+          call(EAGER, 2, oid(2), remote, 64) + step)
+    write(t, "sub-sealed", objects(sub=1) +
+          call(SUB, 2, struct.pack("<I", 3), remote, 4) +
+          call(SEALED, 2, oid(4) + b"\0" * 4 + struct.pack("<QiI", 9, 1, 0)) +
+          step)
+    write(t, "drop", objects((0, sealed, 10, 0), (1, sealed | held, 10, 0)) +
+          call(DROP, 2, oid(0)) + call(DROP, 2, oid(1)) +
+          call(PIN, 2, oid(1), remote, 40) + step)
+    write(t, "seal-created", three + bytes([3, 2]) +
+          call(PIN, 2, oid(2), remote, 40) + step)
+    write(t, "fetching", objects((4, fetching, 0, 0)) +
+          call(EAGER, 2, oid(4), remote, 64) +
+          call(PIN, 2, oid(4), remote, 40) + step)
+    write(t, "wrong-lengths", three + b"".join(
+        call(h, 2, b"\0" * n, remote, 64, raw=True)
+        for h in range(11) for n in (0, 3, 21, 47)) + step)
+    write(t, "short-results", three +
+          call(LOOKUP, 1, lookup(0, 1, 0), local, 3) +
+          call(SUB, 1, struct.pack("<I", 3), local, 3) + b"".join(
+              call(h, 1, oid(0), local, 3) for h in (DEL, EAGER, PIN)) +
+          step)
+    write(t, "header-flags", three +
+          call(PIN, 2, oid(0), 12, 40, flags=4) +
+          call(ADD, 3, add(3, 10), 12, 0, flags=0x20) +
+          call(DROP, 2, oid(0), 12, 0, flags=0x100 | 2 << 24) + step)
+    write(t, "unknown-handler", three + call(11, 2, oid(0), remote, 8))
+
+
+# The UCX plugin's RMA emulation (ucx_emu.h): emu_hdr_t is {u8 op, u8 amo,
+# i16 status, u32 src, u32 region, u32 flags, u64 raddr, len, v1, v2,
+# cookie}.
+PUT, GET_REQ, GET_REP, AMO_REQ, AMO_REP, FLUSH_REQ, FLUSH_REP = range(1, 8)
+FADD, CSWAP = 1, 2
+
+
+def emu(op, src, region=0, raddr=0, length=0, amo=0, status=0, flags=0,
+        v1=0, v2=0, cookie=0, payload=b"", hdr_len=None):
+    h = struct.pack("<BBhIIIQQQQQ", op, amo, status, src, region, flags,
+                    raddr, length, v1, v2, cookie)
+    if hdr_len is not None:
+        h = (h + b"\0" * hdr_len)[:hdr_len]
+    return bytes([len(h)]) + h + struct.pack("<H", len(payload)) + payload
+
+
+def slot(index, gen=1):
+    return gen << 32 | index
+
+
+def ucx_emu():
+    """Messages, each [u8 header length][header][u16 length][payload]; a
+    header's raddr is an offset in the harness's region h.region. The
+    worker (1 of 4) awaits replies in slots 0 (get of 16 bytes, worker 0),
+    1 (compare-and-swap, worker 0), 2 (fetch-add, worker 2), 3 (flush,
+    worker 3), 4 (generation 2: get of 8 bytes, worker 2), 5 and 6 (the
+    worker-wide flush's parts, workers 0 and 2)."""
+    t = "ucx-emu"
+    eight = bytes(range(8))
+    write(t, "put", emu(PUT, 0, raddr=16, length=8, payload=eight))
+    write(t, "put-region1", emu(PUT, 2, region=1, raddr=56, length=8,
+                                payload=eight))
+    write(t, "put-outside", emu(PUT, 0, raddr=252, length=8, payload=eight))
+    write(t, "put-removed-region", emu(PUT, 0, region=2, length=8,
+                                       payload=eight))
+    write(t, "put-len-lies", emu(PUT, 0, raddr=16, length=100,
+                                 payload=eight))
+    write(t, "put-fenced", emu(PUT, 3, raddr=0, length=8, flags=1,
+                               payload=eight))
+    write(t, "get-req", emu(GET_REQ, 2, raddr=32, length=32, cookie=7))
+    write(t, "get-req-outside", emu(GET_REQ, 2, region=1, raddr=60,
+                                    length=8, cookie=7))
+    write(t, "amo-fadd", emu(AMO_REQ, 3, amo=FADD, raddr=8, length=8, v1=5))
+    write(t, "amo-cswap", emu(AMO_REQ, 0, amo=CSWAP, raddr=8, length=8,
+                              v1=0x0f0e0d0c0b0a0908, v2=1))
+    write(t, "amo-unaligned", emu(AMO_REQ, 0, amo=FADD, raddr=4, v1=1))
+    write(t, "amo-unknown", emu(AMO_REQ, 0, amo=3, raddr=8, v1=1))
+    write(t, "flush-req", emu(FLUSH_REQ, 0, cookie=77))
+    write(t, "get-rep", emu(GET_REP, 0, length=16, cookie=slot(0),
+                            payload=bytes(range(16))))
+    write(t, "get-rep-short", emu(GET_REP, 0, length=16, cookie=slot(0),
+                                  payload=eight))
+    write(t, "get-rep-error", emu(GET_REP, 0, status=-2, cookie=slot(0)))
+    write(t, "get-rep-gen2", emu(GET_REP, 2, length=8, cookie=slot(4, 2),
+                                 payload=eight))
+    write(t, "get-rep-gen1", emu(GET_REP, 3, length=8, cookie=slot(4),
+                                 payload=eight))
+    write(t, "get-rep-twice", emu(GET_REP, 0, cookie=slot(0),
+                                  payload=bytes(16)) * 2)
+    write(t, "get-rep-wrong-worker", emu(GET_REP, 1, cookie=slot(0),
+                                         payload=bytes(16)))
+    write(t, "get-rep-no-slot", emu(GET_REP, 0, cookie=slot(5000)))
+    write(t, "amo-rep", emu(AMO_REP, 0, cookie=slot(1), v1=42) +
+          emu(AMO_REP, 2, cookie=slot(2), v1=43))
+    write(t, "amo-rep-wrong-kind", emu(AMO_REP, 0, cookie=slot(0)))
+    write(t, "flush-rep", emu(FLUSH_REP, 3, cookie=slot(3)))
+    write(t, "flush-all-reps", emu(FLUSH_REP, 0, cookie=slot(5)) +
+          emu(FLUSH_REP, 2, cookie=slot(6)))
+    write(t, "short-header", emu(PUT, 0, hdr_len=20))
+    write(t, "long-header", emu(PUT, 0, hdr_len=64))
+    write(t, "no-header", emu(PUT, 0, hdr_len=0))
+    write(t, "src-not-of-job", emu(FLUSH_REQ, 9))
+    write(t, "unknown-kind", emu(9, 0))
+    write(t, "mixed", emu(PUT, 0, raddr=40, length=8, payload=eight) +
+          emu(GET_REQ, 0, raddr=40, length=8, cookie=1) +
+          emu(FLUSH_REQ, 0, cookie=2) + emu(FLUSH_REP, 3, cookie=slot(3)))
+
+
+# The verbs plugin's messages (verbs_internal.h): vb_wire_t {u32 src, u8
+# type, u8 hdr_len, u16 0, u32 len, u32 0}, then the header, then the
+# payload (an RTS: vb_rts_t {u64 addr, u64 cookie, u32 rkey, u32 0}).
+EAGER, RTS, FIN, BYE = 1, 2, 3, 4
+
+
+def wire(kind, src, hdr=b"", body=b"", length=None):
+    n = len(body) if length is None else length
+    return struct.pack("<IBBHII", src, kind, len(hdr), 0, n, 0) + hdr + body
+
+
+def rts(src, length, hdr=b"H" * 8, cookie=0x100000000, addr=0x7f0000001000):
+    return wire(RTS, src, hdr, struct.pack("<QQII", addr, cookie, 0x99, 0),
+                length=length)
+
+
+def fin(src, cookie, hdr_len=8):
+    return wire(FIN, src, struct.pack("<Q", cookie)[:hdr_len])
+
+
+def step(msg, ctl=0):
+    return bytes([ctl]) + struct.pack("<H", len(msg)) + msg
+
+
+def verbs_recv():
+    """A flags byte (bit 0 pool, bit 1 shared QPs, bit 2 inline sends, bit
+    3 payloads kept), then steps [u8 ctl][u16 length][message]: ctl 1 the
+    oldest rendezvous read lands, 2 it fails, 3 all land. The worker (0 of
+    4) awaits FINs in slots 0 (to worker 1), 1 (2), 2 (3) and 3
+    (generation 2, to worker 2)."""
+    t = "verbs-recv"
+    hdr = b"h" * 8
+    write(t, "eager", b"\0" + step(wire(EAGER, 1, hdr, b"hello")))
+    write(t, "eager-no-header", b"\0" + step(wire(EAGER, 3, b"", b"x" * 40)))
+    write(t, "eager-full", b"\0" + step(wire(EAGER, 2, hdr, b"f" * 16360)))
+    write(t, "eager-len-lies", b"\0" + step(wire(EAGER, 1, hdr, b"abc",
+                                                   length=300)))
+    write(t, "rts-lands", b"\0" + step(rts(2, 100000), ctl=1))
+    write(t, "rts-fails", b"\0" + step(rts(3, 5000), ctl=2))
+    write(t, "rts-pending", b"\0" + step(rts(1, 0)))
+    write(t, "rts-pool-shared-kept", b"\x0f" + step(rts(2, 70000), ctl=3))
+    write(t, "rts-wrong-size", b"\0" + step(rts(1, 100)[:-4], ctl=1))
+    write(t, "rts-two", b"\x01" + step(rts(1, 30000)) +
+          step(rts(1, 20000), ctl=3))
+    write(t, "fin", b"\0" + step(fin(1, slot(0))))
+    write(t, "fin-gen2", b"\0" + step(fin(2, slot(3, 2))))
+    write(t, "fin-gen1", b"\0" + step(fin(1, slot(3))))
+    write(t, "fin-twice", b"\0" + step(fin(3, slot(2))) * 2)
+    write(t, "fin-wrong-worker", b"\0" + step(fin(3, slot(0))))
+    write(t, "fin-no-slot", b"\0" + step(fin(1, slot(5000))))
+    write(t, "fin-short", b"\0" + step(fin(1, slot(0), hdr_len=4)))
+    write(t, "bye", b"\0" + step(wire(BYE, 1)) + step(wire(BYE, 1)))
+    write(t, "unknown-type", b"\0" + step(wire(9, 1)))
+    write(t, "src-not-of-job", b"\0" + step(wire(EAGER, 7)))
+    write(t, "short", b"\0" + step(b"\1\0\0\0"))
+    write(t, "header-too-long", b"\0" + step(wire(EAGER, 1, b"h" * 65)))
+    write(t, "inline-sends", b"\x04" + step(rts(1, 10), ctl=1) +
+          step(fin(1, slot(0))))
+
+
 def main():
     for f in (config_yaml, config_value, launch_server, msg, gtp, game_move,
-              am_batch):
+              am_batch, am_ring, store_msg, ucx_emu, verbs_recv):
         shutil.rmtree(os.path.join(CORPUS, f.__name__.replace("_", "-")),
                       ignore_errors=True)
         os.makedirs(os.path.join(CORPUS, f.__name__.replace("_", "-")))
