@@ -46,21 +46,12 @@ static bool pend_grow(am_worker_t *aw)
     return true;
 }
 
-uint64_t am_pend_add(am_worker_t *aw, rv_sync_t *sync, void *ret,
-                     uint32_t ret_len, rv_tid_t dest, long answers)
+uint64_t am_pend_add_slow(am_worker_t *aw, rv_sync_t *sync, void *ret,
+                          uint32_t ret_len, rv_tid_t dest, long answers)
 {
-    if (aw->pend_free == AM_PEND_NONE && !pend_grow(aw))
+    if (!pend_grow(aw))
         return 0;
-    uint32_t i = aw->pend_free;
-    am_pend_t *p = &aw->pend[i];
-    aw->pend_free = p->next;
-    p->sync = sync;
-    p->ret = ret;
-    p->ret_len = ret_len;
-    p->dest = dest;
-    p->answers = answers;
-    p->next = AM_PEND_NONE;
-    return (uint64_t)p->gen << 32 | i;
+    return am_pend_add(aw, sync, ret, ret_len, dest, answers);
 }
 
 void am_pend_cancel(am_worker_t *aw, uint64_t token)
@@ -91,31 +82,22 @@ static void pend_refused(am_worker_t *aw, rv_tid_t src, uint64_t token,
     }
 }
 
-rv_sync_t *am_pend_answer(am_worker_t *aw, rv_tid_t src, uint64_t token,
-                          uint32_t ret_len, const void *result)
+rv_sync_t *am_pend_refuse(am_worker_t *aw, rv_tid_t src, uint64_t token,
+                          uint32_t ret_len)
 {
     uint32_t i = (uint32_t)token;
-    am_pend_t *p = i < aw->npend ? &aw->pend[i] : NULL;
-    const char *why = NULL;
+    const am_pend_t *p = i < aw->npend ? &aw->pend[i] : NULL;
+    const char *why;
     if (p == NULL || p->answers <= 0 || p->gen != (uint32_t)(token >> 32))
         why = "no such call awaits an answer (forged, stale or repeated)";
     else if (p->dest != RV_TID_ALL && p->dest != src)
         why = "the call went to another worker";
     else if (ret_len > p->ret_len)
         why = "its result is longer than the caller's buffer";
-    if (why != NULL) {
-        pend_refused(aw, src, token, why);
-        return NULL;
-    }
-    if (ret_len > 0 && p->ret != NULL)
-        memcpy(p->ret, result, ret_len);
-    rv_sync_t *sync = p->sync;
-    if (--p->answers == 0) {
-        p->gen++;
-        p->next = aw->pend_free;
-        aw->pend_free = i;
-    }
-    return sync;
+    else
+        return NULL; /* not reached: am_pend_answer refused it */
+    pend_refused(aw, src, token, why);
+    return NULL;
 }
 
 void am_pend_fini(am_worker_t *aw)
