@@ -107,7 +107,6 @@ awk -F, -v warm=$(( per / 5 )) 'NR > 1 && $1 >= warm {
     sr[k] += $4; str[k] += $1 * $4; sf[k] += $5; stf[k] += $1 * $5
   }
   END {
-    print "test,rank,samples,rss_mean_kib,rss_slope_pct_per_10min,fds_mean,fds_slope_pct_per_10min"
     for (k in n) {
       d = n[k] * stt[k] - st[k] * st[k]
       if (n[k] < 3 || d == 0) continue
@@ -117,7 +116,9 @@ awk -F, -v warm=$(( per / 5 )) 'NR > 1 && $1 >= warm {
       printf "%s,%d,%.0f,%.2f,%.1f,%.2f\n", k, n[k], mr,
         mr ? 100 * br * 600 / mr : 0, mf, mf ? 100 * bf * 600 / mf : 0
     }
-  }' "$out" | sort | tee "${out%.csv}-slopes.csv" | column -s, -t
+  }' "$out" | sort |
+  { echo "test,rank,samples,rss_mean_kib,rss_slope_pct_per_10min,fds_mean,fds_slope_pct_per_10min"
+    cat; } | tee "${out%.csv}-slopes.csv" | column -s, -t
 
 if command -v gnuplot > /dev/null; then
   png=${out%.csv}.png
