@@ -53,6 +53,30 @@ static st_dent_t *dent_get(st_worker_t *sw, const rv_object_id_t *id,
     return d;
 }
 
+/* Remembers deleted @p d among the home's last ST_TOMBSTONES deletions,
+ * forgetting the oldest: its entry is freed (a get of that id then waits
+ * for a seal, as for an id never made). Without this the directory grew
+ * with every object ever deleted (found by bench/soak.sh). */
+static void tomb_push(st_worker_t *sw, st_dent_t *d)
+{
+    if (d->in_tomb || (sw->tomb == NULL &&
+                       (sw->tomb = calloc(ST_TOMBSTONES,
+                                          sizeof(*sw->tomb))) == NULL))
+        return;
+    st_dent_t *old = sw->tomb[sw->tomb_at];
+    if (old != NULL) {
+        old->in_tomb = false;
+        if (old->deleted && old->nwait == 0) {
+            HASH_DELETE(hh, sw->dir, old);
+            free(old->waiters);
+            free(old);
+        }
+    }
+    d->in_tomb = true;
+    sw->tomb[sw->tomb_at] = d;
+    sw->tomb_at = (sw->tomb_at + 1) % ST_TOMBSTONES;
+}
+
 /* Answers every get waiting for @p d. */
 static void wake_waiters(st_worker_t *sw, st_dent_t *d, const st_where_t *w)
 {
@@ -171,6 +195,7 @@ static rv_status_t on_del(rv_worker_t *w, rv_call_t *call, void *arg)
         d->nloc = 0;
         st_where_t gone = {.status = RV_ERR_NOT_FOUND};
         wake_waiters(sw, d, &gone);
+        tomb_push(sw, d);
         del.status = RV_OK;
     }
     memcpy(call->ret, &del, sizeof(del));
@@ -272,6 +297,9 @@ void st_tell_subscribers(st_worker_t *sw, const st_obj_t *o)
 
 void st_dir_fini(st_worker_t *sw)
 {
+    free(sw->tomb);
+    sw->tomb = NULL;
+    sw->tomb_at = 0;
     st_dent_t *d, *tmp;
     HASH_ITER(hh, sw->dir, d, tmp) {
         HASH_DELETE(hh, sw->dir, d);

@@ -27,6 +27,10 @@
 #define ST_HEAD 8
 /* Copies of one object a home remembers. */
 #define ST_MAX_LOCS 8
+/* Deleted ids a home remembers, so that a get of one answers
+ * RV_ERR_NOT_FOUND; an id deleted longer ago is forgotten (memory that
+ * does not grow with the objects ever deleted). */
+#define ST_TOMBSTONES 16384
 
 /* ---------------------------------------------------------------------- */
 /* Objects of a process                                                    */
@@ -101,6 +105,8 @@ typedef struct st_dent {
     rv_tid_t locs[ST_MAX_LOCS];
     unsigned nloc;
     bool deleted;
+    bool in_tomb;            /* deleted, in the home's ring of the last
+                                ST_TOMBSTONES deletions (store_dir.c) */
     st_waiter_t *waiters;
     size_t nwait, capwait;
 } st_dent_t;
@@ -159,6 +165,8 @@ typedef struct st_worker {
     rv_worker_t *w;
     st_proc_t *proc;
     st_dent_t *dir;          /* the ids homed here */
+    st_dent_t **tomb;        /* the last ST_TOMBSTONES deleted ids */
+    uint32_t tomb_at;        /* the oldest of them, replaced next */
     st_get_t *gets;          /* in progress */
     uint64_t next_token;
     rv_store_seal_fn sub_fn;

@@ -183,8 +183,11 @@ typedef struct rv_store_buf {
  *                         are zeroed
  * @param [out] status     NULL, or n statuses: RV_OK for each object got,
  *                         RV_ERR_TIMEOUT for one not sealed in time,
- *                         RV_ERR_NOT_FOUND for one deleted, a transport
- *                         error for one whose owner failed
+ *                         RV_ERR_NOT_FOUND for one deleted (an id's
+ *                         home remembers the last 16,384 ids deleted
+ *                         there; one deleted longer ago is waited for
+ *                         like an id never made), a transport error for
+ *                         one whose owner failed
  * @return RV_OK when every object was got, else the first error of
  *         @p status (the objects got are referenced all the same)
  * @note From @p w's own thread; waits, progressing.
