@@ -7,7 +7,7 @@
 #ifndef RIVET_AM_CURSOR_H
 #define RIVET_AM_CURSOR_H
 
-#include "am_internal.h"
+#include "am_pend.h"
 
 rv_status_t am_cursors_init(am_worker_t *aw);
 void am_cursors_fini(am_worker_t *aw);

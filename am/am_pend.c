@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_pend.h"
 
 /* A slot that is free: its next free slot, or AM_PEND_NONE. */
 #define AM_PEND_NONE UINT32_MAX

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_internal.h"
+#include "am_pend.h"
 
 /* Sends @p d's gathered answers; they are copied when the transport
  * cannot take them at once, so the buffer is free again on return. */
