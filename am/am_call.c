@@ -53,7 +53,7 @@ typedef struct {
     size_t len, n;
     void *ret;
     size_t ret_len;
-    rv_sync_t *sync;      /* the caller's, or NULL */
+    rv_sync_t *sync; /* the caller's, or NULL */
     unsigned flags;
     uint32_t am_flags;
     long notifications;
@@ -66,9 +66,11 @@ typedef struct {
 /* The call header of @p cd (notification flags are the caller's). */
 static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
 {
-    am_hdr_t hdr = {.args_len = (uint32_t)cd->len, .flags = cd->am_flags,
+    am_hdr_t hdr = {.args_len = (uint32_t)cd->len,
+                    .flags = cd->am_flags,
                     .ret = cd->ret != NULL ? cd->token : 0,
-                    .ret_len = (uint32_t)cd->ret_len, .root = aw->me};
+                    .ret_len = (uint32_t)cd->ret_len,
+                    .root = aw->me};
     if (cd->x != NULL) {
         /* The extension's words take the places of the result's and the
          * broadcast root's, which an extended call has not. */
@@ -79,8 +81,7 @@ static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
     return hdr;
 }
 
-static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local,
-                              rv_sync_t *sync)
+static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local, rv_sync_t *sync)
 {
     return sync == NULL ? rv_sync_wait(w, local) : RV_OK;
 }
@@ -110,8 +111,8 @@ static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
         am_rec_write(at, cd->h, NULL, cd->args, cd->len, NULL, 0);
     } else {
         am_hdr_t hdr = hdr_of(aw, cd);
-        hdr.flags |= AM_LOCAL | (notify ? AM_NOTIFY : 0) |
-                     (cd->ret ? AM_RETURN : 0);
+        hdr.flags |=
+            AM_LOCAL | (notify ? AM_NOTIFY : 0) | (cd->ret ? AM_RETURN : 0);
         /* Within the process: the caller's own pointers. */
         hdr.sync = (uintptr_t)s;
         if (cd->ret != NULL && cd->x == NULL)
@@ -127,8 +128,8 @@ static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
 }
 
 /* The send path without aggregation: one AM, zero-copy. */
-static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd,
-                           rv_sync_t *s, bool notify)
+static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
+                           bool notify)
 {
     am_hdr_t hdr = hdr_of(aw, cd);
     if (notify) {
@@ -204,8 +205,8 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
         rv_error("calls to worker %u: its ring is full and %zu bytes of "
                  "calls already wait (am.ovfl_limit %" PRIu64 "); the call "
                  "is refused with RV_ERR_AGAIN (am.on_full: fail); every "
-                 "call accepted before is kept", d->tid, d->pending,
-                 aw->cfg->ovfl_limit);
+                 "call accepted before is kept",
+                 d->tid, d->pending, aw->cfg->ovfl_limit);
     }
     return RV_ERR_AGAIN;
 }
@@ -298,8 +299,7 @@ static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
             return false;
         am_cursor_open_local(aw, dest, local, e);
         aw->stats.calls_local++;
-    } else if (aw->cfg->aggregation != RV_AGG_TRAD ||
-               aw->dests[dest] == NULL ||
+    } else if (aw->cfg->aggregation != RV_AGG_TRAD || aw->dests[dest] == NULL ||
                !trad_append(aw, aw->dests[dest], e)) {
         return false;
     } else {
@@ -321,8 +321,7 @@ static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
         return RV_ERR_TRANSPORT;
     if (am_path_write(aw)) {
         uint64_t token = ++d->ring.detours;
-        uint8_t *at = am_dest_reserve(aw, d, am_rec_size(sizeof(token)),
-                                      false);
+        uint8_t *at = am_dest_reserve(aw, d, am_rec_size(sizeof(token)), false);
         if (at == NULL)
             return RV_ERR_NO_MEMORY;
         am_rec_t rec = {.len = sizeof(token), .meta = AM_REC_DETOUR};
@@ -371,9 +370,11 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
         return RV_ERR_NO_MEMORY;
     if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
         cd->am_flags == 0 &&
-        trad_append(aw, d, &(am_elem_t){.kind = AM_REC_RUN, .h = cd->h,
-                                       .alen = (uint32_t)cd->len,
-                                       .args = cd->args}))
+        trad_append(aw, d,
+                    &(am_elem_t){.kind = AM_REC_RUN,
+                                 .h = cd->h,
+                                 .alen = (uint32_t)cd->len,
+                                 .args = cd->args}))
         return RV_OK;
     rv_aggregation_t agg = aw->cfg->aggregation;
     am_hdr_t hdr = hdr_of(aw, cd);
@@ -414,7 +415,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
     const am_buf_t *mb = d->last;
     size_t mark = mb->used;
     am_rec_write(at, cd->h, need_hdr ? &hdr : NULL, cd->args, cd->len, cd->buf,
-              cd->n);
+                 cd->n);
 
     if (agg == RV_AGG_TRAD) {
         if (am_run_len(d->last, d->last->open) >= aw->cfg->flush_bytes) {
@@ -425,8 +426,7 @@ static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
         }
     } else if (!queued) {
         /* none and ovfl: go now if the messenger takes it */
-        bool was_alone = d->pending == sizeof(am_rec_t) + size +
-                                           AM_REC_FOOTER;
+        bool was_alone = d->pending == sizeof(am_rec_t) + size + AM_REC_FOOTER;
         if ((agg == RV_AGG_NONE || was_alone) &&
             am_dest_push(aw, d, agg == RV_AGG_OVFL, true) < 0)
             return RV_ERR_TRANSPORT;
@@ -447,7 +447,8 @@ rv_status_t am_not_initialised(const char *what)
 {
     rv_error("%s on a worker of a job without the invocation layer: call "
              "rv_am_init (or rv_am_register) before rv_job_run, from the "
-             "main thread", what);
+             "main thread",
+             what);
     return RV_ERR_INVALID;
 }
 
@@ -485,10 +486,9 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
          * which the ring's own order completes): named by a pending
          * slot. */
         if (notify && (by_send || !am_path_write(aw) || cd->ret != NULL)) {
-            remote.token = am_pend_add(aw, s, cd->ret,
-                                       (uint32_t)cd->ret_len,
-                                       bcast ? RV_TID_ALL : cd->dest,
-                                       cd->notifications);
+            remote.token =
+                am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
+                            bcast ? RV_TID_ALL : cd->dest, cd->notifications);
             if (remote.token == 0)
                 return RV_ERR_NO_MEMORY;
         }
@@ -504,7 +504,6 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     return wait_local(w, &local, cd->sync);
 }
 
-
 /* rv_call past its open run: kept out of line, so that the fast path
  * stays a few instructions with no stack frame to build. */
 static __attribute__((noinline)) rv_status_t
@@ -514,12 +513,19 @@ call_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h, const void *args,
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
         dest < aw->nworkers &&
-        call_fast(aw, dest, &(am_elem_t){.kind = AM_REC_RUN, .h = h,
-                                         .alen = (uint32_t)len,
-                                         .args = args}))
+        call_fast(aw, dest,
+                  &(am_elem_t){.kind = AM_REC_RUN,
+                               .h = h,
+                               .alen = (uint32_t)len,
+                               .args = args}))
         return RV_OK;
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .sync = sync, .flags = flags, .notifications = 1};
+    call_desc_t cd = {.dest = dest,
+                      .h = h,
+                      .args = args,
+                      .len = len,
+                      .sync = sync,
+                      .flags = flags,
+                      .notifications = 1};
     return call_out(w, &cd);
 }
 
@@ -536,8 +542,13 @@ rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
             return RV_OK;
         return call_slow(w, dest, h, args, len, sync, flags);
     }
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .sync = sync, .flags = flags, .notifications = 1};
+    call_desc_t cd = {.dest = dest,
+                      .h = h,
+                      .args = args,
+                      .len = len,
+                      .sync = sync,
+                      .flags = flags,
+                      .notifications = 1};
     return call_out(w, &cd);
 }
 
@@ -545,8 +556,14 @@ rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                            const void *args, size_t len, const void *buf,
                            size_t n, rv_sync_t *sync, unsigned flags)
 {
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .buf = buf, .n = n, .sync = sync, .flags = flags,
+    call_desc_t cd = {.dest = dest,
+                      .h = h,
+                      .args = args,
+                      .len = len,
+                      .buf = buf,
+                      .n = n,
+                      .sync = sync,
+                      .flags = flags,
                       .notifications = 1};
     return call_out(w, &cd);
 }
@@ -559,12 +576,14 @@ call_return_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
 {
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
-        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET &&
-        dest < aw->nworkers) {
-        am_elem_t e = {.kind = AM_REC_RETRUN, .h = h, .alen = (uint32_t)len,
+        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET && dest < aw->nworkers) {
+        am_elem_t e = {.kind = AM_REC_RETRUN,
+                       .h = h,
+                       .alen = (uint32_t)len,
                        .ret_len = (uint32_t)ret_len,
                        .pre = {(uintptr_t)sync, (uintptr_t)ret},
-                       .sync = sync, .args = args};
+                       .sync = sync,
+                       .args = args};
         uint64_t token = 0;
         bool remote = am_local_thread(aw, dest) < 0;
         if (remote) {
@@ -578,9 +597,15 @@ call_return_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
         am_pend_cancel(aw, token);
     }
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .ret = ret, .ret_len = ret_len, .sync = sync,
-                      .flags = flags, .notifications = 1};
+    call_desc_t cd = {.dest = dest,
+                      .h = h,
+                      .args = args,
+                      .len = len,
+                      .ret = ret,
+                      .ret_len = ret_len,
+                      .sync = sync,
+                      .flags = flags,
+                      .notifications = 1};
     return call_out(w, &cd);
 }
 
@@ -597,8 +622,7 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
      * (another thread). */
     am_worker_t *aw = am_of(w);
     if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
-        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET &&
-        dest < aw->nworkers &&
+        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET && dest < aw->nworkers &&
         am_cursor_put_ret(aw, dest, h, args, len, sync, ret, ret_len))
         return RV_OK;
     return call_return_slow(w, dest, h, args, len, ret, ret_len, sync, flags);
@@ -629,25 +653,36 @@ rv_status_t rv_am_call_x(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
         rv_error("rv_am_call_x to worker %u: an invalid extension", dest);
         return RV_ERR_INVALID;
     }
-    call_desc_t cd = {.dest = dest, .h = h, .args = args, .len = len,
-                      .buf = buf, .n = n, .sync = sync, .flags = flags,
-                      .am_flags = xcall_flags(x), .notifications = 1,
+    call_desc_t cd = {.dest = dest,
+                      .h = h,
+                      .args = args,
+                      .len = len,
+                      .buf = buf,
+                      .n = n,
+                      .sync = sync,
+                      .flags = flags,
+                      .am_flags = xcall_flags(x),
+                      .notifications = 1,
                       .x = x};
     return call_out(w, &cd);
 }
 
 rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
-                                const void *args, size_t len,
-                                const void *buf, size_t n, rv_sync_t *sync,
-                                unsigned flags)
+                                const void *args, size_t len, const void *buf,
+                                size_t n, rv_sync_t *sync, unsigned flags)
 {
     /* The root sends to itself: its own delivery forwards to its children
      * and runs the handler, like every other worker's. */
-    call_desc_t cd = {.dest = rv_worker_tid(w), .h = h, .args = args,
-                      .len = len, .buf = buf, .n = n, .sync = sync,
-                      .flags = flags, .am_flags = AM_BCAST,
-                      .notifications =
-                          (long)rv_nworkers(rv_worker_context(w))};
+    call_desc_t cd = {.dest = rv_worker_tid(w),
+                      .h = h,
+                      .args = args,
+                      .len = len,
+                      .buf = buf,
+                      .n = n,
+                      .sync = sync,
+                      .flags = flags,
+                      .am_flags = AM_BCAST,
+                      .notifications = (long)rv_nworkers(rv_worker_context(w))};
     return call_out(w, &cd);
 }
 
@@ -694,7 +729,6 @@ rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest)
     rv_status_t st = am_flush_calls(aw, dest);
     /* Then the operations of the layers above (rma's one-sided ones). */
     for (int i = 0; st == RV_OK && i < aw->proc->nflush_hooks; i++)
-        st = aw->proc->flush_hooks[i].fn(w, dest,
-                                          aw->proc->flush_hooks[i].arg);
+        st = aw->proc->flush_hooks[i].fn(w, dest, aw->proc->flush_hooks[i].arg);
     return st;
 }

@@ -90,8 +90,7 @@ void am_cursors_seal(am_worker_t *aw)
 }
 
 static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
-                        const am_elem_t *e, uint8_t *wp, size_t room,
-                        int local)
+                        const am_elem_t *e, uint8_t *wp, size_t room, int local)
 {
     am_cursor_t *c = &aw->cur[dest];
     size_t stride = am_elem_stride(e->kind, e->alen);
@@ -117,8 +116,7 @@ static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
     c->key = am_cursor_key(rec->handler, rec->meta);
     c->ret_len = rec->seq;
     c->alen = rec->meta >> AM_REC_ALEN_SHIFT;
-    c->stride = (uint32_t)am_elem_stride(rec->meta & AM_REC_KIND_MASK,
-                                         c->alen);
+    c->stride = (uint32_t)am_elem_stride(rec->meta & AM_REC_KIND_MASK, c->alen);
     c->wp = c->start = wp;
     c->lim = wp + room;
     c->local = local;
@@ -150,8 +148,8 @@ void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
     am_rec_t rec;
     memcpy(&rec, b->base + d->run_at, sizeof(rec));
     /* The next call goes where the record's footer is now (trad_extend). */
-    cursor_open(aw, dest, &rec, e, b->base + b->used - 2 * AM_REC_FOOTER,
-                room, -1);
+    cursor_open(aw, dest, &rec, e, b->base + b->used - 2 * AM_REC_FOOTER, room,
+                -1);
 }
 
 void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local,
@@ -165,6 +163,5 @@ void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local,
     memcpy(&rec, b->data + b->run_at, sizeof(rec));
     if (b->run_at + sizeof(rec) + rec.len != b->tail)
         return;
-    cursor_open(aw, dest, &rec, e, b->data + b->tail, b->cap - b->tail,
-                local);
+    cursor_open(aw, dest, &rec, e, b->data + b->tail, b->cap - b->tail, local);
 }

@@ -42,7 +42,7 @@ static inline bool am_cursor_put_ret(am_worker_t *aw, rv_tid_t dest,
     size_t stride = 16 + AM_ALIGN8(len);
     uint64_t s = (uintptr_t)sync, r = (uintptr_t)ret;
     if (c->key != am_cursor_key(h, AM_REC_RETRUN | (uint32_t)len
-                                                        << AM_REC_ALEN_SHIFT) ||
+                                                       << AM_REC_ALEN_SHIFT) ||
         c->ret_len != ret_len || c->sync != s || c->wp + stride > c->lim)
         return false;
     if (c->local < 0) {
@@ -73,8 +73,8 @@ static inline bool am_cursor_put_plain(am_worker_t *aw, rv_tid_t dest,
 {
     am_cursor_t *c = &aw->cur[dest];
     size_t stride = am_run_stride(len);
-    if (c->key != am_cursor_key(h, AM_REC_RUN | (uint32_t)len
-                                                     << AM_REC_ALEN_SHIFT) ||
+    if (c->key !=
+            am_cursor_key(h, AM_REC_RUN | (uint32_t)len << AM_REC_ALEN_SHIFT) ||
         c->wp + stride > c->lim)
         return false;
     if (len == 8) {

@@ -92,9 +92,12 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         r->rret_len = rec.seq;
         r->p += size;
     }
-    *c = (am_call_t){.src = src, .handler = r->rh,
-                     .hdr = {.args_len = r->ralen}, .args = r->rp,
-                     .args_len = r->ralen, .local = r->local};
+    *c = (am_call_t){.src = src,
+                     .handler = r->rh,
+                     .hdr = {.args_len = r->ralen},
+                     .args = r->rp,
+                     .args_len = r->ralen,
+                     .local = r->local};
     if (r->rkind == AM_REC_RETRUN) {
         memcpy(&c->hdr.sync, r->rp, sizeof(c->hdr.sync));
         memcpy(&c->hdr.ret, r->rp + 8, sizeof(c->hdr.ret));
@@ -112,8 +115,7 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
  * sustained load the stack would grow with the traffic. */
 static rv_status_t am_send_nowait(am_worker_t *aw, rv_tid_t dest,
                                   rv_handler_id_t h, const void *xhdr,
-                                  size_t xhdr_len, const void *data,
-                                  size_t len)
+                                  size_t xhdr_len, const void *data, size_t len)
 {
     struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
     return rv_send_raw(aw->w, dest, h, xhdr, xhdr_len, &iov, len ? 1 : 0,
@@ -131,11 +133,12 @@ static void forward(am_worker_t *aw, const am_call_t *c)
     size_t len = c->args_len + c->buf_len;
     for (; rel + step < n; step <<= 1) {
         rv_tid_t child = (h->root + rel + step) % n;
-        rv_status_t st = am_send_nowait(aw, child, c->handler, h,
-                                        sizeof(*h), c->args, len);
+        rv_status_t st =
+            am_send_nowait(aw, child, c->handler, h, sizeof(*h), c->args, len);
         if (st != RV_OK)
             rv_error("broadcast from worker %u: forwarding to worker %u "
-                     "failed: %s", h->root, child, rv_status_str(st));
+                     "failed: %s",
+                     h->root, child, rv_status_str(st));
         else
             aw->stats.broadcasts_forwarded++;
     }
@@ -146,7 +149,8 @@ static void notify_rma(am_worker_t *aw, rv_tid_t src)
     am_src_t *s = aw->srcs[src];
     if (s == NULL || s->ring == NULL) {
         rv_warn("a call from worker %u asks for a ring notification "
-                "without a ring", src);
+                "without a ring",
+                src);
         return;
     }
     s->ring->notified++;
@@ -156,8 +160,8 @@ static void notify_rma(am_worker_t *aw, rv_tid_t src)
 /* An extended call (rv_am_ext.h): its buffer by reference or put in
  * place, then its hook, with this source's later calls held while the
  * hook waits. False when the call is dropped. */
-static bool call_extend(am_worker_t *aw, const am_call_t *c,
-                        rv_am_xrun_t *x, const rv_am_hook_t **hook_p)
+static bool call_extend(am_worker_t *aw, const am_call_t *c, rv_am_xrun_t *x,
+                        const rv_am_hook_t **hook_p)
 {
     const am_hdr_t *h = &c->hdr;
     x->addr = h->ret;
@@ -179,7 +183,8 @@ static bool call_extend(am_worker_t *aw, const am_call_t *c,
     if (id >= (unsigned)aw->proc->nhooks || s == NULL) {
         rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
         rv_warn("dropped a call from worker %u naming call hook %u, which "
-                "is not registered here", c->src, id);
+                "is not registered here",
+                c->src, id);
         return false;
     }
     const rv_am_hook_t *hook = &aw->proc->hooks[id];
@@ -219,8 +224,8 @@ static bool wire_check(am_worker_t *aw, const am_call_t *c)
     am_src_t *s = am_src(aw, c->src);
     if (s == NULL || !s->warned_forged) {
         rv_warn("dropped a call from worker %u that %s (flags 0x%x); later "
-                "ones are counted in job.stats only", c->src, why,
-                h->flags);
+                "ones are counted in job.stats only",
+                c->src, why, h->flags);
         if (s != NULL)
             s->warned_forged = true;
     }
@@ -249,8 +254,8 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
     if (h->flags == 0 && c->buf_len == 0) {
         /* A plain call (most of irregular traffic): nothing to forward,
          * extend or answer. */
-        rv_call_t call = {.src = c->src, .args = c->args,
-                          .args_len = c->args_len};
+        rv_call_t call = {
+            .src = c->src, .args = c->args, .args_len = c->args_len};
         aw->stats.calls_received++;
         aw->stats.bytes_received += c->args_len;
         if (++aw->depth > aw->stats.max_nesting)
@@ -314,10 +319,11 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
     } else if (h->flags & AM_NOTIFY_RMA) {
         notify_rma(aw, c->src);
     } else if (h->flags & AM_NOTIFY) {
-        am_done_t d = {.sync = h->sync, .ret = h->ret,
-                       .ret_len = (uint32_t)(call.ret_len < ret_cap
-                                                 ? call.ret_len
-                                                 : ret_cap)};
+        am_done_t d = {
+            .sync = h->sync,
+            .ret = h->ret,
+            .ret_len =
+                (uint32_t)(call.ret_len < ret_cap ? call.ret_len : ret_cap)};
         rv_status_t s2 = am_reply(aw, call.src, &d, call.ret);
         if (s2 != RV_OK)
             rv_error("cannot report a call's completion to worker %u: %s",
@@ -349,8 +355,11 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
             memset(reply, 0, 8);
         else
             memset(reply, 0, ret_len);
-        rv_call_t call = {.src = src, .args = p + 16, .args_len = r->ralen,
-                          .ret = reply, .ret_len = ret_len};
+        rv_call_t call = {.src = src,
+                          .args = p + 16,
+                          .args_len = r->ralen,
+                          .ret = reply,
+                          .ret_len = ret_len};
         rv_status_t st = ae->fn(aw->w, &call, ae->arg);
         if (st < 0)
             rv_warn("a call handler returned %s", rv_status_str(st));
@@ -362,8 +371,8 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
         if (call.ret_len < done.ret_len)
             done.ret_len = (uint32_t)call.ret_len;
         if ((st = am_reply_to(aw, src, aw->dests[src], &done, reply)) != RV_OK)
-            rv_error("cannot report a call's completion to worker %u: %s",
-                     src, rv_status_str(st));
+            rv_error("cannot report a call's completion to worker %u: %s", src,
+                     rv_status_str(st));
     }
     return n;
 }
@@ -391,8 +400,7 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
         n = run_retrun(aw, r, src, ae);
     } else {
         while (r->rp < r->rend) {
-            rv_call_t call = {.src = src, .args = r->rp,
-                              .args_len = r->ralen};
+            rv_call_t call = {.src = src, .args = r->rp, .args_len = r->ralen};
             r->rp += r->rstride;
             rv_status_t st = ae->fn(aw->w, &call, ae->arg);
             if (st < 0)
@@ -439,7 +447,8 @@ unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
         if (k < 0) {
             rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
             rv_warn("dropped the rest of a malformed batch of calls from "
-                    "worker %u", src);
+                    "worker %u",
+                    src);
             r->p = r->end;
             continue;
         }
@@ -530,7 +539,8 @@ rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
     if (c.hdr.args_len > msg->len) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped a call from worker %u announcing %u argument bytes "
-                "in %zu", msg->src, c.hdr.args_len, msg->len);
+                "in %zu",
+                msg->src, c.hdr.args_len, msg->len);
         return RV_OK;
     }
     am_src_t *s = aw ? am_src(aw, msg->src) : NULL;
@@ -542,14 +552,13 @@ rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
          * waits for its DETOUR record; others queue behind earlier runs,
          * or until the handlers on the stack return. Kept as a
          * one-record run. */
-        am_rec_t rec = {.handler = e->id, .len = (uint32_t)(sizeof(am_hdr_t) +
-                                                            msg->len),
+        am_rec_t rec = {.handler = e->id,
+                        .len = (uint32_t)(sizeof(am_hdr_t) + msg->len),
                         .meta = AM_REC_CALL | AM_REC_XHDR};
         size_t size = am_rec_size(rec.len);
         am_run_t *r = calloc(1, sizeof(*r) + size);
         if (r == NULL) {
-            rv_error("out of memory keeping a call from worker %u",
-                     msg->src);
+            rv_error("out of memory keeping a call from worker %u", msg->src);
             return RV_OK;
         }
         uint8_t *p = (uint8_t *)(r + 1);

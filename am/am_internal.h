@@ -516,7 +516,6 @@ typedef struct am_worker {
     atomic_uint service_pending;
 } am_worker_t;
 
-
 /* The layer's slot (rv_layer.h), set when it is installed. */
 extern int am_slot;
 

@@ -176,8 +176,8 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         aw->used == NULL || aw->replying == NULL || aw->lout == NULL ||
         aw->lcur == NULL)
         goto err_free;
-    size_t ring_chunk = (aw->cfg->chunk_bytes + AM_PAGE - 1) &
-                        ~(size_t)(AM_PAGE - 1);
+    size_t ring_chunk =
+        (aw->cfg->chunk_bytes + AM_PAGE - 1) & ~(size_t)(AM_PAGE - 1);
     if (worker_memory(aw, ring_chunk) != RV_OK)
         goto err_free;
     worker_sizes(aw, ring_chunk);
@@ -192,7 +192,8 @@ err_service:
     am_service_stop(aw);
 err_free:
     rv_error("worker %u: cannot set up the invocation layer's registered "
-             "memory", aw->me);
+             "memory",
+             aw->me);
     worker_free(aw);
     return RV_ERR_NO_MEMORY;
 }
@@ -207,8 +208,7 @@ static bool am_busy(am_worker_t *aw)
             if (b->inflight > 0)
                 return true;
     }
-    return am_ring_busy(aw) ||
-           atomic_load(&aw->service_pending) > 0;
+    return am_ring_busy(aw) || atomic_load(&aw->service_pending) > 0;
 }
 
 static void am_worker_quiesce(rv_worker_t *w)
@@ -237,7 +237,8 @@ static void print_stats(am_worker_t *aw)
 {
     if (aw->stats.calls_lost > 0)
         rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
-                 "transport errors above)", aw->me, aw->stats.calls_lost);
+                 "transport errors above)",
+                 aw->me, aw->stats.calls_lost);
     rv_stats_mode_t mode =
         rv_core_config(rv_context_config(aw->ctx))->job.stats;
     if (mode == RV_STATS_OFF)
@@ -251,8 +252,7 @@ static void print_stats(am_worker_t *aw)
                 ",\"flushes\":%" PRIu64 ",\"ring_full\":%" PRIu64
                 ",\"chunk_growths\":%" PRIu64 ",\"chunks_granted\":%" PRIu64
                 ",\"max_aggregated_bytes\":%" PRIu64 ",\"detours\":%" PRIu64
-                ",\"calls_lost\":%" PRIu64
-                ",\"broadcasts_forwarded\":%" PRIu64
+                ",\"calls_lost\":%" PRIu64 ",\"broadcasts_forwarded\":%" PRIu64
                 ",\"max_nesting\":%" PRIu64 "}\n",
                 aw->rank, aw->me, s->calls_sent, s->calls_received,
                 s->bytes_sent, s->bytes_received, s->calls_local, s->flushes,
@@ -267,11 +267,10 @@ static void print_stats(am_worker_t *aw)
                 " B; ring full %" PRIu64 ", ring growths %" PRIu64
                 ", chunks granted %" PRIu64 ", detours %" PRIu64
                 "; deepest handler nesting %" PRIu64 "\n",
-                aw->rank, aw->me, s->calls_sent, s->bytes_sent,
-                s->calls_local, s->calls_received, s->bytes_received,
-                s->flushes, s->max_aggregated_bytes, s->ring_full,
-                s->chunk_growths, s->chunks_granted, s->detours,
-                s->max_nesting);
+                aw->rank, aw->me, s->calls_sent, s->bytes_sent, s->calls_local,
+                s->calls_received, s->bytes_received, s->flushes,
+                s->max_aggregated_bytes, s->ring_full, s->chunk_growths,
+                s->chunks_granted, s->detours, s->max_nesting);
 }
 
 static void am_worker_stop(rv_worker_t *w)
@@ -356,8 +355,8 @@ static rv_status_t register_own(rv_context_t *ctx)
         {"rivet.am.batch", am_on_batch, RV_HANDLER_KEEP_DATA, &am_batch_id},
     };
     for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
-        rv_status_t st = rv_handler_register(ctx, own[i].name, own[i].fn,
-                                             NULL, own[i].flags, own[i].id);
+        rv_status_t st = rv_handler_register(ctx, own[i].name, own[i].fn, NULL,
+                                             own[i].flags, own[i].id);
         if (st != RV_OK)
             return st;
     }
@@ -399,8 +398,8 @@ err_free:
     return RV_ERR_NO_MEMORY;
 }
 
-rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
-                           rv_call_fn fn, void *arg, rv_handler_id_t *id_p)
+rv_status_t rv_am_register(rv_context_t *ctx, const char *name, rv_call_fn fn,
+                           void *arg, rv_handler_id_t *id_p)
 {
     if (fn == NULL || ctx == NULL)
         return RV_ERR_INVALID;
@@ -411,8 +410,8 @@ rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
     if (e == NULL)
         return RV_ERR_NO_MEMORY;
     *e = (am_entry_t){.fn = fn, .arg = arg};
-    st = rv_handler_register(ctx, name, am_trampoline, e,
-                             RV_HANDLER_OWNS_ARG, &e->id);
+    st = rv_handler_register(ctx, name, am_trampoline, e, RV_HANDLER_OWNS_ARG,
+                             &e->id);
     if (st != RV_OK) {
         free(e);
         return st;
@@ -433,7 +432,8 @@ static am_proc_t *registering(rv_context_t *ctx, const char *what,
     am_proc_t *proc = am_proc(ctx);
     if (proc->svc.users > 0) {
         rv_error("%s registered while the job runs; register it before "
-                 "rv_job_run", what);
+                 "rv_job_run",
+                 what);
         *st_p = RV_ERR_INVALID;
         return NULL;
     }

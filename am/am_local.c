@@ -131,15 +131,14 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
                 return n;
             b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
             RV_TSAN_ACQUIRE(b);
-            b->run = (am_run_t){.p = b->data, .end = b->data + b->tail,
-                                .local = true};
+            b->run = (am_run_t){
+                .p = b->data, .end = b->data + b->tail, .local = true};
         }
         am_call_t c;
         int k = 0;
         while (am_may_run(aw)) {
-            unsigned plain = am_run_in_plain(&b->run)
-                                 ? am_run_plain(aw, &b->run, src)
-                                 : 0;
+            unsigned plain =
+                am_run_in_plain(&b->run) ? am_run_plain(aw, &b->run, src) : 0;
             n += plain;
             if (plain > 0)
                 continue;
@@ -153,7 +152,8 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
         if (k < 0) {
             rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
             rv_warn("dropped the rest of a malformed block of local calls "
-                    "from worker %u", src);
+                    "from worker %u",
+                    src);
             b->run.p = b->run.end;
         }
         if (am_run_more(&b->run))

@@ -24,17 +24,21 @@ rv_sync_t *am_pend_refuse(am_worker_t *aw, rv_tid_t src, uint64_t token,
 /* Frees the slot of a call that was not sent after all. */
 void am_pend_cancel(am_worker_t *aw, uint64_t token);
 
-static inline uint64_t am_pend_add(am_worker_t *aw, rv_sync_t *sync,
-                                   void *ret, uint32_t ret_len,
-                                   rv_tid_t dest, long answers)
+static inline uint64_t am_pend_add(am_worker_t *aw, rv_sync_t *sync, void *ret,
+                                   uint32_t ret_len, rv_tid_t dest,
+                                   long answers)
 {
     uint32_t i = aw->pend_free;
     if (i == UINT32_MAX)
         return am_pend_add_slow(aw, sync, ret, ret_len, dest, answers);
     am_pend_t *p = &aw->pend[i];
     aw->pend_free = p->next;
-    *p = (am_pend_t){.sync = sync, .ret = ret, .ret_len = ret_len,
-                     .gen = p->gen, .dest = dest, .next = UINT32_MAX,
+    *p = (am_pend_t){.sync = sync,
+                     .ret = ret,
+                     .ret_len = ret_len,
+                     .gen = p->gen,
+                     .dest = dest,
+                     .next = UINT32_MAX,
                      .answers = answers};
     return (uint64_t)p->gen << 32 | i;
 }

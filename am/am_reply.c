@@ -36,11 +36,12 @@ static void reply_push(am_worker_t *aw, am_dest_t *d)
     if (d->rlen == 0)
         return;
     struct iovec iov = {.iov_base = d->rbuf, .iov_len = d->rlen};
-    rv_status_t st = rv_send_raw(aw->w, d->tid, am_dones_id, NULL, 0, &iov,
-                                 1, RV_SEND_COPY, NULL, NULL);
+    rv_status_t st = rv_send_raw(aw->w, d->tid, am_dones_id, NULL, 0, &iov, 1,
+                                 RV_SEND_COPY, NULL, NULL);
     if (st != RV_OK)
         rv_error("cannot report %zu bytes of call completions to worker "
-                 "%u: %s", d->rlen, d->tid, rv_status_str(st));
+                 "%u: %s",
+                 d->rlen, d->tid, rv_status_str(st));
     d->rlen = 0;
 }
 
@@ -84,11 +85,9 @@ rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
     else if (d == NULL)
         d = am_dest(aw, dest);
     if (d == NULL || !reply_room(d, size + sizeof(am_dgroup_t))) {
-        struct iovec iov = {.iov_base = (void *)ret,
-                            .iov_len = done->ret_len};
-        return rv_send_raw(aw->w, dest, am_done_id, done, sizeof(*done),
-                           &iov, done->ret_len ? 1 : 0, RV_SEND_COPY, NULL,
-                           NULL);
+        struct iovec iov = {.iov_base = (void *)ret, .iov_len = done->ret_len};
+        return rv_send_raw(aw->w, dest, am_done_id, done, sizeof(*done), &iov,
+                           done->ret_len ? 1 : 0, RV_SEND_COPY, NULL, NULL);
     }
     /* Answers to one synchronizer with results of one length (a batch
      * of rv_call_return calls) share a group header: 16 bytes per 8-byte
@@ -130,11 +129,12 @@ rv_status_t am_on_done(rv_worker_t *w, rv_msg_t *msg, void *arg)
     if (msg->xhdr_len != sizeof(d) || msg->len < d.ret_len) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped a malformed call completion (%zu-byte header, %zu "
-                "bytes)", msg->xhdr_len, msg->len);
+                "bytes)",
+                msg->xhdr_len, msg->len);
         return RV_OK;
     }
-    rv_sync_t *s = am_pend_answer(am_of(w), msg->src, d.sync, d.ret_len,
-                                  msg->data);
+    rv_sync_t *s =
+        am_pend_answer(am_of(w), msg->src, d.sync, d.ret_len, msg->data);
     if (s != NULL)
         rv_sync_complete(s, RV_OK);
     return RV_OK;
@@ -183,7 +183,8 @@ rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
     if (p != end) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped the rest of a malformed batch of call completions "
-                "from worker %u", msg->src);
+                "from worker %u",
+                msg->src);
     }
     return RV_OK;
 }

@@ -116,8 +116,7 @@ static uint64_t rec_hash(uint64_t nonce, uint64_t seq, const uint8_t *p,
  * whole header, so a header read half-written never matches. */
 static uint64_t large_footer(uint64_t nonce, uint64_t seq, const am_rec_t *h)
 {
-    uint64_t x = ((uint64_t)h->handler << 32 | h->len) *
-                 0x9E3779B97F4A7C15ull;
+    uint64_t x = ((uint64_t)h->handler << 32 | h->len) * 0x9E3779B97F4A7C15ull;
     x ^= (uint64_t)h->meta * 0xD6E8FEB86659FD93ull;
     return nonce ^ (seq * 0xC2B2AE3D27D4EB4Full) ^ x ^ (x >> 29);
 }
@@ -146,10 +145,9 @@ static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
     uint32_t next = (r->cur + 1) % r->nchunks;
     uint32_t splice = r->nspare;
     if (splice == 0) {
-        uint64_t consumed = __atomic_load_n(&r->ctrl->consumed,
-                                            __ATOMIC_ACQUIRE);
-        bool free_next = next != r->cur &&
-                         r->chunks[next].left_end <= consumed;
+        uint64_t consumed =
+            __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE);
+        bool free_next = next != r->cur && r->chunks[next].left_end <= consumed;
         if (!free_next) {
             uint32_t max = (uint32_t)aw->cfg->max_chunks;
             if (!r->growing && r->nchunks < max) {
@@ -163,24 +161,23 @@ static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
         }
     }
     uint64_t *rot = malloc(AM_ROT_SIZE);
-    am_ochunk_t *grown = splice ? realloc(r->chunks, (r->nchunks + splice) *
-                                                         sizeof(*grown))
-                                : r->chunks;
+    am_ochunk_t *grown =
+        splice ? realloc(r->chunks, (r->nchunks + splice) * sizeof(*grown))
+               : r->chunks;
     if (rot == NULL || grown == NULL) {
         free(rot);
         return false;
     }
     r->chunks = grown;
     am_ochunk_t *ch = &r->chunks[r->cur];
-    am_rec_t rec = {.seq = (uint32_t)r->seq, .len = 4,
-                    .meta = AM_REC_ROTATE};
+    am_rec_t rec = {.seq = (uint32_t)r->seq, .len = 4, .meta = AM_REC_ROTATE};
     memset(rot, 0, AM_ROT_SIZE);
     memcpy(rot, &rec, sizeof(rec));
     memcpy((uint8_t *)rot + sizeof(rec), &splice, sizeof(splice));
     rot[3] = rec_hash(r->nonce, r->seq, (const uint8_t *)rot,
                       AM_ROT_SIZE - AM_REC_FOOTER);
-    rv_status_t st = put(aw, d, rot, AM_ROT_SIZE, ch->raddr + r->pos,
-                         ch->rkey, am_free_done, rot);
+    rv_status_t st = put(aw, d, rot, AM_ROT_SIZE, ch->raddr + r->pos, ch->rkey,
+                         am_free_done, rot);
     if (st == RV_OK)
         free(rot);
     else if (st != RV_INPROGRESS) {
@@ -261,8 +258,8 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
                 b->inflight++;
             st = rv_tw_fence(aw->w, d->tid);
             if (st >= 0)
-                st2 = put(aw, d, rec, sizeof(hdr), raddr, ch->rkey,
-                          am_buf_done, b);
+                st2 = put(aw, d, rec, sizeof(hdr), raddr, ch->rkey, am_buf_done,
+                          b);
             st = st2;
         }
     }
@@ -331,16 +328,14 @@ static void ring_push(am_worker_t *aw, am_iring_t *r)
 {
     if (!r->push_due || r->push_busy)
         return;
-    bool idle = r->depth == 0 && !am_run_more(&r->batch) &&
-                r->batch.refs == 0;
+    bool idle = r->depth == 0 && !am_run_more(&r->batch) && r->batch.refs == 0;
     if (idle)
         r->pushed = r->drained;
     r->push_val[0] = r->pushed;
     r->push_val[1] = r->notified;
     r->push_due = !idle; /* push again once the running calls return */
     rv_status_t st = rv_tw_put(aw->w, r->src, r->ctrl_addr, r->ctrl_rkey,
-                               r->push_val, sizeof(r->push_val), push_done,
-                               r);
+                               r->push_val, sizeof(r->push_val), push_done, r);
     if (st == RV_INPROGRESS)
         r->push_busy = true;
     else if (st != RV_OK)
@@ -350,8 +345,8 @@ static void ring_push(am_worker_t *aw, am_iring_t *r)
 
 static void ring_splice(am_iring_t *r, uint32_t splice)
 {
-    am_ichunk_t *grown = realloc(r->chunks, (r->nchunks + splice) *
-                                                sizeof(*grown));
+    am_ichunk_t *grown =
+        realloc(r->chunks, (r->nchunks + splice) * sizeof(*grown));
     if (grown == NULL)
         abort(); /* cannot keep the rings symmetric */
     r->chunks = grown;
@@ -374,7 +369,8 @@ static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
          * would read past the chunk. */
         rv_error("ring from worker %u: a record ends %zu bytes before the "
                  "end of its chunk, with no room to rotate; the ring is "
-                 "stopped", r->src, ch->len - r->pos);
+                 "stopped",
+                 r->src, ch->len - r->pos);
         r->stopped = true;
         return NULL;
     }
@@ -393,8 +389,7 @@ static const uint8_t *ring_peek(am_iring_t *r, am_rec_t *hdr, size_t *size_p)
         if (footer != large_footer(r->nonce, r->seq, hdr))
             return NULL;
     } else if (size > AM_HASH_MAX ||
-               footer != rec_hash(r->nonce, r->seq, at,
-                                  size - AM_REC_FOOTER)) {
+               footer != rec_hash(r->nonce, r->seq, at, size - AM_REC_FOOTER)) {
         return NULL;
     }
     /* The copy of the header was taken before the record was proven
@@ -448,8 +443,8 @@ static bool ring_rotate_in(am_iring_t *r, const uint8_t *body)
     memcpy(&splice, body, sizeof(splice));
     if (splice > r->npending) {
         rv_error("ring from worker %u: asked to splice %u chunks, %u were "
-                 "granted; the ring is stopped", r->src, splice,
-                 r->npending);
+                 "granted; the ring is stopped",
+                 r->src, splice, r->npending);
         r->stopped = true;
         return false;
     }
@@ -508,7 +503,8 @@ static int ring_step(am_worker_t *aw, am_iring_t *r, am_src_t *s)
         return 1;
     default:
         rv_error("ring from worker %u: unknown record kind %u; the ring is "
-                 "stopped", r->src, hdr.meta & AM_REC_KIND_MASK);
+                 "stopped",
+                 r->src, hdr.meta & AM_REC_KIND_MASK);
         r->stopped = true;
         return RING_STOP;
     }

@@ -60,8 +60,8 @@ void am_service_fini(am_proc_t *proc)
 rv_status_t am_service_start(am_worker_t *aw)
 {
     am_service_t *svc = &aw->proc->svc;
-    int want = (int)rv_core_config(rv_context_config(aw->ctx))
-                   ->job.service_threads;
+    int want =
+        (int)rv_core_config(rv_context_config(aw->ctx))->job.service_threads;
     rv_status_t st = RV_OK;
     __cds_wfcq_init(&aw->outbox_head, &aw->outbox_tail);
     atomic_init(&aw->service_pending, 0);
@@ -69,8 +69,8 @@ rv_status_t am_service_start(am_worker_t *aw)
     if (svc->users++ == 0 && want > 0) {
         svc->stop = false;
         for (svc->nthreads = 0; svc->nthreads < want; svc->nthreads++)
-            if (pthread_create(&svc->threads[svc->nthreads], NULL,
-                               service_main, svc) != 0) {
+            if (pthread_create(&svc->threads[svc->nthreads], NULL, service_main,
+                               svc) != 0) {
                 rv_error("cannot start service thread %d", svc->nthreads);
                 st = RV_ERR_NO_MEMORY;
                 break;

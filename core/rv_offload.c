@@ -199,9 +199,12 @@ static unsigned off_progress(rv_tworker_t *tw)
             continue;
         }
         atomic_fetch_sub_explicit(&r->pending, 1, memory_order_relaxed);
-        rv_am_rx_t rx = {.src = item->wire.src, .hdr = item->hdr,
-                         .hdr_len = item->hdr_len, .data = item->data,
-                         .len = item->len, .persistent = true};
+        rv_am_rx_t rx = {.src = item->wire.src,
+                         .hdr = item->hdr,
+                         .hdr_len = item->hdr_len,
+                         .data = item->data,
+                         .len = item->len,
+                         .persistent = true};
         if (r->am_recv(r->am_arg, &rx, item) != RV_INPROGRESS)
             free(item);
     }
@@ -222,10 +225,10 @@ static unsigned off_progress(rv_tworker_t *tw)
 /* ---------------------------------------------------------------------- */
 /* Active messages                                                         */
 
-static rv_status_t off_am_send(rv_tworker_t *tw, uint32_t peer,
-                               const void *hdr, size_t hdr_len,
-                               const struct iovec *iov, size_t iovcnt,
-                               unsigned flags, rv_completion_fn cb, void *arg)
+static rv_status_t off_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
+                               size_t hdr_len, const struct iovec *iov,
+                               size_t iovcnt, unsigned flags,
+                               rv_completion_fn cb, void *arg)
 {
     off_req_t *r = REQ(tw);
     off_wire_t wire = {.src = r->tid, .dst = peer};
@@ -236,13 +239,14 @@ static rv_status_t off_am_send(rv_tworker_t *tw, uint32_t peer,
         len += iov[i].iov_len;
     if (hdr_len > OFF_HDR_MAX || iovcnt > OFF_IOV_MAX)
         return RV_ERR_INVALID;
-    bool congested = atomic_load_explicit(&r->exec->copies,
-                                          memory_order_relaxed) >=
-                     OFF_COPIES_MAX;
+    bool congested =
+        atomic_load_explicit(&r->exec->copies, memory_order_relaxed) >=
+        OFF_COPIES_MAX;
     if (congested && (flags & RV_AM_SEND_IMMEDIATE))
         return RV_ERR_AGAIN;
-    bool copy = cb == NULL || (!congested && (len <= OFF_INLINE ||
-                                              (flags & RV_AM_SEND_IMMEDIATE)));
+    bool copy =
+        cb == NULL ||
+        (!congested && (len <= OFF_INLINE || (flags & RV_AM_SEND_IMMEDIATE)));
     off_item_t *owned = NULL;
     if (copy && len > OFF_INLINE) {
         /* Larger than a command: a copy the executor sends and frees. */
@@ -360,10 +364,9 @@ static rv_status_t off_fadd(rv_tworker_t *tw, uint32_t peer, uint64_t value,
                      arg);
 }
 
-static rv_status_t off_cswap(rv_tworker_t *tw, uint32_t peer,
-                             uint64_t compare, uint64_t swap, uint64_t raddr,
-                             rv_trkey_t *rkey, uint64_t *result,
-                             rv_completion_fn cb, void *arg)
+static rv_status_t off_cswap(rv_tworker_t *tw, uint32_t peer, uint64_t compare,
+                             uint64_t swap, uint64_t raddr, rv_trkey_t *rkey,
+                             uint64_t *result, rv_completion_fn cb, void *arg)
 {
     return queue_amo(tw, OFF_CSWAP, peer, compare, swap, raddr, rkey, result,
                      cb, arg);
@@ -412,8 +415,8 @@ static rv_status_t off_mem_alloc(rv_transport_t *tp, size_t len,
     return OFF(tp)->ops->mem_alloc(OFF(tp)->tp, len, mem_p, addr_p);
 }
 
-static rv_status_t off_mem_register(rv_transport_t *tp, void *addr,
-                                    size_t len, rv_tmem_t **mem_p)
+static rv_status_t off_mem_register(rv_transport_t *tp, void *addr, size_t len,
+                                    rv_tmem_t **mem_p)
 {
     return OFF(tp)->ops->mem_register(OFF(tp)->tp, addr, len, mem_p);
 }
@@ -513,8 +516,8 @@ rv_status_t rv__offload_init(rv_context_t *ctx, const rv_transport_ops_t *ops,
     if (K > T) {
         rv_error("progress.executors is %d but a process has %d worker "
                  "thread%s (job.threads): executors are shared by worker "
-                 "threads, so there can be at most as many", K, T,
-                 T == 1 ? "" : "s");
+                 "threads, so there can be at most as many",
+                 K, T, T == 1 ? "" : "s");
         return RV_ERR_CONFIG;
     }
     off_tp_t *off = calloc(1, sizeof(*off));

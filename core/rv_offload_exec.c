@@ -34,7 +34,8 @@ static off_item_t *done_new(off_exec_t *e, const off_cmd_t *c)
 {
     off_item_t *item = malloc(sizeof(*item));
     if (item == NULL)
-        rv_abort(e->off->ctx, 1, "out of memory completing an offloaded operation");
+        rv_abort(e->off->ctx, 1,
+                 "out of memory completing an offloaded operation");
     item->req = c->req;
     item->exec = e;
     item->cb = c->cb;
@@ -47,7 +48,8 @@ static off_item_t *done_new(off_exec_t *e, const off_cmd_t *c)
 static void done_cb(void *arg, rv_status_t status)
 {
     off_item_t *item = arg;
-    atomic_fetch_sub_explicit(&item->exec->outstanding, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&item->exec->outstanding, 1,
+                              memory_order_relaxed);
     item->status = status;
     off_inbox_push(item->req, item);
 }
@@ -67,7 +69,8 @@ static void free_owned(void *arg, rv_status_t status)
 {
     off_item_t *item = arg;
     (void)status;
-    atomic_fetch_sub_explicit(&item->exec->outstanding, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&item->exec->outstanding, 1,
+                              memory_order_relaxed);
     atomic_fetch_sub_explicit(&item->exec->copies, 1, memory_order_relaxed);
     free(item);
 }
@@ -78,9 +81,9 @@ bool off_exec_may_poll(const off_exec_t *e)
     for (int t = e->index; t < off->T; t += off->K) {
         const off_req_t *r =
             atomic_load_explicit(&off->reqs[t], memory_order_acquire);
-        if (r != NULL && atomic_load_explicit(&r->pending,
-                                              memory_order_relaxed) >=
-                             OFF_INBOX_MAX)
+        if (r != NULL &&
+            atomic_load_explicit(&r->pending, memory_order_relaxed) >=
+                OFF_INBOX_MAX)
             return false;
     }
     return true;
@@ -110,7 +113,8 @@ static void post_am_copied(off_exec_t *e, off_cmd_t *c, uint32_t peer)
     if (item == NULL) {
         item = malloc(sizeof(*item) + len);
         if (item == NULL)
-            rv_abort(e->off->ctx, 1, "out of memory sending an offloaded message");
+            rv_abort(e->off->ctx, 1,
+                     "out of memory sending an offloaded message");
         memcpy(item->data, c->wire_data, len);
     }
     item->exec = e;
@@ -173,8 +177,7 @@ static rv_status_t run_sync(off_exec_t *e, off_cmd_t *c)
         return st;
     }
     case OFF_ADDRESS:
-        return ops->worker_address(e->tw, c->u.sync.out_p,
-                                   c->u.sync.out_len_p);
+        return ops->worker_address(e->tw, c->u.sync.out_p, c->u.sync.out_len_p);
     case OFF_CONNECT:
         return ops->connect(e->tw, off_real_peer(off, c->peer), c->u.sync.in,
                             c->u.sync.in_len);
@@ -215,13 +218,13 @@ void off_exec_run(off_exec_t *e, off_cmd_t *c)
         return;
     case OFF_PUT:
         item = done_new(e, c);
-        st = ops->put(e->tw, peer, c->u.rma.raddr, c->u.rma.rkey,
-                      c->u.rma.buf, c->u.rma.len, done_cb, item);
+        st = ops->put(e->tw, peer, c->u.rma.raddr, c->u.rma.rkey, c->u.rma.buf,
+                      c->u.rma.len, done_cb, item);
         break;
     case OFF_GET:
         item = done_new(e, c);
-        st = ops->get(e->tw, peer, c->u.rma.buf, c->u.rma.len,
-                      c->u.rma.raddr, c->u.rma.rkey, done_cb, item);
+        st = ops->get(e->tw, peer, c->u.rma.buf, c->u.rma.len, c->u.rma.raddr,
+                      c->u.rma.rkey, done_cb, item);
         break;
     case OFF_FADD:
         item = done_new(e, c);
@@ -231,8 +234,8 @@ void off_exec_run(off_exec_t *e, off_cmd_t *c)
     case OFF_CSWAP:
         item = done_new(e, c);
         st = ops->atomic_cswap64(e->tw, peer, c->u.amo.v1, c->u.amo.v2,
-                                 c->u.amo.raddr, c->u.amo.rkey,
-                                 c->u.amo.result, done_cb, item);
+                                 c->u.amo.raddr, c->u.amo.rkey, c->u.amo.result,
+                                 done_cb, item);
         break;
     case OFF_FLUSH:
         item = done_new(e, c);
@@ -270,7 +273,8 @@ rv_status_t off_exec_recv(void *arg, const rv_am_rx_t *rx, void *desc)
 
     if (rx->len < sizeof(wire) || rx->hdr_len > OFF_HDR_MAX) {
         rv_error("malformed offloaded message from executor %u (%zu bytes, "
-                 "header %zu bytes): dropped", rx->src, rx->len, rx->hdr_len);
+                 "header %zu bytes): dropped",
+                 rx->src, rx->len, rx->hdr_len);
         return RV_OK;
     }
     memcpy(&wire, rx->data, sizeof(wire));
@@ -280,7 +284,8 @@ rv_status_t off_exec_recv(void *arg, const rv_am_rx_t *rx, void *desc)
         r = atomic_load_explicit(&off->reqs[local], memory_order_acquire);
     if (r == NULL) {
         rv_error("offloaded message for worker %u, which is not a running "
-                 "worker of this process: dropped", wire.dst);
+                 "worker of this process: dropped",
+                 wire.dst);
         return RV_OK;
     }
     size_t len = rx->len - sizeof(wire);

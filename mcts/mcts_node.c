@@ -41,7 +41,8 @@ static void descend(mc_worker_t *mw, rv_gptr_t g, mc_hop_t *hops,
 void mc_fatal(mc_worker_t *mw, const char *what)
 {
     rv_error("mcts: %s: a rollout would be lost and its search never end; "
-             "ending the job", what);
+             "ending the job",
+             what);
     rv_abort(rv_worker_context(mw->w), 1, what);
 }
 
@@ -53,11 +54,10 @@ rv_status_t mc_call(mc_worker_t *mw, uint32_t dest, rv_handler_id_t h,
      * call is made again once the worker has progressed. Calls made by
      * handlers are always queued. */
     for (;;) {
-        rv_status_t st =
-            buf == NULL
-                ? rv_call(mw->w, dest, h, args, len, NULL, 0)
-                : rv_call_buffer(mw->w, dest, h, args, len, buf, buf_len,
-                                 NULL, 0);
+        rv_status_t st = buf == NULL
+                             ? rv_call(mw->w, dest, h, args, len, NULL, 0)
+                             : rv_call_buffer(mw->w, dest, h, args, len, buf,
+                                              buf_len, NULL, 0);
         if (st != RV_ERR_AGAIN)
             return st;
         rv_progress(mw->w);
@@ -163,9 +163,8 @@ static mc_edge_t *edge_claimed(mc_worker_t *mw, mc_node_t *n, uint32_t i)
             nb[k].move = n->moves[first + k];
             atomic_init(&nb[k].owner, MC_NO_OWNER);
         }
-        if (atomic_compare_exchange_strong_explicit(slot, &b, nb,
-                                                    memory_order_acq_rel,
-                                                    memory_order_acquire))
+        if (atomic_compare_exchange_strong_explicit(
+                slot, &b, nb, memory_order_acq_rel, memory_order_acquire))
             b = nb;
         else
             free(nb);
@@ -379,8 +378,8 @@ static void resume(mc_worker_t *mw, mc_defer_t *d, rv_gptr_t child,
             memcpy(hops, d->hops, d->nhops * sizeof(mc_hop_t));
             descend(mw, child, hops, d->nhops);
         } else {
-            send_path(mw, owner, mc_h.select, child, 0, d->hops, d->nhops,
-                      NULL, 0);
+            send_path(mw, owner, mc_h.select, child, 0, d->hops, d->nhops, NULL,
+                      0);
         }
         free(d);
         d = next;
@@ -394,8 +393,7 @@ static void resume(mc_worker_t *mw, mc_defer_t *d, rv_gptr_t child,
  * consistent): whichever of the two comes second sees the other's, so
  * every deferred selection is resumed, once, by whoever takes it out of
  * the list. */
-static void link(mc_worker_t *mw, mc_edge_t *e, rv_gptr_t child,
-                 uint32_t owner)
+static void link(mc_worker_t *mw, mc_edge_t *e, rv_gptr_t child, uint32_t owner)
 {
     atomic_store_explicit(&e->owner, owner, memory_order_relaxed);
     atomic_store(&e->child, child);
@@ -430,10 +428,10 @@ static void notify(mc_worker_t *mw, const mc_hop_t *parent, rv_gptr_t child)
         link(mw, mc_edge(mc_node(parent->node), parent->edge), child, mw->tid);
         return;
     }
-    mc_notify_msg_t m = {.parent = parent->node, .child = child,
-                         .edge = parent->edge};
-    rv_status_t st = mc_call(mw, parent->owner, mc_h.notify, &m, sizeof(m),
-                             NULL, 0);
+    mc_notify_msg_t m = {
+        .parent = parent->node, .child = child, .edge = parent->edge};
+    rv_status_t st =
+        mc_call(mw, parent->owner, mc_h.notify, &m, sizeof(m), NULL, 0);
     if (st != RV_OK) {
         rv_error("mcts: notifying worker %u of a child failed: %s",
                  parent->owner, rv_status_str(st));
@@ -576,8 +574,8 @@ static uint32_t ucb_pick(const mc_worker_t *mw, mc_node_t *n)
 {
     double scale = (double)MC_WIN * (double)mw->proc->cfg->simulations_per_leaf;
     double c = mw->proc->c;
-    double lnN = log((double)atomic_load_explicit(&n->visits,
-                                                  memory_order_relaxed));
+    double lnN =
+        log((double)atomic_load_explicit(&n->visits, memory_order_relaxed));
     uint32_t best = UINT32_MAX;
     double best_v = -1.0;
     for (uint32_t i = 0; i < n->nedges; i++) {
@@ -589,9 +587,9 @@ static uint32_t ucb_pick(const mc_worker_t *mw, mc_node_t *n)
         uint64_t v = atomic_load_explicit(&e->visits, memory_order_relaxed);
         if (v == 0)
             return i;
-        double q = (double)atomic_load_explicit(&e->wins,
-                                                memory_order_relaxed) /
-                   (scale * (double)v);
+        double q =
+            (double)atomic_load_explicit(&e->wins, memory_order_relaxed) /
+            (scale * (double)v);
         double u = q + c * sqrt(lnN / (double)v);
         if (u > best_v) {
             best_v = u;
@@ -695,8 +693,8 @@ rv_status_t mc_node_register(rv_context_t *ctx)
         {"mcts.backprop", on_backprop, &mc_h.backprop},
     };
     for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++) {
-        rv_status_t st = rv_am_register(ctx, hs[i].name, hs[i].fn, NULL,
-                                        hs[i].id);
+        rv_status_t st =
+            rv_am_register(ctx, hs[i].name, hs[i].fn, NULL, hs[i].id);
         if (st != RV_OK)
             return st;
     }

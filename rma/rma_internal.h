@@ -25,15 +25,15 @@
 /* A registration named by remote pointers. */
 typedef struct rma_region {
     const rv_mem_chunk_t *chunk; /* NULL once its registration is gone */
-    const rv_tmem_t *tmem;  /* the registration it names: a chunk
-                               descriptor reused for a new one is a new
-                               region, with a new id */
+    const rv_tmem_t *tmem;       /* the registration it names: a chunk
+                                    descriptor reused for a new one is a new
+                                    region, with a new id */
     void *addr;
     size_t len;
     uint32_t id;
-    int owner;              /* local index of the worker whose allocator
-                               holds the chunk */
-    UT_hash_handle hh;      /* by chunk */
+    int owner;         /* local index of the worker whose allocator
+                          holds the chunk */
+    UT_hash_handle hh; /* by chunk */
 } rma_region_t;
 
 /* A remote key being fetched, on the waiting frame's stack. */
@@ -47,7 +47,7 @@ typedef struct rma_fetch {
 
 /* A peer's remote key, unpacked for this worker. */
 typedef struct rma_rkey {
-    uint64_t key;           /* peer tid << 32 | region */
+    uint64_t key; /* peer tid << 32 | region */
     rv_trkey_t *rkey;
     UT_hash_handle hh;
 } rma_rkey_t;
@@ -56,7 +56,7 @@ typedef struct rma_rkey {
 typedef struct rma_long_dest {
     rv_rptr_t landing;
     bool has_landing;
-    uint32_t seq;           /* AM Longs sent to it */
+    uint32_t seq; /* AM Longs sent to it */
 } rma_long_dest_t;
 
 struct rma_worker;
@@ -78,13 +78,13 @@ typedef struct rma_worker {
     rv_tid_t me;
     uint32_t nworkers;
     int rank;
-    bool mapped;                 /* transport memory is load/store to peers */
-    bool dirty;                  /* one-sided operations since rv_flush */
+    bool mapped; /* transport memory is load/store to peers */
+    bool dirty;  /* one-sided operations since rv_flush */
     rv_mem_chunk_allocator_t *chunks;
-    rv_mem_general_t *gen;       /* rv_mem_alloc's memory */
-    rma_rkey_t *rkeys;           /* peers' remote keys, cached */
-    rma_fetch_t *fetches;        /* remote keys being fetched (nested
-                                    frames each wait for their own) */
+    rv_mem_general_t *gen; /* rv_mem_alloc's memory */
+    rma_rkey_t *rkeys;     /* peers' remote keys, cached */
+    rma_fetch_t *fetches;  /* remote keys being fetched (nested
+                              frames each wait for their own) */
     /* AM Long by reassembly */
     rma_long_dest_t *long_dests; /* per destination */
     uint64_t *landing;           /* per source, the last payload known
@@ -97,8 +97,7 @@ extern int rma_slot;
 
 static inline rma_worker_t *rma_of(const rv_worker_t *w)
 {
-    return rma_slot < 0 ? NULL
-                        : (rma_worker_t *)rv_worker_layer(w, rma_slot);
+    return rma_slot < 0 ? NULL : (rma_worker_t *)rv_worker_layer(w, rma_slot);
 }
 
 /* Logs that @p what needs rv_rma_init; returns RV_ERR_INVALID. */

@@ -57,8 +57,8 @@ static rv_status_t on_landing(rv_worker_t *w, rv_call_t *call, void *arg)
     rma_worker_t *rw = rma_of(w);
     (void)arg;
     if (rw->landing == NULL) {
-        rw->landing = rv_mem_alloc(w, rw->nworkers * sizeof(uint64_t),
-                                   &rw->landing_ptr);
+        rw->landing =
+            rv_mem_alloc(w, rw->nworkers * sizeof(uint64_t), &rw->landing_ptr);
         if (rw->landing == NULL)
             return RV_ERR_NO_MEMORY;
         memset(rw->landing, 0, rw->nworkers * sizeof(uint64_t));
@@ -97,8 +97,7 @@ static rv_status_t get_prepare(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
     (void)arg;
     uint8_t *buf = malloc(x->len ? x->len : 1);
     rv_status_t st = buf != NULL && rw != NULL ? RV_OK : RV_ERR_NO_MEMORY;
-    if (st == RV_OK &&
-        rv_tid_rank(rw->ctx, x->src) == rw->rank) {
+    if (st == RV_OK && rv_tid_rank(rw->ctx, x->src) == rw->rank) {
         /* The caller's buffer is in this process: read in place, once
          * the address is known to be registered memory. */
         if (rma_region_holds(rw->proc, x->addr, x->len))
@@ -111,14 +110,16 @@ static rv_status_t get_prepare(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
         if (st == RV_OK) {
             rv_sync_t s;
             rv_sync_init(&s, 1);
-            st = op_wait(w, rv_tw_get(w, x->src, buf, x->len, x->addr, rkey,
-                                      rma_sync_done, &s), &s);
+            st = op_wait(w,
+                         rv_tw_get(w, x->src, buf, x->len, x->addr, rkey,
+                                   rma_sync_done, &s),
+                         &s);
         }
     }
     if (st != RV_OK) {
         rv_error("a call from worker %u: cannot read its %u-byte buffer: "
-                 "%s; the call is dropped", x->src, x->len,
-                 rv_status_str(st));
+                 "%s; the call is dropped",
+                 x->src, x->len, rv_status_str(st));
         free(buf);
         return st;
     }
@@ -137,11 +138,11 @@ static void get_finish(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
 
 rv_status_t rma_long_register(rv_context_t *ctx, rma_proc_t *proc)
 {
-    rv_status_t st = rv_am_register(ctx, "rivet.rma.landing", on_landing,
-                                    NULL, &landing_id);
+    rv_status_t st =
+        rv_am_register(ctx, "rivet.rma.landing", on_landing, NULL, &landing_id);
     rv_am_hook_t lh = {.name = "rivet.rma.long", .prepare = long_prepare};
-    rv_am_hook_t gh = {.name = "rivet.rma.get", .prepare = get_prepare,
-                       .finish = get_finish};
+    rv_am_hook_t gh = {
+        .name = "rivet.rma.get", .prepare = get_prepare, .finish = get_finish};
     if (st == RV_OK)
         st = rv_am_hook_register(ctx, &lh, &proc->long_hook);
     if (st == RV_OK)
@@ -158,10 +159,10 @@ void rma_long_stop(rma_worker_t *rw)
 
 /* put_sync_send, and every case where the put is done when it returns:
  * the payload, completed at the target, then the call. */
-static rv_status_t long_sync(rma_worker_t *rw, rv_tid_t dest,
-                             rv_handler_id_t h, const void *args,
-                             size_t len, rv_rptr_t dst, const void *src,
-                             size_t n, rv_sync_t *sync, unsigned flags)
+static rv_status_t long_sync(rma_worker_t *rw, rv_tid_t dest, rv_handler_id_t h,
+                             const void *args, size_t len, rv_rptr_t dst,
+                             const void *src, size_t n, rv_sync_t *sync,
+                             unsigned flags)
 {
     rv_worker_t *w = rw->w;
     if (dst.rank == rw->rank) {
@@ -172,8 +173,10 @@ static rv_status_t long_sync(rma_worker_t *rw, rv_tid_t dest,
         rv_sync_t s;
         if (st == RV_OK) {
             rv_sync_init(&s, 1);
-            st = op_wait(w, rv_tw_put(w, dest, dst.addr, rkey, src, n,
-                                      rma_sync_done, &s), &s);
+            st = op_wait(
+                w,
+                rv_tw_put(w, dest, dst.addr, rkey, src, n, rma_sync_done, &s),
+                &s);
         }
         if (st == RV_OK) {
             rv_sync_init(&s, 1);
@@ -182,8 +185,8 @@ static rv_status_t long_sync(rma_worker_t *rw, rv_tid_t dest,
         if (st != RV_OK)
             return st;
     }
-    rv_am_xcall_t x = {.mode = RV_AM_X_REF, .addr = dst.addr,
-                       .len = (uint32_t)n};
+    rv_am_xcall_t x = {
+        .mode = RV_AM_X_REF, .addr = dst.addr, .len = (uint32_t)n};
     return rv_am_call_x(w, dest, h, args, len, NULL, 0, &x, sync, flags);
 }
 
@@ -193,9 +196,9 @@ static rv_status_t landing_of(rma_worker_t *rw, rv_tid_t dest,
 {
     rma_long_dest_t *d = &rw->long_dests[dest];
     if (!d->has_landing) {
-        rv_status_t st = rv_call_return(rw->w, dest, landing_id, NULL, 0,
-                                        &d->landing, sizeof(d->landing),
-                                        NULL, 0);
+        rv_status_t st =
+            rv_call_return(rw->w, dest, landing_id, NULL, 0, &d->landing,
+                           sizeof(d->landing), NULL, 0);
         if (st != RV_OK)
             return st;
         d->has_landing = true;
@@ -249,9 +252,8 @@ static rv_status_t long_mark(rma_worker_t *rw, rv_tid_t dest, uint32_t *seq_p)
  * envelope back to back. */
 static rv_status_t long_reassembly(rma_worker_t *rw, rv_tid_t dest,
                                    rv_handler_id_t h, const void *args,
-                                   size_t len, rv_rptr_t dst,
-                                   const void *src, size_t n,
-                                   rv_sync_t *sync, unsigned flags)
+                                   size_t len, rv_rptr_t dst, const void *src,
+                                   size_t n, rv_sync_t *sync, unsigned flags)
 {
     rv_worker_t *w = rw->w;
     rv_tid_t peer = 0;
@@ -278,8 +280,10 @@ static rv_status_t long_reassembly(rma_worker_t *rw, rv_tid_t dest,
     if (st != RV_OK)
         return st;
     rv_am_xcall_t x = {.mode = RV_AM_X_REF | RV_AM_X_HOOK,
-                       .hook = rw->proc->long_hook, .addr = dst.addr,
-                       .len = (uint32_t)n, .word = seq};
+                       .hook = rw->proc->long_hook,
+                       .addr = dst.addr,
+                       .len = (uint32_t)n,
+                       .word = seq};
     st = rv_am_call_x(w, dest, h, args, len, NULL, 0, &x, sync, flags);
     if (st != RV_OK)
         return st;
@@ -297,7 +301,8 @@ rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     if (dest >= rw->nworkers || n > UINT32_MAX ||
         dst.rank != rv_tid_rank(rw->ctx, dest)) {
         rv_error("rv_put_handler to worker %u: the payload's destination "
-                 "must be in that worker's process", dest);
+                 "must be in that worker's process",
+                 dest);
         return RV_ERR_INVALID;
     }
     /* Where memory is mapped into this process (shared memory) a put is a
@@ -329,8 +334,10 @@ rv_status_t rv_get_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     }
     /* The source is reusable once the target has read it: only the
      * target knows, so the call always reports back. */
-    rv_am_xcall_t x = {.mode = RV_AM_X_HOOK, .hook = rw->proc->get_hook,
-                       .addr = src.addr, .len = (uint32_t)n,
+    rv_am_xcall_t x = {.mode = RV_AM_X_HOOK,
+                       .hook = rw->proc->get_hook,
+                       .addr = src.addr,
+                       .len = (uint32_t)n,
                        .word = src.region};
     return rv_am_call_x(w, dest, h, args, len, NULL, 0, &x, sync,
                         flags | RV_NOTIFY_CONSUMED);

@@ -26,8 +26,8 @@ static rv_handler_id_t rkey_req_id, rkey_rep_id;
 
 typedef struct {
     uint32_t region;
-    int32_t status;     /* replies: rv_status_t */
-    uint64_t key;       /* the requester's cache key, echoed */
+    int32_t status; /* replies: rv_status_t */
+    uint64_t key;   /* the requester's cache key, echoed */
 } rkey_msg_t;
 
 bool rma_region_holds(rma_proc_t *proc, uint64_t addr, uint64_t len)
@@ -64,10 +64,9 @@ static rv_status_t region_id(rma_proc_t *proc, const rv_mem_chunk_t *chunk,
     }
     if (r == NULL) {
         if (proc->nregions == proc->regions_cap) {
-            uint32_t cap = proc->regions_cap ? 2 * proc->regions_cap
-                                           : RMA_REGIONS_MIN;
-            rma_region_t **grown = realloc(proc->regions,
-                                          cap * sizeof(*grown));
+            uint32_t cap =
+                proc->regions_cap ? 2 * proc->regions_cap : RMA_REGIONS_MIN;
+            rma_region_t **grown = realloc(proc->regions, cap * sizeof(*grown));
             if (grown == NULL) {
                 st = RV_ERR_NO_MEMORY;
                 goto out;
@@ -115,8 +114,8 @@ void *rv_mem_alloc(rv_worker_t *w, size_t len, rv_rptr_t *rptr)
         return NULL;
     }
     if (rptr != NULL)
-        *rptr = (rv_rptr_t){.addr = (uintptr_t)p, .rank = rw->rank,
-                            .region = id};
+        *rptr =
+            (rv_rptr_t){.addr = (uintptr_t)p, .rank = rw->rank, .region = id};
     return p;
 }
 
@@ -179,8 +178,7 @@ static rv_status_t on_rkey_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
     m.status = key ? RV_OK : RV_ERR_INVALID;
     struct iovec iov[2] = {{.iov_base = &m, .iov_len = sizeof(m)},
                            {.iov_base = (void *)key, .iov_len = key_len}};
-    rv_status_t st = rv_sendv(w, msg->src, rkey_rep_id, iov, key ? 2 : 1,
-                              NULL);
+    rv_status_t st = rv_sendv(w, msg->src, rkey_rep_id, iov, key ? 2 : 1, NULL);
     if (st != RV_OK)
         rv_error("cannot send a remote key to worker %u: %s", msg->src,
                  rv_status_str(st));
@@ -204,15 +202,15 @@ static rv_status_t on_rkey_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
         return RV_OK; /* nobody waits for it */
     f->status = m.status;
     if (m.status == RV_OK)
-        f->status = rv_tw_rkey_unpack(
-            w, msg->src, (const uint8_t *)msg->data + sizeof(m),
-            msg->len - sizeof(m), &f->rkey);
+        f->status = rv_tw_rkey_unpack(w, msg->src,
+                                      (const uint8_t *)msg->data + sizeof(m),
+                                      msg->len - sizeof(m), &f->rkey);
     f->done = true;
     return RV_OK;
 }
 
 rv_status_t rma_rkey(rma_worker_t *rw, rv_tid_t tid, uint32_t region,
-                    rv_trkey_t **rkey_p)
+                     rv_trkey_t **rkey_p)
 {
     uint64_t key = (uint64_t)tid << 32 | region;
     rma_rkey_t *k;
@@ -263,7 +261,8 @@ rv_status_t rma_rkey(rma_worker_t *rw, rv_tid_t tid, uint32_t region,
 void rma_mem_stop(rma_worker_t *rw)
 {
     rma_rkey_t *k, *tmp;
-    HASH_ITER(hh, rw->rkeys, k, tmp) {
+    HASH_ITER(hh, rw->rkeys, k, tmp)
+    {
         HASH_DEL(rw->rkeys, k);
         rv_tw_rkey_destroy(rw->w, k->rkey);
         free(k);
@@ -286,15 +285,13 @@ void rma_proc_mem_fini(rma_proc_t *proc)
 
 rv_status_t rma_mem_register(rv_context_t *ctx)
 {
-    rv_status_t st = rv_handler_register(ctx, "rivet.rma.rkey_req",
-                                         on_rkey_req, NULL, 0,
-                                         &rkey_req_id);
+    rv_status_t st = rv_handler_register(ctx, "rivet.rma.rkey_req", on_rkey_req,
+                                         NULL, 0, &rkey_req_id);
     if (st == RV_OK)
-        st = rv_handler_register(ctx, "rivet.rma.rkey_rep", on_rkey_rep,
-                                 NULL, 0, &rkey_rep_id);
+        st = rv_handler_register(ctx, "rivet.rma.rkey_rep", on_rkey_rep, NULL,
+                                 0, &rkey_rep_id);
     return st;
 }
-
 
 /* The worker's registered memory: memory.chunk chunks of its NUMA zone,
  * taken on first use. */

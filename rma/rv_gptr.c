@@ -29,7 +29,8 @@ static inline rv_gptr_aba_t unpack(u128_t x)
 #if defined(__x86_64__)
 __attribute__((target("cx16")))
 #endif
-static inline u128_t cas16(rv_gptr_aba_t *obj, u128_t expect, u128_t val)
+static inline u128_t
+cas16(rv_gptr_aba_t *obj, u128_t expect, u128_t val)
 {
     u128_t *p = (u128_t *)(void *)obj;
 #if defined(__x86_64__)
@@ -134,8 +135,8 @@ static rv_status_t on_aba(rv_worker_t *w, rv_call_t *call, void *arg)
                 call->src, a.addr);
         return aba_refuse(call);
     }
-    aba_ret_t r = aba_apply((rv_gptr_aba_t *)(uintptr_t)a.addr, a.op,
-                            a.expect, a.val);
+    aba_ret_t r =
+        aba_apply((rv_gptr_aba_t *)(uintptr_t)a.addr, a.op, a.expect, a.val);
     memcpy(call->ret, &r, sizeof(r));
     call->ret_len = sizeof(r);
     return RV_OK;
@@ -160,9 +161,9 @@ static rv_status_t aba_op(rv_worker_t *w, rv_rptr_t obj, uint32_t op,
         return RV_ERR_INVALID;
     aba_args_t a = {.addr = obj.addr, .op = op, .expect = expect, .val = val};
     r->ok = UINT64_MAX;
-    rv_status_t st = rv_call_return(
-        w, rv_tid_make(ctx, (int)obj.rank, rv_worker_local(w)), aba_id, &a,
-        sizeof(a), r, sizeof(*r), NULL, 0);
+    rv_status_t st =
+        rv_call_return(w, rv_tid_make(ctx, (int)obj.rank, rv_worker_local(w)),
+                       aba_id, &a, sizeof(a), r, sizeof(*r), NULL, 0);
     if (st == RV_OK && r->ok == UINT64_MAX)
         st = RV_ERR_INVALID; /* the owner refused it (logged there) */
     return st;
@@ -180,8 +181,7 @@ rv_status_t rv_gptr_aba_cswap(rv_worker_t *w, rv_rptr_t obj,
     return st;
 }
 
-rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
-                             rv_gptr_aba_t *val)
+rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj, rv_gptr_aba_t *val)
 {
     aba_ret_t r;
     rv_status_t st = aba_op(w, obj, ABA_READ, (rv_gptr_aba_t){0}, 0, &r);
@@ -190,12 +190,11 @@ rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
     return st;
 }
 
-rv_status_t rv_gptr_aba_exchange(rv_worker_t *w, rv_rptr_t obj,
-                                 rv_gptr_t val, rv_gptr_aba_t *old)
+rv_status_t rv_gptr_aba_exchange(rv_worker_t *w, rv_rptr_t obj, rv_gptr_t val,
+                                 rv_gptr_aba_t *old)
 {
     aba_ret_t r;
-    rv_status_t st = aba_op(w, obj, ABA_EXCHANGE, (rv_gptr_aba_t){0}, val,
-                            &r);
+    rv_status_t st = aba_op(w, obj, ABA_EXCHANGE, (rv_gptr_aba_t){0}, val, &r);
     if (st == RV_OK && old != NULL)
         *old = r.seen;
     return st;

@@ -61,7 +61,8 @@ static rv_status_t on_free(rv_worker_t *w, rv_call_t *call, void *arg)
     /* The allocator of the worker that allocated it (thread-safe). */
     rv_mem_general_t *gen = rma_region_allocator(rma_of(w)->proc, p.region);
     if (gen == NULL) {
-        rv_error("rv_remote_free: no registration %u in this process", p.region);
+        rv_error("rv_remote_free: no registration %u in this process",
+                 p.region);
         return RV_ERR_INVALID;
     }
     rv_mem_general_free(gen, (void *)(uintptr_t)p.addr);
@@ -182,8 +183,8 @@ static bool rma_xcheck(rv_worker_t *w, uint64_t addr, uint64_t len, void *arg)
 /* The layer's handlers, call hooks and flush hook, and its parts'. */
 static rv_status_t rma_register(rv_context_t *ctx, rma_proc_t *proc)
 {
-    rv_status_t st = rv_am_register(ctx, "rivet.rma.alloc", on_alloc, NULL,
-                                    &alloc_id);
+    rv_status_t st =
+        rv_am_register(ctx, "rivet.rma.alloc", on_alloc, NULL, &alloc_id);
     if (st == RV_OK)
         st = rv_am_register(ctx, "rivet.rma.free", on_free, NULL, &free_id);
     if (st == RV_OK)
@@ -234,7 +235,7 @@ err_free:
 }
 
 rv_status_t rv_remote_alloc(rv_worker_t *w, rv_tid_t owner, size_t len,
-                       rv_rptr_t *ptr)
+                            rv_rptr_t *ptr)
 {
     alloc_args_t a = {.len = len};
     alloc_ret_t r = {.status = RV_ERR_TRANSPORT};
@@ -362,8 +363,8 @@ static rv_status_t atomic_op(rv_worker_t *w, rv_rptr_t p, bool cswap,
         uint64_t *at = (uint64_t *)(uintptr_t)p.addr, prev;
         if (cswap) {
             prev = v1;
-            __atomic_compare_exchange_n(at, &prev, v2, false,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            __atomic_compare_exchange_n(at, &prev, v2, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
         } else {
             prev = __atomic_fetch_add(at, v1, __ATOMIC_SEQ_CST);
         }
@@ -408,4 +409,3 @@ rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
         *old = seen;
     return st;
 }
-

@@ -21,7 +21,8 @@ static const rv_layer_ops_t store_layer;
 rv_status_t st_not_initialised(const char *what)
 {
     rv_error("%s on a worker of a job without the object store: call "
-             "rv_store_init before rv_job_run, from the main thread", what);
+             "rv_store_init before rv_job_run, from the main thread",
+             what);
     return RV_ERR_INVALID;
 }
 
@@ -113,7 +114,8 @@ static rv_status_t parse_threshold(const char *text, size_t *out, bool *autop)
     *autop = strcmp(text, "auto") == 0;
     if (!*autop && (rv_config_parse_size(text, &v) != RV_OK || v > SIZE_MAX)) {
         rv_error("store.rndv_threshold: '%s' is neither a size (e.g. 32KiB) "
-                 "nor auto", text);
+                 "nor auto",
+                 text);
         return RV_ERR_CONFIG;
     }
     *out = (size_t)v;
@@ -128,8 +130,8 @@ static rv_status_t store_worker_start(rv_worker_t *w)
     sw->w = w;
     sw->proc = rv_layer_context(rv_worker_context(w), st_slot);
     if (sw->proc->cfg->preallocate) {
-        size_t share = (sw->proc->capacity + sw->proc->threads - 1) /
-                       sw->proc->threads;
+        size_t share =
+            (sw->proc->capacity + sw->proc->threads - 1) / sw->proc->threads;
         rv_status_t st = rv_mem_reserve(w, share);
         if (st != RV_OK) {
             free(sw);
@@ -174,17 +176,18 @@ static void print_stats(rv_worker_t *w, const st_proc_t *p)
                 ",\"store_fetches_eager\":%" PRIu64
                 ",\"store_fetches_rndv\":%" PRIu64
                 ",\"store_evictions\":%" PRIu64
-                ",\"store_pinned_bytes\":%" PRIu64
-                ",\"store_served\":%" PRIu64 ",\"store_rndv_threshold\":%zu}\n",
+                ",\"store_pinned_bytes\":%" PRIu64 ",\"store_served\":%" PRIu64
+                ",\"store_rndv_threshold\":%zu}\n",
                 p->rank, s->objects, s->bytes, s->hits, s->fetches_eager,
                 s->fetches_rndv, s->evictions, s->pinned_bytes, s->served,
                 p->threshold);
     else if (mode != RV_STATS_OFF)
         fprintf(stderr,
                 "[rivet r%d] store: %" PRIu64 " objects (%" PRIu64
-                " B) held, %" PRIu64 " hits, fetches %" PRIu64 " eager and %"
-                PRIu64 " by RDMA read (threshold %zu B), %" PRIu64
-                " served, %" PRIu64 " evictions, %" PRIu64 " B pinned\n",
+                " B) held, %" PRIu64 " hits, fetches %" PRIu64
+                " eager and %" PRIu64
+                " by RDMA read (threshold %zu B), %" PRIu64 " served, %" PRIu64
+                " evictions, %" PRIu64 " B pinned\n",
                 p->rank, s->objects, s->bytes, s->hits, s->fetches_eager,
                 s->fetches_rndv, p->threshold, s->served, s->evictions,
                 s->pinned_bytes);
@@ -208,7 +211,8 @@ static void store_worker_stop(rv_worker_t *w)
     if (--p->running == 0) {
         print_stats(w, p);
         st_obj_t *o, *tmp;
-        HASH_ITER(hh, p->objs, o, tmp) {
+        HASH_ITER(hh, p->objs, o, tmp)
+        {
             HASH_DELETE(hh, p->objs, o);
             free(o->pinners);
             free(o);

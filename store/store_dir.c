@@ -19,7 +19,7 @@
 typedef struct {
     rv_object_id_t id;
     uint64_t data_size, meta_size;
-    uint32_t add;      /* 1: a copy now, 0: dropped */
+    uint32_t add; /* 1: a copy now, 0: dropped */
 } add_args_t;
 
 typedef struct {
@@ -39,8 +39,7 @@ typedef struct {
     rv_rank_t owner;
 } sealed_args_t;
 
-static st_dent_t *dent_get(st_worker_t *sw, const rv_object_id_t *id,
-                           bool make)
+static st_dent_t *dent_get(st_worker_t *sw, const rv_object_id_t *id, bool make)
 {
     st_dent_t *d = NULL;
     HASH_FIND(hh, sw->dir, id->bytes, RV_OBJECT_ID_SIZE, d);
@@ -59,9 +58,9 @@ static st_dent_t *dent_get(st_worker_t *sw, const rv_object_id_t *id,
  * with every object ever deleted (found by bench/soak.sh). */
 static void tomb_push(st_worker_t *sw, st_dent_t *d)
 {
-    if (d->in_tomb || (sw->tomb == NULL &&
-                       (sw->tomb = calloc(ST_TOMBSTONES,
-                                          sizeof(*sw->tomb))) == NULL))
+    if (d->in_tomb ||
+        (sw->tomb == NULL &&
+         (sw->tomb = calloc(ST_TOMBSTONES, sizeof(*sw->tomb))) == NULL))
         return;
     st_dent_t *old = sw->tomb[sw->tomb_at];
     if (old != NULL) {
@@ -124,8 +123,10 @@ static rv_status_t on_add(rv_worker_t *w, rv_call_t *call, void *arg)
     d->meta_size = a.meta_size;
     if (i == d->nloc && d->nloc < ST_MAX_LOCS)
         d->locs[d->nloc++] = call->src;
-    st_where_t where = {.status = RV_OK, .owner = call->src,
-                        .data_size = a.data_size, .meta_size = a.meta_size};
+    st_where_t where = {.status = RV_OK,
+                        .owner = call->src,
+                        .data_size = a.data_size,
+                        .meta_size = a.meta_size};
     wake_waiters(sw, d, &where);
     return RV_OK;
 }
@@ -149,8 +150,7 @@ static rv_status_t on_lookup(rv_worker_t *w, rv_call_t *call, void *arg)
                              .data_size = d->data_size,
                              .meta_size = d->meta_size};
     } else if (d != NULL && a.wait) {
-        if (!st_grow(&d->waiters, d->nwait, &d->capwait,
-                     sizeof(*d->waiters)))
+        if (!st_grow(&d->waiters, d->nwait, &d->capwait, sizeof(*d->waiters)))
             return RV_ERR_NO_MEMORY;
         d->waiters[d->nwait++] = (st_waiter_t){call->src, a.token};
         where.status = 1; /* wait for rivet.store.found */
@@ -258,8 +258,8 @@ static rv_status_t on_sealed(rv_worker_t *w, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
-void st_tell_home(st_worker_t *sw, const rv_object_id_t *id,
-                  const st_obj_t *o, bool add)
+void st_tell_home(st_worker_t *sw, const rv_object_id_t *id, const st_obj_t *o,
+                  bool add)
 {
     add_args_t a = {.id = *id, .add = add};
     if (o != NULL) {
@@ -270,14 +270,15 @@ void st_tell_home(st_worker_t *sw, const rv_object_id_t *id,
     rv_status_t st = rv_call(sw->w, home, st_h.add, &a, sizeof(a), NULL, 0);
     if (st != RV_OK)
         rv_error("store: cannot tell worker %u (an object's home) of a "
-                 "copy: %s", home, rv_status_str(st));
+                 "copy: %s",
+                 home, rv_status_str(st));
 }
 
 void st_tell_subscribers(st_worker_t *sw, const st_obj_t *o)
 {
     st_proc_t *p = sw->proc;
-    sealed_args_t a = {.id = o->id, .data_size = o->data_size,
-                       .owner = p->rank};
+    sealed_args_t a = {
+        .id = o->id, .data_size = o->data_size, .owner = p->rank};
     pthread_mutex_lock(&p->lock);
     size_t n = p->nsubs;
     rv_tid_t *subs = n ? malloc(n * sizeof(*subs)) : NULL;
@@ -301,7 +302,8 @@ void st_dir_fini(st_worker_t *sw)
     sw->tomb = NULL;
     sw->tomb_at = 0;
     st_dent_t *d, *tmp;
-    HASH_ITER(hh, sw->dir, d, tmp) {
+    HASH_ITER(hh, sw->dir, d, tmp)
+    {
         HASH_DELETE(hh, sw->dir, d);
         free(d->waiters);
         free(d);

@@ -104,12 +104,12 @@ static bool pin_release(st_obj_t *o, rv_tid_t src)
 /* Counts and logs a piece request or FIN that names no pin of its
  * sender (a forged, repeated or late message), or a piece outside the
  * object. */
-static void pin_refused(rv_worker_t *w, const rv_call_t *call,
-                        const char *what)
+static void pin_refused(rv_worker_t *w, const rv_call_t *call, const char *what)
 {
     rv_worker_count_drop(w, RV_DROP_MALFORMED);
     rv_warn("store: dropped a %s from worker %u: it holds no pin of the "
-            "object it names, or names bytes outside it", what, call->src);
+            "object it names, or names bytes outside it",
+            what, call->src);
 }
 
 static rv_status_t on_pin(rv_worker_t *w, rv_call_t *call, void *arg)
@@ -128,9 +128,11 @@ static rv_status_t on_pin(rv_worker_t *w, rv_call_t *call, void *arg)
         st_lru_remove(p, o);
         p->stats.pinned_bytes += o->data_size + o->meta_size;
         p->stats.served++;
-        where = (st_where_t){.status = RV_OK, .owner = rv_worker_tid(w),
+        where = (st_where_t){.status = RV_OK,
+                             .owner = rv_worker_tid(w),
                              .data_size = o->data_size,
-                             .meta_size = o->meta_size, .rptr = o->rptr};
+                             .meta_size = o->meta_size,
+                             .rptr = o->rptr};
     }
     pthread_mutex_unlock(&p->lock);
     memcpy(call->ret, &where, sizeof(where));
@@ -308,8 +310,8 @@ static void fetch_start(st_worker_t *sw, st_get_t *g)
     } else {
         g->eager = total <= p->threshold;
         st = rv_call_return(sw->w, g->where.owner, st_h.pin, &g->id,
-                            sizeof(g->id), &g->where, sizeof(g->where),
-                            &g->op, 0);
+                            sizeof(g->id), &g->where, sizeof(g->where), &g->op,
+                            0);
         g->state = G_PIN;
     }
     if (st != RV_OK)
@@ -326,7 +328,8 @@ static void fetch_pinned(st_worker_t *sw, st_get_t *g)
     rv_sync_init(&g->op, 0);
     if (g->eager) {
         for (size_t off = 0; off < total && st == RV_OK; off += ST_CHUNK) {
-            piece_args_t a = {.id = g->id, .off = off,
+            piece_args_t a = {.id = g->id,
+                              .off = off,
                               .len = total - off < ST_CHUNK ? total - off
                                                             : ST_CHUNK};
             st = rv_call_return(sw->w, g->where.owner, st_h.chunk, &a,
@@ -345,11 +348,9 @@ static void fetch_done(st_worker_t *sw, st_get_t *g)
 {
     st_proc_t *p = sw->proc;
     st_obj_t *o = g->obj;
-    if (g->pinned &&
-        rv_call(sw->w, g->where.owner, st_h.fin, &g->id, sizeof(g->id), NULL,
-                0) != RV_OK)
-        rv_error("store: cannot unpin an object at worker %u",
-                 g->where.owner);
+    if (g->pinned && rv_call(sw->w, g->where.owner, st_h.fin, &g->id,
+                             sizeof(g->id), NULL, 0) != RV_OK)
+        rv_error("store: cannot unpin an object at worker %u", g->where.owner);
     rv_status_t st = g->op.status;
     if (st == RV_OK && g->pinned) {
         st = g->where.status;
@@ -561,8 +562,8 @@ void st_gets_fini(st_worker_t *sw)
 
 rv_status_t st_fetch_register(rv_context_t *ctx)
 {
-    rv_status_t st = rv_am_register(ctx, "rivet.store.eager", on_eager, NULL,
-                                    &st_h.eager);
+    rv_status_t st =
+        rv_am_register(ctx, "rivet.store.eager", on_eager, NULL, &st_h.eager);
     if (st == RV_OK)
         st = rv_am_register(ctx, "rivet.store.pin", on_pin, NULL, &st_h.pin);
     if (st == RV_OK)

@@ -45,20 +45,20 @@ typedef struct st_obj {
     UT_hash_handle hh;
     rv_object_id_t id;
     st_state_t state;
-    uint8_t *base;           /* the allocation: ST_HEAD bytes, then mem */
-    uint8_t *mem;            /* [data][meta] */
+    uint8_t *base; /* the allocation: ST_HEAD bytes, then mem */
+    uint8_t *mem;  /* [data][meta] */
     size_t data_size, meta_size;
-    rv_rptr_t rptr;          /* of mem, for readers by RDMA */
-    int alloc_local;         /* the local worker whose allocator holds mem */
-    long refs;               /* references of this process */
-    long pins;               /* remote readers between PIN and FIN */
-    rv_tid_t *pinners;       /* who holds each pin (pins of them), so that
-                                only a reader's own FIN releases one */
+    rv_rptr_t rptr;    /* of mem, for readers by RDMA */
+    int alloc_local;   /* the local worker whose allocator holds mem */
+    long refs;         /* references of this process */
+    long pins;         /* remote readers between PIN and FIN */
+    rv_tid_t *pinners; /* who holds each pin (pins of them), so that
+                          only a reader's own FIN releases one */
     long pinners_cap;
-    bool deleted;            /* freed as soon as refs and pins are 0 */
-    bool located;            /* registered as a location at its home */
-    bool transferring;       /* ST_FETCHING: its bytes are on the way */
-    rv_status_t fetch_status;/* ST_FETCHING that failed: why */
+    bool deleted;             /* freed as soon as refs and pins are 0 */
+    bool located;             /* registered as a location at its home */
+    bool transferring;        /* ST_FETCHING: its bytes are on the way */
+    rv_status_t fetch_status; /* ST_FETCHING that failed: why */
     struct st_obj *lru_prev, *lru_next; /* unreferenced sealed objects */
     bool in_lru;
 } st_obj_t;
@@ -76,17 +76,17 @@ typedef struct st_proc {
     st_obj_t *lru_head, *lru_tail; /* least recently used first */
     uint64_t capacity, used;       /* bytes of data and metadata */
     rv_store_stats_t stats;
-    st_frees_t *frees;             /* per local worker */
-    rv_tid_t *subs;                /* workers told of this process's seals */
+    st_frees_t *frees; /* per local worker */
+    rv_tid_t *subs;    /* workers told of this process's seals */
     size_t nsubs, capsubs;
-    size_t threshold;              /* eager up to this many bytes */
-    bool auto_threshold;           /* store.rndv_threshold: auto */
-    rv_rptr_t cal_rptr;            /* the calibration's remote block */
+    size_t threshold;    /* eager up to this many bytes */
+    bool auto_threshold; /* store.rndv_threshold: auto */
+    rv_rptr_t cal_rptr;  /* the calibration's remote block */
     atomic_bool cal_have_rptr;
-    atomic_int cal_results;        /* answers of the calibration here */
+    atomic_int cal_results; /* answers of the calibration here */
     const rv_store_config_t *cfg;
     int threads;
-    int running;                   /* workers started and not stopped */
+    int running; /* workers started and not stopped */
     rv_rank_t rank;
 } st_proc_t;
 
@@ -105,8 +105,8 @@ typedef struct st_dent {
     rv_tid_t locs[ST_MAX_LOCS];
     unsigned nloc;
     bool deleted;
-    bool in_tomb;            /* deleted, in the home's ring of the last
-                                ST_TOMBSTONES deletions (store_dir.c) */
+    bool in_tomb; /* deleted, in the home's ring of the last
+                     ST_TOMBSTONES deletions (store_dir.c) */
     st_waiter_t *waiters;
     size_t nwait, capwait;
 } st_dent_t;
@@ -123,21 +123,21 @@ typedef struct st_deleted {
 /* Gets in progress, per worker                                            */
 
 typedef enum st_gstate {
-    G_START,       /* look in the process's table */
-    G_WAIT_LOCAL,  /* another thread fetches or creates it */
-    G_LOOKUP,      /* asking the home */
-    G_WAIT_SEAL,   /* the home will say when it is sealed */
-    G_PIN,         /* asking the owner to pin it */
-    G_TRANSFER,    /* eager pieces or the RDMA read in flight */
+    G_START,      /* look in the process's table */
+    G_WAIT_LOCAL, /* another thread fetches or creates it */
+    G_LOOKUP,     /* asking the home */
+    G_WAIT_SEAL,  /* the home will say when it is sealed */
+    G_PIN,        /* asking the owner to pin it */
+    G_TRANSFER,   /* eager pieces or the RDMA read in flight */
     G_DONE,
 } st_gstate_t;
 
 /* The answer of a home or an owner about an object. */
 typedef struct st_where {
-    int32_t status;          /* rv_status_t; 1: wait for the seal */
+    int32_t status; /* rv_status_t; 1: wait for the seal */
     rv_tid_t owner;
     uint64_t data_size, meta_size;
-    rv_rptr_t rptr;          /* PIN: the object's memory */
+    rv_rptr_t rptr; /* PIN: the object's memory */
 } st_where_t;
 
 typedef struct st_get {
@@ -145,29 +145,29 @@ typedef struct st_get {
     rv_object_id_t id;
     st_gstate_t state;
     uint64_t token;
-    int64_t deadline_ns;     /* 0: none; INT64_MAX: forever */
+    int64_t deadline_ns; /* 0: none; INT64_MAX: forever */
     rv_store_buf_t *buf;
     rv_status_t *status;
-    rv_sync_t *user;         /* completed when done */
-    st_obj_t *obj;           /* the entry this get fetches into */
-    bool fetcher;            /* this get fetches obj */
+    rv_sync_t *user; /* completed when done */
+    st_obj_t *obj;   /* the entry this get fetches into */
+    bool fetcher;    /* this get fetches obj */
     st_where_t where;
-    rv_sync_t op;            /* the step in flight */
-    bool found;              /* rivet.store.found came (it may overtake
-                                the lookup's answer) */
-    st_where_t fwhere;       /* what it said */
-    bool eager;              /* the transfer is by calls */
-    bool pinned;             /* the owner pinned it for this get */
-    unsigned retries;        /* lookups again after a copy went */
+    rv_sync_t op;      /* the step in flight */
+    bool found;        /* rivet.store.found came (it may overtake
+                          the lookup's answer) */
+    st_where_t fwhere; /* what it said */
+    bool eager;        /* the transfer is by calls */
+    bool pinned;       /* the owner pinned it for this get */
+    unsigned retries;  /* lookups again after a copy went */
 } st_get_t;
 
 typedef struct st_worker {
     rv_worker_t *w;
     st_proc_t *proc;
-    st_dent_t *dir;          /* the ids homed here */
-    st_dent_t **tomb;        /* the last ST_TOMBSTONES deleted ids */
-    uint32_t tomb_at;        /* the oldest of them, replaced next */
-    st_get_t *gets;          /* in progress */
+    st_dent_t *dir;   /* the ids homed here */
+    st_dent_t **tomb; /* the last ST_TOMBSTONES deleted ids */
+    uint32_t tomb_at; /* the oldest of them, replaced next */
+    st_get_t *gets;   /* in progress */
     uint64_t next_token;
     rv_store_seal_fn sub_fn;
     void *sub_arg;
@@ -177,7 +177,7 @@ typedef struct st_worker {
      * handlers that take the lock). */
     rv_object_id_t *drops;
     size_t ndrops, capdrops;
-    bool busy;               /* in the progress hook */
+    bool busy; /* in the progress hook */
 } st_worker_t;
 
 extern int st_slot;
@@ -189,8 +189,8 @@ static inline st_worker_t *st_of(const rv_worker_t *w)
 
 /* The handlers of the store's calls. */
 typedef struct st_handlers {
-    rv_handler_id_t add, lookup, found, del, drop, pin, fin, eager, chunk,
-        sub, sealed;
+    rv_handler_id_t add, lookup, found, del, drop, pin, fin, eager, chunk, sub,
+        sealed;
 } st_handlers_t;
 extern st_handlers_t st_h;
 
@@ -240,8 +240,8 @@ void st_dir_fini(st_worker_t *sw);
 rv_status_t st_dir_register(rv_context_t *ctx);
 /* Tells @p id's home that this process holds a copy of @p o (@p add) or
  * dropped its copy of @p id. */
-void st_tell_home(st_worker_t *sw, const rv_object_id_t *id,
-                  const st_obj_t *o, bool add);
+void st_tell_home(st_worker_t *sw, const rv_object_id_t *id, const st_obj_t *o,
+                  bool add);
 /* Tells the subscribers of this process that @p o was sealed. */
 void st_tell_subscribers(st_worker_t *sw, const st_obj_t *o);
 

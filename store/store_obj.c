@@ -129,8 +129,7 @@ void st_unused_check(st_worker_t *sw, st_obj_t *o)
 /* Notes that this process's copy of @p id is gone, for its home. */
 static void drop_note(st_worker_t *sw, const rv_object_id_t *id)
 {
-    if (!st_grow(&sw->drops, sw->ndrops, &sw->capdrops,
-                 sizeof(*sw->drops))) {
+    if (!st_grow(&sw->drops, sw->ndrops, &sw->capdrops, sizeof(*sw->drops))) {
         /* The home keeps naming this copy; a fetch from it then fails
          * and tries the next location. */
         rv_warn("store: out of memory noting an eviction");
@@ -176,8 +175,10 @@ rv_status_t st_reserve(st_worker_t *sw, size_t size)
 {
     st_proc_t *p = sw->proc;
     if (size > p->capacity) {
-        rv_error("store: an object of %zu bytes exceeds store.capacity (%" PRIu64
-                 " bytes)", size, p->capacity);
+        rv_error(
+            "store: an object of %zu bytes exceeds store.capacity (%" PRIu64
+            " bytes)",
+            size, p->capacity);
         return RV_ERR_NO_MEMORY;
     }
     while (p->used + size > p->capacity && p->lru_head != NULL) {

@@ -34,19 +34,19 @@ extern "C" {
 /** @brief What a call hook sees at the target, before the handler runs.
  * Owned by rivet, valid from prepare to finish. */
 typedef struct rv_am_xrun {
-    rv_tid_t src;         /**< the calling worker */
-    uint64_t addr;        /**< rv_am_xcall_t's addr, as the caller sent it */
-    uint32_t len;         /**< rv_am_xcall_t's len, as the caller sent it */
-    uint32_t word;        /**< rv_am_xcall_t's word, as the caller sent it */
-    const void *buf;      /**< [in,out] the buffer the handler will see */
-    size_t buf_len;       /**< [in,out] its length */
-    void *hook_data;      /**< the hook's own, for its finish */
+    rv_tid_t src;    /**< the calling worker */
+    uint64_t addr;   /**< rv_am_xcall_t's addr, as the caller sent it */
+    uint32_t len;    /**< rv_am_xcall_t's len, as the caller sent it */
+    uint32_t word;   /**< rv_am_xcall_t's word, as the caller sent it */
+    const void *buf; /**< [in,out] the buffer the handler will see */
+    size_t buf_len;  /**< [in,out] its length */
+    void *hook_data; /**< the hook's own, for its finish */
 } rv_am_xrun_t;
 
 /** @brief A call hook of an extending layer. Its functions run on the
  * target worker's thread, inside rv_progress. */
 typedef struct rv_am_hook {
-    const char *name;     /**< for messages: "rivet.rma.long" */
+    const char *name; /**< for messages: "rivet.rma.long" */
     /** Before the handler runs; may wait, progressing (the source's later
      * calls wait meanwhile). May replace x->buf and x->buf_len. An error
      * drops the call (logged by the hook). */
@@ -54,8 +54,8 @@ typedef struct rv_am_hook {
     /** After the handler returned (may be NULL): release what prepare
      * took. */
     void (*finish)(rv_worker_t *w, rv_am_xrun_t *x, void *arg);
-    void *arg;            /**< passed to @c prepare and @c finish; stays the
-                               registering layer's */
+    void *arg; /**< passed to @c prepare and @c finish; stays the
+                    registering layer's */
 } rv_am_hook_t;
 
 /**
@@ -73,8 +73,7 @@ typedef struct rv_am_hook {
  *       order (the id travels on the wire).
  */
 RV_EXPORT rv_status_t rv_am_hook_register(rv_context_t *ctx,
-                                          const rv_am_hook_t *hook,
-                                          int *id_p);
+                                          const rv_am_hook_t *hook, int *id_p);
 
 /**
  * @brief Whether [@p addr, @p addr + @p len) is memory of this process
@@ -118,8 +117,7 @@ RV_EXPORT rv_status_t rv_am_xcheck_register(rv_context_t *ctx,
  * @return RV_OK, or an error, which rv_flush returns (later hooks do not
  *         run)
  */
-typedef rv_status_t (*rv_am_flush_fn)(rv_worker_t *w, rv_tid_t dest,
-                                      void *arg);
+typedef rv_status_t (*rv_am_flush_fn)(rv_worker_t *w, rv_tid_t dest, void *arg);
 
 /**
  * @brief Registers a flush hook, run by rv_flush after the calls left, in
@@ -134,8 +132,7 @@ typedef rv_status_t (*rv_am_flush_fn)(rv_worker_t *w, rv_tid_t dest,
  * @note Main thread, before rv_job_run.
  */
 RV_EXPORT rv_status_t rv_am_flush_hook_register(rv_context_t *ctx,
-                                                rv_am_flush_fn fn,
-                                                void *arg);
+                                                rv_am_flush_fn fn, void *arg);
 
 /** Modes of rv_am_xcall_t, combinable as noted. */
 enum {
@@ -152,12 +149,12 @@ enum {
 
 /** @brief How a call is extended. */
 typedef struct rv_am_xcall {
-    unsigned mode;  /**< RV_AM_X_* */
-    int hook;       /**< with RV_AM_X_HOOK: from rv_am_hook_register */
-    uint64_t addr;  /**< REF and PLACE: the target's address; else the
-                         hook's */
-    uint32_t len;   /**< REF: the buffer's length; else the hook's */
-    uint32_t word;  /**< the hook's */
+    unsigned mode; /**< RV_AM_X_* */
+    int hook;      /**< with RV_AM_X_HOOK: from rv_am_hook_register */
+    uint64_t addr; /**< REF and PLACE: the target's address; else the
+                        hook's */
+    uint32_t len;  /**< REF: the buffer's length; else the hook's */
+    uint32_t word; /**< the hook's */
 } rv_am_xcall_t;
 
 /**

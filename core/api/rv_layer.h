@@ -117,8 +117,7 @@ RV_EXPORT rv_status_t rv_layer_install(rv_context_t *ctx,
  * @return the slot, or -1 if @p ops is not installed
  * @note Any thread; the slots do not change while a job runs.
  */
-RV_EXPORT int rv_layer_find(const rv_context_t *ctx,
-                            const rv_layer_ops_t *ops);
+RV_EXPORT int rv_layer_find(const rv_context_t *ctx, const rv_layer_ops_t *ops);
 
 /**
  * @brief The per-context state of the layer in @p slot.
@@ -231,11 +230,11 @@ RV_EXPORT void rv_worker_count_drop(rv_worker_t *w, rv_drop_t why);
 /** @brief A registered handler, as rv_handler_find returns it. Owned by
  * the context: read-only, valid until rv_finalize. */
 typedef struct rv_handler_info {
-    rv_handler_id_t id;  /**< the id its name hashes to */
-    rv_handler_fn fn;    /**< the handler */
-    void *arg;           /**< its argument, as registered */
-    unsigned flags;      /**< RV_HANDLER_* flags, as registered */
-    char *name;          /**< its name (the context's copy) */
+    rv_handler_id_t id; /**< the id its name hashes to */
+    rv_handler_fn fn;   /**< the handler */
+    void *arg;          /**< its argument, as registered */
+    unsigned flags;     /**< RV_HANDLER_* flags, as registered */
+    char *name;         /**< its name (the context's copy) */
 } rv_handler_info_t;
 
 /**
@@ -365,8 +364,8 @@ static inline rv_status_t rv_tw_atomic_fadd64(rv_worker_t *w, uint32_t peer,
                                               rv_completion_fn cb, void *arg)
 {
     const rv_worker_view_t *v = rv__worker_view(w);
-    return v->tops->atomic_fadd64(v->tw, peer, value, raddr, rkey, result,
-                                  cb, arg);
+    return v->tops->atomic_fadd64(v->tw, peer, value, raddr, rkey, result, cb,
+                                  arg);
 }
 
 /**
@@ -387,9 +386,8 @@ static inline rv_status_t rv_tw_atomic_fadd64(rv_worker_t *w, uint32_t peer,
  * @note From @p w's own thread.
  */
 static inline rv_status_t rv_tw_atomic_cswap64(rv_worker_t *w, uint32_t peer,
-                                               uint64_t compare,
-                                               uint64_t swap, uint64_t raddr,
-                                               rv_trkey_t *rkey,
+                                               uint64_t compare, uint64_t swap,
+                                               uint64_t raddr, rv_trkey_t *rkey,
                                                uint64_t *result,
                                                rv_completion_fn cb, void *arg)
 {

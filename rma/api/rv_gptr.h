@@ -202,7 +202,7 @@ RV_EXPORT rv_gptr_aba_t rv_gptr_aba_load(rv_gptr_aba_t *obj);
  * @note Any thread.
  */
 RV_EXPORT bool rv_gptr_aba_cswap_local(rv_gptr_aba_t *obj, rv_gptr_aba_t expect,
-                             rv_gptr_t val, rv_gptr_aba_t *seen);
+                                       rv_gptr_t val, rv_gptr_aba_t *seen);
 
 /**
  * @brief Stores @p val at the local @p obj (bumping its count), with a
@@ -212,7 +212,8 @@ RV_EXPORT bool rv_gptr_aba_cswap_local(rv_gptr_aba_t *obj, rv_gptr_aba_t expect,
  * @return what it held before
  * @note Any thread.
  */
-RV_EXPORT rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj, rv_gptr_t val);
+RV_EXPORT rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj,
+                                                   rv_gptr_t val);
 
 /**
  * @brief rv_gptr_aba_cswap_local on an ABA object anywhere: memory of the
@@ -238,8 +239,8 @@ RV_EXPORT rv_gptr_aba_t rv_gptr_aba_exchange_local(rv_gptr_aba_t *obj, rv_gptr_t
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
  */
 RV_EXPORT rv_status_t rv_gptr_aba_cswap(rv_worker_t *w, rv_rptr_t obj,
-                              rv_gptr_aba_t expect, rv_gptr_t val, bool *ok,
-                              rv_gptr_aba_t *seen);
+                                        rv_gptr_aba_t expect, rv_gptr_t val,
+                                        bool *ok, rv_gptr_aba_t *seen);
 
 /**
  * @brief Atomic read of an ABA object anywhere (as rv_gptr_aba_cswap).
@@ -250,7 +251,7 @@ RV_EXPORT rv_status_t rv_gptr_aba_cswap(rv_worker_t *w, rv_rptr_t obj,
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
  */
 RV_EXPORT rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
-                             rv_gptr_aba_t *val);
+                                       rv_gptr_aba_t *val);
 
 /**
  * @brief Exchange on an ABA object anywhere (as rv_gptr_aba_cswap): stores
@@ -263,7 +264,7 @@ RV_EXPORT rv_status_t rv_gptr_aba_read(rv_worker_t *w, rv_rptr_t obj,
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
  */
 RV_EXPORT rv_status_t rv_gptr_aba_exchange(rv_worker_t *w, rv_rptr_t obj,
-                                 rv_gptr_t val, rv_gptr_aba_t *old);
+                                           rv_gptr_t val, rv_gptr_aba_t *old);
 
 #ifdef __cplusplus
 }

@@ -159,10 +159,10 @@ RV_EXPORT rv_status_t rv_store_abort(rv_worker_t *w, const rv_object_id_t *id);
  * store's memory, valid until the reference is released.
  */
 typedef struct rv_store_buf {
-    const void *data;      /**< the object's bytes */
-    size_t data_size;      /**< their length */
-    const void *meta;      /**< its metadata (NULL when there is none) */
-    size_t meta_size;      /**< their length */
+    const void *data; /**< the object's bytes */
+    size_t data_size; /**< their length */
+    const void *meta; /**< its metadata (NULL when there is none) */
+    size_t meta_size; /**< their length */
 } rv_store_buf_t;
 
 /** rv_store_get's timeout: wait as long as it takes. */
@@ -273,8 +273,7 @@ typedef enum rv_store_scope {
  * @param arg       the subscription's argument
  */
 typedef void (*rv_store_seal_fn)(rv_worker_t *w, const rv_object_id_t *id,
-                                 size_t data_size, rv_rank_t owner,
-                                 void *arg);
+                                 size_t data_size, rv_rank_t owner, void *arg);
 
 /**
  * @brief Subscribes worker @p w to the seals of @p scope: @p fn runs for
@@ -296,14 +295,14 @@ RV_EXPORT rv_status_t rv_store_subscribe(rv_worker_t *w, rv_store_scope_t scope,
  * @brief Counters of this process's store (all its workers).
  */
 typedef struct rv_store_stats {
-    uint64_t objects;          /**< sealed objects held now */
-    uint64_t bytes;            /**< their bytes (data and metadata) */
-    uint64_t hits;             /**< gets served from this process */
-    uint64_t fetches_eager;    /**< remote objects fetched eagerly */
-    uint64_t fetches_rndv;     /**< remote objects fetched by RDMA read */
-    uint64_t evictions;        /**< objects evicted for room */
-    uint64_t pinned_bytes;     /**< bytes pinned for remote readers now */
-    uint64_t served;           /**< fetches served to other processes */
+    uint64_t objects;       /**< sealed objects held now */
+    uint64_t bytes;         /**< their bytes (data and metadata) */
+    uint64_t hits;          /**< gets served from this process */
+    uint64_t fetches_eager; /**< remote objects fetched eagerly */
+    uint64_t fetches_rndv;  /**< remote objects fetched by RDMA read */
+    uint64_t evictions;     /**< objects evicted for room */
+    uint64_t pinned_bytes;  /**< bytes pinned for remote readers now */
+    uint64_t served;        /**< fetches served to other processes */
 } rv_store_stats_t;
 
 /**

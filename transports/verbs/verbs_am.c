@@ -407,8 +407,8 @@ static bool wire_valid(const rv_tworker_t *tw, const vb_wire_t *m, size_t have)
         return false;
     /* An RTS makes the receiver allocate and register its length: no
      * more than a sender may send (VB_MAX_AM_SIZE). */
-    if (m->type == VB_RTS && (have - m->hdr_len != sizeof(vb_rts_t) ||
-                              m->len > VB_MAX_AM_SIZE))
+    if (m->type == VB_RTS &&
+        (have - m->hdr_len != sizeof(vb_rts_t) || m->len > VB_MAX_AM_SIZE))
         return false;
     if (m->type == VB_FIN && m->hdr_len != sizeof(uint64_t))
         return false;
