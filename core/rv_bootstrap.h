@@ -14,6 +14,7 @@
 #ifndef RIVET_RV_BOOTSTRAP_H
 #define RIVET_RV_BOOTSTRAP_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "rv_status.h"
@@ -52,10 +53,13 @@ rv_status_t rv__bootstrap_pmix_create(rv_bootstrap_t **bs_p);
 rv_status_t rv__bootstrap_singleton_create(rv_bootstrap_t **bs_p);
 
 /* The watch on rivetrun's connection @p fd (rv_bootstrap_watch.c): a
- * thread that ends rank @p rank when rivetrun is gone. Stop it before
- * saying FINI; stop frees it. */
+ * thread that ends rank @p rank when rivetrun is gone, and sends rivetrun
+ * a BEAT every RV_LAUNCH_BEAT_MS meanwhile, holding @p send_lock (the
+ * lock every frame this process sends on the connection is written
+ * under). Stop it before saying FINI; stop frees it. */
 typedef struct rv_launcher_watch rv_launcher_watch_t;
 rv_status_t rv__launcher_watch_start(int fd, int rank, const char *sock_path,
+                                     pthread_mutex_t *send_lock,
                                      rv_launcher_watch_t **w_p);
 void rv__launcher_watch_stop(rv_launcher_watch_t *w);
 

@@ -30,6 +30,9 @@ typedef struct rv_bootstrap_rivetrun {
     rv_bootstrap_t super;       /* first: the provider is a bootstrap */
     int fd;                     /* connection to rivetrun, -1 once broken */
     rv_launcher_watch_t *watch; /* ends the rank if rivetrun is gone */
+    /* Every frame is written under it: the watch's beats come from its
+     * own thread (rv_bootstrap_watch.c). */
+    pthread_mutex_t send_lock;
 } rv_bootstrap_rivetrun_t;
 
 static rv_bootstrap_rivetrun_t *to_rivetrun(rv_bootstrap_t *bs)
@@ -65,6 +68,20 @@ static rv_status_t env_int(const char *name, int min, int max, int def,
     }
     *value_p = (int)value;
     return RV_OK;
+}
+
+/* Sends one frame on the connection, under the lock the watch's beats
+ * take too. */
+static rv_status_t rivetrun_send(rv_bootstrap_rivetrun_t *rbs, uint32_t type,
+                                 const void *payload, size_t len)
+{
+    rv_status_t status;
+
+    pthread_mutex_lock(&rbs->send_lock);
+    status = rv__launch_send(rbs->fd, type, (uint32_t)rbs->super.rank, payload,
+                             len);
+    pthread_mutex_unlock(&rbs->send_lock);
+    return status;
 }
 
 /* Marks the connection broken after an error: later calls fail at once. */
@@ -113,8 +130,7 @@ static rv_status_t rivetrun_allgather(rv_bootstrap_t *bs, const void *in,
         return RV_ERR_INVALID;
     }
 
-    status = rv__launch_send(rbs->fd, RV_LAUNCH_ALLGATHER, (uint32_t)bs->rank,
-                             in, len);
+    status = rivetrun_send(rbs, RV_LAUNCH_ALLGATHER, in, len);
     if (status != RV_OK)
         return rivetrun_failed(rbs, what, status);
     status = rv__launch_recv_hdr(rbs->fd, &hdr);
@@ -163,8 +179,8 @@ static void rivetrun_abort(rv_bootstrap_t *bs, int code, const char *why)
      * bytes are in the socket before _exit), so it reports the reason rather
      * than the exit code. */
     if (rbs->fd < 0 ||
-        rv__launch_send(rbs->fd, RV_LAUNCH_ABORT, (uint32_t)bs->rank, &msg,
-                        sizeof(msg.abt) + why_len) != RV_OK)
+        rivetrun_send(rbs, RV_LAUNCH_ABORT, &msg, sizeof(msg.abt) + why_len) !=
+            RV_OK)
         rv_error("job aborted with code %d: %s (rivetrun could not be told)",
                  code, why ? why : "");
     _exit(code);
@@ -179,10 +195,10 @@ static void rivetrun_fini(rv_bootstrap_t *bs)
     if (rbs->fd >= 0) {
         /* A failure here means rivetrun is already ending the job; there is
          * nothing left to tell it. */
-        (void)rv__launch_send(rbs->fd, RV_LAUNCH_FINI, (uint32_t)bs->rank, NULL,
-                              0);
+        (void)rivetrun_send(rbs, RV_LAUNCH_FINI, NULL, 0);
         close(rbs->fd);
     }
+    pthread_mutex_destroy(&rbs->send_lock);
     free(rbs);
 }
 
@@ -287,6 +303,7 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
     rbs->super.size = size;
     rbs->super.local_rank = local_rank;
     rbs->super.local_size = local_size;
+    pthread_mutex_init(&rbs->send_lock, NULL);
 
     status = rivetrun_connect(addr, &rbs->fd);
     if (status != RV_OK)
@@ -324,8 +341,9 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
         goto err_free;
     }
 
-    status = rv__launcher_watch_start(
-        rbs->fd, rank, addr + strlen(RV_LAUNCH_ADDR_PREFIX), &rbs->watch);
+    status = rv__launcher_watch_start(rbs->fd, rank,
+                                      addr + strlen(RV_LAUNCH_ADDR_PREFIX),
+                                      &rbs->send_lock, &rbs->watch);
     if (status != RV_OK) {
         rivetrun_break(rbs);
         goto err_free;
@@ -334,6 +352,7 @@ rv_status_t rv__bootstrap_rivetrun_create(const char *addr,
     return RV_OK;
 
 err_free:
+    pthread_mutex_destroy(&rbs->send_lock);
     free(rbs);
     return status;
 }

@@ -23,6 +23,13 @@
  *     parent vanishes. A rank that is not in the group rivetrun made (a
  *     wrapper that made its own) is killed alone.
  *
+ * While the job runs, the watch also sends rivetrun a BEAT every
+ * RV_LAUNCH_BEAT_MS (rv_launch_proto.h): the beats come from this thread,
+ * not from the program's, so a rank that computes for minutes without a
+ * call into rivet is not taken for dead, while one whose runtime is gone
+ * with its pid still alive (its image replaced, as a node that loses its
+ * process without losing its sockets) is.
+ *
  * The watch polls a dup() of the connection, so that closing the
  * bootstrap's descriptor on an error does not pull it from under the
  * thread, and rv__launcher_watch_stop() ends it before the rank says
@@ -64,6 +71,7 @@ struct rv_launcher_watch {
     int rank;
     pid_t launcher; /* rivetrun's pid (RIVET_LAUNCHER_PID), 0 if unknown */
     pid_t pgid;     /* the group rivetrun made (RIVET_JOB_PGID), 0 if none */
+    pthread_mutex_t *send_lock; /* the bootstrap's frames are sent under it */
     char sock_path[PATH_MAX];
 };
 
@@ -161,10 +169,20 @@ static void *watch_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
+        int n = poll(p, 2, RV_LAUNCH_BEAT_MS);
+        if (n < 0) {
             if (errno == EINTR)
                 continue;
             return NULL;
+        }
+        if (n == 0) {
+            /* A failed beat is seen as the connection's end by the next
+             * poll(). */
+            pthread_mutex_lock(w->send_lock);
+            (void)rv__launch_send(w->fd, RV_LAUNCH_BEAT, (uint32_t)w->rank,
+                                  NULL, 0);
+            pthread_mutex_unlock(w->send_lock);
+            continue;
         }
         if (p[1].revents != 0)
             return NULL;
@@ -194,6 +212,7 @@ static void *watch_main(void *arg)
 }
 
 rv_status_t rv__launcher_watch_start(int fd, int rank, const char *sock_path,
+                                     pthread_mutex_t *send_lock,
                                      rv_launcher_watch_t **w_p)
 {
     rv_launcher_watch_t *w;
@@ -210,6 +229,7 @@ rv_status_t rv__launcher_watch_start(int fd, int rank, const char *sock_path,
     w->rank = rank;
     w->launcher = launcher;
     w->pgid = env_pid(RV_LAUNCH_PGID_ENV);
+    w->send_lock = send_lock;
     snprintf(w->sock_path, sizeof(w->sock_path), "%s", sock_path);
     w->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     w->stop_fd = eventfd(0, EFD_CLOEXEC);

@@ -111,6 +111,23 @@ static const rv_config_field_t core_fields[] = {
                 "dropped): off; text, one line per worker; json, one JSON "
                 "object per line.",
     },
+    {
+        .name = "job.keepalive",
+        .type = RV_CFG_INT,
+        .offset = OFF(job.keepalive),
+        .def = "10",
+        .min = 0,
+        .max = 86400,
+        .help = "Seconds rivetrun waits for a heartbeat of a rank that "
+                "joined the job before it ends the job naming that rank; "
+                "0: never. Every process sends one a second from a thread "
+                "of its own, whatever the program does, so only a rank "
+                "whose runtime is gone while its process lives on (its "
+                "image replaced, or frozen outside rivet) misses them; a "
+                "process stopped by a debugger or SIGSTOP is not counted. "
+                "Under mpirun or srun the launcher watches the processes "
+                "and this key does nothing.",
+    },
 
     /* ------------------------------------------------------------------ */
     /* transport: which plugin moves the bytes (its keys are its own)      */

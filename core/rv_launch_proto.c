@@ -19,6 +19,8 @@ const char *rv__launch_type_name(uint32_t type)
         return "abort";
     case RV_LAUNCH_FINI:
         return "fini";
+    case RV_LAUNCH_BEAT:
+        return "beat";
     }
     return "unknown";
 }

@@ -32,6 +32,18 @@
  *              "rank N aborted: reason" and ends the job with the code.
  *   FINI       process -> rivetrun: clean leave, empty payload; the process
  *              closes the connection after it.
+ *   BEAT       process -> rivetrun: empty payload, every RV_LAUNCH_BEAT_MS
+ *              from the thread that watches the connection
+ *              (rv_bootstrap_watch.c), whatever the program does. A rank
+ *              whose beats stop for job.keepalive seconds while its process
+ *              lives on, and is not stopped (a debugger, SIGSTOP), has lost
+ *              its runtime without the kernel noticing: its process image
+ *              was replaced, or it hangs outside rivet. No transport sees
+ *              that on every configuration (a UCX shared-memory or TCP peer
+ *              whose segments and sockets outlive it), so rivetrun ends the
+ *              job naming the rank instead of leaving it to --timeout.
+ *              Frames from the watch thread and from the bootstrap's calls
+ *              share the socket under one lock, so they never interleave.
  *
  * A frame that breaks the protocol (an unknown type, a length that does not
  * fit its type, a rank that is not the connection's) makes rivetrun close
@@ -54,7 +66,11 @@ typedef enum rv_launch_type {
     RV_LAUNCH_ALLGATHER = 2,
     RV_LAUNCH_ABORT = 3,
     RV_LAUNCH_FINI = 4,
+    RV_LAUNCH_BEAT = 5,
 } rv_launch_type_t;
+
+/* How often a rank's watch thread sends BEAT. */
+#define RV_LAUNCH_BEAT_MS 1000
 
 /* The rank field of frames sent by rivetrun. */
 #define RV_LAUNCH_RANK_LAUNCHER UINT32_MAX

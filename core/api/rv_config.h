@@ -108,6 +108,7 @@ typedef struct rv_core_config {
         int64_t service_threads;    /**< service threads per process */
         bool output_prefix;         /**< rivetrun prefixes output with rank */
         rv_stats_mode_t stats;      /**< off | text | json */
+        int64_t keepalive;          /**< s without a rank's beat; 0: off */
     } job; /**< `job.*`: the shape of the job */
     struct {
         char name[RV_CONFIG_STR_MAX]; /**< plugin name: ucx | verbs */

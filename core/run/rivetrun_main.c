@@ -79,6 +79,7 @@ typedef struct job_settings {
     int64_t threads;
     rv_placement_t placement;
     bool output_prefix;
+    int64_t keepalive_s; /* job.keepalive */
 } job_settings_t;
 
 static void usage(FILE *out)
@@ -212,6 +213,7 @@ static int job_settings_load(const char *path, job_settings_t *job)
     job->threads = core->job.threads;
     job->placement = core->job.placement;
     job->output_prefix = core->job.output_prefix;
+    job->keepalive_s = core->job.keepalive;
     rv_config_free(cfg);
     return 0;
 }
@@ -248,6 +250,7 @@ static int configure(launcher_t *l, const options_t *o)
     l->argv = o->argv;
     l->timeout_s = o->timeout_s;
     l->timeout_str = o->timeout_str;
+    l->keepalive_ms = job.keepalive_s * 1000;
     l->self = getpid();
     return 0;
 }

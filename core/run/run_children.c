@@ -11,6 +11,10 @@
  * the job, and so does a clean exit while the others wait for it in a
  * collective.
  *
+ * A rank in the job that stops its heartbeats (rv_launch_proto.h's BEAT)
+ * while its process lives on, not stopped, ends the job (job.keepalive):
+ * that is judged here too, from /proc.
+ *
  * The bootstrap server lets a process join as rank r only if it is the
  * child forked for r or descends from it: a rank may be started through a
  * wrapper script that forks the real program rather than execs it.
@@ -341,4 +345,57 @@ bool run_rank_owns_pid(const launcher_t *l, int r, pid_t pid)
         pid = info.ppid;
     }
     return false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Keepalive                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Rank @p r's connection has been silent for job.keepalive. A process
+ * stopped by a debugger or a signal ('t', 'T') is waited for; else the
+ * job ends naming the rank. Returns true if the job was failed. */
+static bool keepalive_expired(launcher_t *l, int r, int64_t silent_ms)
+{
+    rank_proc_t *rp = &l->ranks[r];
+    run_proc_info_t info;
+    pid_t pid = rp->conn->peer_pid;
+
+    if (run_proc_stat(pid, &info) != 0 || info.state == 'Z' ||
+        info.state == 'X')
+        return false; /* gone: its exit is judged when it is reaped */
+    if (info.state == 't' || info.state == 'T') {
+        rp->heard_at = run_now_ms();
+        return false;
+    }
+    run_job_fail(l, 1,
+                 "rank %d (pid %d) stopped answering: no heartbeat for "
+                 "%.1f s while its process lives on (state %c): rivet's "
+                 "runtime in it is gone (its image replaced?) or frozen; "
+                 "ending the job (job.keepalive: %lld s)",
+                 r, (int)pid, (double)silent_ms / 1000, info.state,
+                 (long long)(l->keepalive_ms / 1000));
+    return true;
+}
+
+int64_t run_keepalive_check(launcher_t *l)
+{
+    int64_t now = run_now_ms(), next = -1;
+
+    if (l->keepalive_ms <= 0 || l->phase != PHASE_RUNNING)
+        return -1;
+    for (int r = 0; r < l->size; r++) {
+        rank_proc_t *rp = &l->ranks[r];
+        int64_t due;
+        if (!rp->in_job || rp->exited || rp->conn == NULL)
+            continue;
+        if (now - rp->heard_at >= l->keepalive_ms &&
+            keepalive_expired(l, r, now - rp->heard_at))
+            return -1;
+        due = rp->heard_at + l->keepalive_ms - now;
+        if (due < RV_LAUNCH_BEAT_MS)
+            due = RV_LAUNCH_BEAT_MS; /* a stopped rank: look again later */
+        if (next < 0 || due < next)
+            next = due;
+    }
+    return next;
 }

@@ -82,6 +82,8 @@ typedef struct rank_proc {
     bool exited;
     bool contributed; /* to the allgather round in progress */
     bool in_job;      /* joined (HELLO) and has not left (FINI) */
+    int64_t heard_at; /* ms: its last frame (a BEAT at least every
+                         RV_LAUNCH_BEAT_MS while it is in the job) */
     conn_t *conn;     /* its connection, NULL when it has none */
     outstream_t out[RUN_NSTREAMS];
 } rank_proc_t;
@@ -97,6 +99,9 @@ typedef struct launcher {
     char *const *argv;      /* the program and its arguments */
     const char *config_abs; /* exported as RIVET_CONFIG, or NULL */
     double timeout_s;       /* 0: none */
+    int64_t keepalive_ms;   /* job.keepalive: a rank unheard for so long
+                               ends the job; 0: never */
+    int64_t keepalive_due;  /* ms from the last check to the next; -1 */
     const char *timeout_str;
     pid_t self;
     /* The job's secret (RIVET_JOB_TOKEN): a process presents it to join. */
@@ -179,6 +184,7 @@ void run_conns_sweep(launcher_t *l);
 /* Fails the job if the round in progress waits for a rank that exited. */
 void run_round_check_blocked(launcher_t *l);
 
+
 /* ---------------------------------------------------------------------- */
 /* The socket's directory (run_dir.c)                                      */
 /* ---------------------------------------------------------------------- */
@@ -222,6 +228,11 @@ void run_children_finish(launcher_t *l);
 
 /* Sends @p sig to the process group of every rank. */
 void run_signal_groups(launcher_t *l, int sig);
+
+/* Fails the job if a rank in the job, not stopped, has sent no frame for
+ * job.keepalive (its beats stopped). Returns the ms until the next check
+ * is due, or -1 when there is nothing to watch. */
+int64_t run_keepalive_check(launcher_t *l);
 
 /* ---------------------------------------------------------------------- */
 /* Output (run_output.c)                                                   */

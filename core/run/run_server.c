@@ -312,6 +312,7 @@ static void on_hello(launcher_t *l, conn_t *c)
     c->rank = r;
     l->ranks[r].conn = c;
     l->ranks[r].in_job = true;
+    l->ranks[r].heard_at = run_now_ms();
 
     reply = frame_new(RV_LAUNCH_HELLO, 0);
     if (reply == NULL) {
@@ -355,6 +356,8 @@ static void on_frame(launcher_t *l, conn_t *c)
         l->ranks[c->rank].in_job = false;
         conn_close(l, c);
         break;
+    case RV_LAUNCH_BEAT:
+        break; /* on_frame's caller noted when the rank was last heard */
     }
 }
 
@@ -410,10 +413,11 @@ static bool header_type_ok(launcher_t *l, conn_t *c)
         conn_protocol_error(l, c, what);
         return false;
     case RV_LAUNCH_FINI:
+    case RV_LAUNCH_BEAT:
         if (h->len == 0)
             return true;
-        snprintf(what, sizeof(what), "a fini frame of %" PRIu64 " bytes",
-                 h->len);
+        snprintf(what, sizeof(what), "a %s frame of %" PRIu64 " bytes",
+                 rv__launch_type_name(h->type), h->len);
         conn_protocol_error(l, c, what);
         return false;
     default:
@@ -475,6 +479,8 @@ void run_conn_read(launcher_t *l, conn_t *c)
             conn_close(l, c);
             return;
         }
+        if (c->rank >= 0)
+            l->ranks[c->rank].heard_at = run_now_ms();
         if (in_hdr) {
             c->hdr_got += (size_t)n;
             if (c->hdr_got < sizeof(c->hdr) || !on_header(l, c))

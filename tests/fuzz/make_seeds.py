@@ -71,7 +71,7 @@ def config_value():
 
 
 # Frames of rv_launch_proto.h: [u32 type][u32 rank][u64 len] then the payload.
-HELLO, ALLGATHER, ABORT, FINI = 1, 2, 3, 4
+HELLO, ALLGATHER, ABORT, FINI, BEAT = 1, 2, 3, 4, 5
 TOKEN = b"rivet-fuzz-token"
 
 
@@ -122,6 +122,8 @@ def launch_server():
     write(t, "before-hello", size2 + write_step(0, frame(ALLGATHER, 0)))
     write(t, "exit-in-round", size2 + join +
           write_step(0, frame(ALLGATHER, 0, b"ab")) + exit_step(1))
+    write(t, "beat", size2 + join + write_step(0, frame(BEAT, 0)) +
+          write_step(1, frame(BEAT, 1, b"x")))
     write(t, "split-header", b"\x00" + write_step(0, hello(0, 1)[:5]) +
           write_step(0, hello(0, 1)[5:]))
 

@@ -13,10 +13,11 @@
  * failed: ..."). If that does not happen within SECONDS (default 120),
  * rank 0 says so and exits 3.
  *
- * Run over the verbs configurations through peer_death.sh, which checks
- * the messages, the exit status and that no process of the job survives
+ * Run through peer_death.sh, which checks the messages, the exit status
+ * and that no process of the job survives: over the verbs configurations
  * (where there is an RDMA device: make check-verbs runs it in a Soft-RoCE
- * guest).
+ * guest), where the transport names the peer, and over UCX on shm and
+ * tcp, where rivetrun does once rank 1's heartbeats stop.
  */
 #include <dirent.h>
 #include <fcntl.h>
