@@ -4,7 +4,8 @@
 #   scenario,transport,end_s,exit,named,left,result
 # end_s: seconds from the fault (or the signal to rivetrun) to the end of
 # the job (for sigkill-rivetrun: to the last process of the job gone);
-# named: rivetrun's line naming the rank, or its signal; left: what the
+# transport: the configuration, "-mpirun" added when mpirun launched it;
+# named: the launcher's line naming the rank, or its signal; left: what the
 # job left behind ("nothing"); result: ctest's verdict.
 #
 #   bench/faults.sh [-B BUILD] [-o CSV]
@@ -49,8 +50,7 @@ trap 'rm -f "$log"' EXIT
     END {
       for (n in name) {
         t = name[n]; sub(/^faults-/, "", t)
-        tp = t; sub(/^.*-(ucx-shm|ucx-tcp|verbs)$/, "&", tp)
-        if (match(t, /-(ucx-shm|ucx-tcp|verbs)$/)) {
+        if (match(t, /-(ucx-shm|ucx-tcp|verbs)(-mpirun)?$/)) {
           tp = substr(t, RSTART + 1); sc = substr(t, 1, RSTART - 1)
         }
         split(summary[n], f, ",")
