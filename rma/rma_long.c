@@ -70,21 +70,42 @@ static rv_status_t on_landing(rv_worker_t *w, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
+/* The landing word of source @p src, as the fenced puts left it. */
+static uint32_t landed(const rma_worker_t *rw, rv_tid_t src)
+{
+    return (uint32_t)__atomic_load_n(&rw->landing[src], __ATOMIC_ACQUIRE);
+}
+
 /* The target's hook of an AM Long by reassembly: waits, in the source's
  * order, until the caller's fenced landing word says the payload is
- * here. */
+ * here.
+ *
+ * How far ahead of the word an envelope can be: the hook holds the
+ * source's later calls, so when envelope N runs every envelope before it
+ * ran, each after its own word landed: the word is at least N - 1. An
+ * envelope further ahead was forged (or its sender broke the protocol),
+ * and waiting for it would spin for ever: it is dropped and counted. */
 static rv_status_t long_prepare(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
 {
     rma_worker_t *rw = rma_of(w);
     (void)arg;
     if (rw == NULL || rw->landing == NULL) {
-        rv_error("an AM Long from worker %u before its set-up; dropped",
-                 x->src);
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
+        rv_warn("dropped an AM Long from worker %u that came before its "
+                "set-up",
+                x->src);
         return RV_ERR_INVALID;
     }
-    const uint64_t *word = &rw->landing[x->src];
-    while ((int32_t)((uint32_t)__atomic_load_n(word, __ATOMIC_ACQUIRE) -
-                     x->word) < 0)
+    if (x->src >= rw->nworkers ||
+        (int32_t)(x->word - landed(rw, x->src)) > 1) {
+        rv_worker_count_drop(w, RV_DROP_MALFORMED);
+        rv_warn("dropped an AM Long from worker %u that names payload %u, "
+                "past the next one this worker can wait for (%u)",
+                x->src, x->word,
+                x->src < rw->nworkers ? landed(rw, x->src) + 1 : 0);
+        return RV_ERR_INVALID;
+    }
+    while ((int32_t)(landed(rw, x->src) - x->word) < 0)
         rv_progress(w);
     return RV_OK;
 }

@@ -13,6 +13,12 @@
  *   bcast    a broadcast naming a root that is no worker;
  *   aba      rivet.rma.aba on the canary (refused with RV_ERR_INVALID).
  *
+ * An AM Long envelope whose landing word is far ahead of any payload the
+ * forger put: the target must drop it and count it, not wait for that
+ * payload for ever (which held the source's later calls for good). A real
+ * AM Long of the forger comes first, so that the target's landing words
+ * exist, and its handler runs once.
+ *
  * A good call follows them (per-pair FIFO): when it has run, the target
  * checks that no forged one ran, that its canary holds, and that it counted
  * each forgery once in job.stats (rx_malformed). The rest of the rma suite
@@ -53,9 +59,9 @@
 #define CANARY 0x5afe5afe5afe5afeull
 
 static rv_context_t *ctx;
-static rv_handler_id_t victim_id, addr_id;
+static rv_handler_id_t victim_id, addr_id, long_id;
 static _Alignas(16) uint64_t canary[4]; /* the target's, not registered */
-static atomic_int victim_runs, good_runs;
+static atomic_int victim_runs, good_runs, long_runs;
 static _Atomic uint64_t target_canary; /* the target's &canary, at rank 0 */
 static rv_object_id_t obj_id;           /* the store's part */
 static atomic_int obj_sealed, store_done;
@@ -144,6 +150,82 @@ static void target(rv_worker_t *w)
     EXPECT(dropped == FORGED_TOTAL,
            "%llu forgeries counted as malformed, expected %d",
            (unsigned long long)dropped, FORGED_TOTAL);
+}
+
+static rv_status_t on_long(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)w;
+    (void)call;
+    (void)arg;
+    atomic_fetch_add(&long_runs, 1);
+    return RV_OK;
+}
+
+/* Above the payload that travels inside the envelope (8 KiB): by
+ * reassembly, with a landing word. */
+#define LONG_BYTES (64u << 10)
+#define FORGED_WORD_AHEAD 1000
+
+static void long_forger(rv_worker_t *w)
+{
+    rv_tid_t target = rv_tid_make(ctx, 1, 0);
+    rv_rptr_t dst;
+    uint8_t *src = malloc(LONG_BYTES);
+    EXPECT(src != NULL, "memory");
+    if (src == NULL)
+        return;
+    memset(src, 0x4c, LONG_BYTES);
+    EXPECT(rv_remote_alloc(w, target, LONG_BYTES, &dst) == RV_OK,
+           "remote allocation at the target");
+    uint8_t l = 'L';
+    EXPECT(rv_put_handler(w, target, long_id, &l, 1, dst, src, LONG_BYTES,
+                          NULL, 0) == RV_OK,
+           "a real AM Long");
+    EXPECT(rv_flush(w, target) == RV_OK, "flush");
+    /* The envelope of an AM Long whose payload was never put. */
+    /* The first call hook registered in the process: rma registers AM
+     * Long's, then rv_get_handler's, in rv_rma_init, before anything
+     * else of this program registers one. */
+    unsigned hook = 0;
+    am_hdr_t h = {.flags = AM_XREF | AM_XHOOK | (hook << AM_XHOOK_SHIFT),
+                  .ret = dst.addr,
+                  .ret_len = LONG_BYTES,
+                  .root = FORGED_WORD_AHEAD,
+                  .args_len = 1};
+    struct iovec iov = {.iov_base = &l, .iov_len = 1};
+    EXPECT(rv_send_raw(w, target, long_id, &h, sizeof(h), &iov, 1,
+                       RV_SEND_COPY, NULL, NULL) == RV_OK,
+           "forged envelope");
+    uint8_t g = 'G';
+    EXPECT(rv_call(w, target, victim_id, &g, 1, NULL, 0) == RV_OK, "good call");
+    EXPECT(rv_flush(w, target) == RV_OK, "flush");
+    free(src);
+}
+
+static void long_target(rv_worker_t *w)
+{
+    rv_worker_stats_t before, after;
+    rv_worker_stats(w, &before);
+    WAIT_UNTIL(w, atomic_load(&good_runs) == 1, "the call after the forgery");
+    rv_worker_stats(w, &after);
+    EXPECT(atomic_load(&long_runs) == 1, "%d AM Long handlers ran, expected "
+           "the real one only", atomic_load(&long_runs));
+    uint64_t dropped = after.rx_malformed - before.rx_malformed;
+    EXPECT(dropped == 1, "%llu forgeries counted as malformed, expected 1",
+           (unsigned long long)dropped);
+}
+
+static int body_long(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    atomic_store(&good_runs, 0);
+    rv_barrier(w);
+    if (rv_worker_tid(w) == 0)
+        long_forger(w);
+    else if (rv_worker_tid(w) == rv_tid_make(ctx, 1, 0))
+        long_target(w);
+    rv_barrier(w);
+    return 0;
 }
 
 static int body_forged(rv_worker_t *w, void *arg)
@@ -337,6 +419,14 @@ static void test_forged_answers(void **state)
     run_job(body_answers);
 }
 
+static void test_forged_long(void **state)
+{
+    (void)state;
+    if (rv_size(ctx) != 2 || rv_nworkers(ctx) != 2)
+        JOB_SKIP("test_forged needs a 2x1 job");
+    run_job(body_long);
+}
+
 static void test_forged_store(void **state)
 {
     (void)state;
@@ -352,11 +442,13 @@ int main(int argc, char **argv)
     if (rv_rma_init(ctx) != RV_OK || rv_store_init(ctx) != RV_OK ||
         rv_am_register(ctx, "test.victim", on_victim, NULL, &victim_id) !=
             RV_OK ||
-        rv_am_register(ctx, "test.addr", on_addr, NULL, &addr_id) != RV_OK)
+        rv_am_register(ctx, "test.addr", on_addr, NULL, &addr_id) != RV_OK ||
+        rv_am_register(ctx, "test.long", on_long, NULL, &long_id) != RV_OK)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forged),
         cmocka_unit_test(test_forged_answers),
+        cmocka_unit_test(test_forged_long),
         cmocka_unit_test(test_forged_store),
     };
     size_t nchecks = sizeof(tests) / sizeof(tests[0]);
