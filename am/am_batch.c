@@ -105,7 +105,10 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     size_t len = am_run_len(b, off);
     uint8_t *recs = b->base + off + sizeof(am_rec_t);
     rv_status_t st;
-    if (am_path_write(aw)) {
+    /* A destination whose ring could not be set up (its process out of
+     * registered memory) takes its runs by the send path instead: no run
+     * went by its ring, so the order holds, and no call is lost. */
+    if (am_path_write(aw) && d->ring.state != RING_FAILED) {
         am_rec_t first;
         memcpy(&first, recs, sizeof(first));
         /* A lone record goes as a ring record of its own, but for a run

@@ -250,6 +250,7 @@ typedef struct am_oring {
     uint64_t seq;       /* next record's sequence number */
     uint64_t nonce;     /* from the receiver */
     bool growing;       /* a chunk request is out */
+    bool grow_refused;  /* the receiver had no chunk: asked no more */
     am_ochunk_t *spare; /* chunks received, not spliced in yet */
     uint32_t nspare;
     am_ctrl_t *ctrl;  /* registered, in this worker's memory */

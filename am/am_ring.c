@@ -150,7 +150,7 @@ static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
         bool free_next = next != r->cur && r->chunks[next].left_end <= consumed;
         if (!free_next) {
             uint32_t max = (uint32_t)aw->cfg->max_chunks;
-            if (!r->growing && r->nchunks < max) {
+            if (!r->growing && !r->grow_refused && r->nchunks < max) {
                 uint32_t n = (uint32_t)aw->cfg->chunks_per_request;
                 uint32_t room = max - r->nchunks;
                 if (am_ring_request(aw, d, n < room ? n : room, false) == RV_OK)
@@ -214,7 +214,9 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
         if (n > (uint32_t)aw->cfg->max_chunks)
             n = (uint32_t)aw->cfg->max_chunks;
         rv_status_t st = am_ring_request(aw, d, n, true);
-        return st == RV_OK ? RV_ERR_AGAIN : st;
+        /* A failed request leaves the ring RING_FAILED: the run goes by
+         * the send path on the next push (run_transmit). */
+        return st == RV_OK || r->state == RING_FAILED ? RV_ERR_AGAIN : st;
     }
     case RING_REQUESTED:
         return RV_ERR_AGAIN;

@@ -100,17 +100,22 @@ static void ring_grant(am_sjob_t *job)
     ring_rep_t rep = {.first = job->first, .nonce = r->nonce};
     am_ichunk_t **list = job->first ? &r->chunks : &r->pending;
     uint32_t *count = job->first ? &r->nchunks : &r->npending;
-    am_ichunk_t *grown = realloc(*list, (*count + job->got) *
-                                            sizeof(**list));
     struct iovec iov[1 + 2 * 64];
     ring_chunk_desc_t desc[64];
     size_t niov = 1;
-    if (grown == NULL) {
-        for (uint32_t i = 0; i < job->got; i++)
-            rv_mem_chunk_free(aw->ring_chunks, job->chunks[i]);
-        job->got = 0;
-    } else {
-        *list = grown;
+    /* No chunk (out of registered memory): the list stays as it is. A
+     * realloc to 0 bytes would free it and leave *list dangling, which the
+     * producer's next request then freed again. */
+    am_ichunk_t *grown = *list;
+    if (job->got > 0) {
+        grown = realloc(*list, (*count + job->got) * sizeof(**list));
+        if (grown == NULL) {
+            for (uint32_t i = 0; i < job->got; i++)
+                rv_mem_chunk_free(aw->ring_chunks, job->chunks[i]);
+            job->got = 0;
+        } else {
+            *list = grown;
+        }
     }
     for (uint32_t i = 0; i < job->got; i++) {
         rv_mem_chunk_t *c = job->chunks[i];
@@ -215,14 +220,17 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
     am_dest_t *d = am_dest(aw, msg->src);
     am_oring_t *r = &d->ring;
     if (rep.nchunks == 0) {
-        rv_error("worker %u could not give ring chunks to worker %u (out of "
-                 "registered memory?)%s", msg->src, aw->me,
-                 rep.first ? "; calls to it fail" : "; the ring stays at "
-                                                   "its size");
-        if (rep.first)
+        rv_warn("worker %u could not give ring chunks to worker %u (out of "
+                "registered memory: its own error says which limit)%s",
+                msg->src, aw->me,
+                rep.first ? "; calls to it go by the send path"
+                          : "; the ring stays at its size");
+        if (rep.first) {
             r->state = RING_FAILED;
-        else
+        } else {
             r->growing = false;
+            r->grow_refused = true; /* asking again would only spin */
+        }
         return RV_OK;
     }
     am_ochunk_t *list = calloc(rep.nchunks, sizeof(*list));
@@ -246,7 +254,8 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
         list[i].len = desc.len;
     }
     if (i < rep.nchunks) {
-        rv_error("a malformed ring answer from worker %u", msg->src);
+        rv_error("a malformed ring answer from worker %u%s", msg->src,
+                 rep.first ? "; calls to it go by the send path" : "");
         for (uint32_t j = 0; j < i; j++)
             rv_tw_rkey_destroy(w, list[j].rkey);
         free(list);

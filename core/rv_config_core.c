@@ -171,6 +171,20 @@ static const rv_config_field_t core_fields[] = {
                 "are available. Memory the transport allocates itself "
                 "(UCX on shared memory) has the transport's pages.",
     },
+    {
+        .name = "memory.limit",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(memory.limit),
+        .def = "0",
+        .min = 0,
+        .max = INT64_MAX,
+        .help = "Most registered memory a process maps in chunks, for "
+                "every allocator together (remote memory, messenger rings, "
+                "the object store's buffers); 0: no limit but the "
+                "machine's. A chunk that would pass it is refused: the call "
+                "that needed it fails with RV_ERR_NO_MEMORY and an error "
+                "naming this key, and nothing already accepted is lost.",
+    },
 
     /* ------------------------------------------------------------------ */
     /* progress                                                            */

@@ -101,6 +101,43 @@ void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
     params->chunk_size = core->memory.chunk;
     params->huge_pages = core->memory.huge_pages;
     params->source = RV_MEM_SOURCE_AUTO;
+    params->limit = core->memory.limit;
+}
+
+/* ---------------------------------------------------------------------- */
+/* memory.limit                                                            */
+
+/* Bytes of registered chunks the process holds, every allocator
+ * together: memory.limit bounds them. */
+static _Atomic uint64_t process_registered;
+/* Chunks memory.limit refused. */
+static atomic_ulong limit_refusals;
+
+/* Takes @p len bytes from the process's memory.limit @p limit (0: none).
+ * RV_ERR_NO_MEMORY, with an error naming the key, when they do not fit. */
+static rv_status_t limit_take(uint64_t limit, size_t len)
+{
+    uint64_t had = atomic_fetch_add(&process_registered, len);
+    if (limit == 0 || had + len <= limit)
+        return RV_OK;
+    atomic_fetch_sub(&process_registered, len);
+    /* Said once per process (the callers say what failed): a ring that
+     * cannot grow may meet the limit at every turn. */
+    if (atomic_fetch_add(&limit_refusals, 1) == 0)
+        rv_error("registered memory: %zu KiB more would take this process "
+                 "past memory.limit (%llu KiB registered of %llu KiB); "
+                 "raise memory.limit (RIVET_MEMORY_LIMIT), or use less",
+                 len >> 10, (unsigned long long)had >> 10,
+                 (unsigned long long)limit >> 10);
+    else
+        rv_debug("registered memory: memory.limit refused %zu KiB more",
+                 len >> 10);
+    return RV_ERR_NO_MEMORY;
+}
+
+static void limit_give(size_t len)
+{
+    atomic_fetch_sub(&process_registered, len);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -523,9 +560,14 @@ static rv_status_t chunk_create(rv_mem_chunk_allocator_t *a, size_t nchunks,
 
     if (nchunks == 0 || len / nchunks != a->p.chunk_size)
         return RV_ERR_INVALID;
+    status = limit_take(a->p.limit, len);
+    if (status != RV_OK)
+        return status;
     c = calloc(1, sizeof(*c));
-    if (c == NULL)
+    if (c == NULL) {
+        limit_give(len);
         return RV_ERR_NO_MEMORY;
+    }
     c->owner = a;
     c->len = len;
     c->numa_node = a->p.numa_node;
@@ -563,6 +605,7 @@ err_dereg:
         munmap(c->addr, len);
 err_free:
     free(c);
+    limit_give(len);
     return status;
 }
 
@@ -585,6 +628,7 @@ static void chunk_destroy(rv_mem_chunk_allocator_t *a, rv_mem_chunk_t *c)
     a->stats.bytes_reserved -= c->len;
     a->stats.bytes_registered -= c->len;
     a->stats.chunks[c->kind] -= c->len / a->p.chunk_size;
+    limit_give(c->len);
     free(c);
 }
 

@@ -117,6 +117,8 @@ typedef struct rv_core_config {
     struct {
         uint64_t chunk;             /**< registered chunk size */
         rv_huge_pages_t huge_pages; /**< auto | off | require */
+        uint64_t limit;             /**< registered bytes per process; 0:
+                                         no limit */
     } memory; /**< `memory.*`: registered memory */
     struct {
         rv_progress_mode_t mode;    /**< inline | thread | dynamic | direct */

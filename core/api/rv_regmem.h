@@ -145,10 +145,13 @@ typedef struct rv_mem_chunk_params {
     size_t chunk_size;          /**< memory.chunk: a multiple of 4 KiB */
     rv_huge_pages_t huge_pages; /**< memory.huge_pages */
     rv_mem_source_t source;     /**< where chunks come from */
+    uint64_t limit;             /**< memory.limit: registered bytes of the
+                                     process, all allocators; 0: none */
 } rv_mem_chunk_params_t;
 
 /**
- * @brief Fills @p params from @p cfg (memory.chunk, memory.huge_pages),
+ * @brief Fills @p params from @p cfg (memory.chunk, memory.huge_pages,
+ * memory.limit),
  * with source RV_MEM_SOURCE_AUTO; every other member is zeroed.
  * @param [out] params    the parameters
  * @param [in]  cfg       the configuration (rv_context_config, or the
