@@ -128,6 +128,26 @@ def launch_server():
           write_step(0, hello(0, 1)[5:]))
 
 
+def launch_rank():
+    """A count of collectives (low 3 bits), a contribution length each,
+    then what rivetrun sends the rank."""
+    t = "launch-rank"
+    L = 0xFFFFFFFF
+    ok = frame(HELLO, L)
+    write(t, "hello", b"\x00" + ok)
+    write(t, "refused", b"\x00")
+    write(t, "barrier", b"\x01\x00" + ok + frame(ALLGATHER, L))
+    write(t, "allgather", b"\x02\x04\x00" + ok +
+          frame(ALLGATHER, L, b"aaaabbbb") + frame(ALLGATHER, L))
+    write(t, "allgather-short", b"\x01\x04" + ok +
+          frame(ALLGATHER, L, b"aaaab", length=8))
+    write(t, "allgather-lies", b"\x01\x04" + ok +
+          frame(ALLGATHER, L, b"", length=1 << 40))
+    write(t, "wrong-type", b"\x01\x00" + ok + frame(FINI, L))
+    write(t, "hello-payload", b"\x00" + frame(HELLO, L, b"xyz"))
+    write(t, "split", b"\x01\x02" + ok + frame(ALLGATHER, L, b"abcd")[:7])
+
+
 # Core's message header: [u32 handler][u32 len], then up to 48 bytes of
 # extension.
 def msg():
@@ -562,7 +582,8 @@ def verbs_recv():
 
 
 def main():
-    for f in (config_yaml, config_value, launch_server, msg, gtp, game_move,
+    for f in (config_yaml, config_value, launch_server, launch_rank, msg,
+              gtp, game_move,
               am_batch, am_ring, store_msg, ucx_emu, verbs_recv):
         shutil.rmtree(os.path.join(CORPUS, f.__name__.replace("_", "-")),
                       ignore_errors=True)
