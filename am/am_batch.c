@@ -64,8 +64,7 @@ void am_buf_done(void *arg, rv_status_t status)
 {
     am_buf_t *b = arg;
     if (status != RV_OK)
-        rv_error("a batch of calls failed to leave: %s",
-                 rv_status_str(status));
+        rv_error("a batch of calls failed to leave: %s", rv_status_str(status));
     b->inflight--;
 }
 
@@ -120,16 +119,14 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
         } else {
             am_rec_t batch = {.len = (uint32_t)len, .meta = AM_REC_BATCH};
             memcpy(b->base + off, &batch, sizeof(batch));
-            st = am_ring_write(aw, d, b, b->base + off,
-                               am_rec_size(len));
+            st = am_ring_write(aw, d, b, b->base + off, am_rec_size(len));
             if (st < 0)
                 am_run_set_len(b, off, len); /* the reserve again */
         }
     } else {
         struct iovec iov = {.iov_base = recs, .iov_len = len};
         st = rv_send_raw(aw->w, d->tid, am_batch_id, NULL, 0, &iov, 1,
-                          immediate ? RV_AM_SEND_IMMEDIATE : 0, am_buf_done,
-                          b);
+                         immediate ? RV_AM_SEND_IMMEDIATE : 0, am_buf_done, b);
         if (st == RV_INPROGRESS)
             b->inflight++;
     }
@@ -162,8 +159,7 @@ static uint64_t run_calls(const am_buf_t *b, size_t off)
 /* Transmits @p d's pending runs in order, as far as the messenger takes
  * them; the open run too when @p open. Returns the runs transmitted, or
  * -1 on an error. */
-int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate,
-                     bool open)
+int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate, bool open)
 {
     int n = 0;
     am_cursor_seal(aw, d->tid);
@@ -218,15 +214,15 @@ out:
 size_t am_run_max(const am_worker_t *aw)
 {
     size_t m = aw->buf_bytes - sizeof(am_rec_t) - AM_REC_FOOTER;
-    if (am_path_write(aw) && aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER < m)
+    if (am_path_write(aw) &&
+        aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER < m)
         m = aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER;
     return m;
 }
 
 /* Room for a record of @p size bytes: in the open run when @p join and it
  * fits, else in a new run. Returns where the record goes. */
-uint8_t * am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size,
-                             bool join)
+uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
 {
     am_cursor_seal(aw, d->tid);
     am_buf_t *b = d->last;
@@ -276,4 +272,3 @@ void am_dest_unreserve(am_dest_t *d, size_t size)
         d->pending -= size;
     }
 }
-

@@ -22,7 +22,7 @@ typedef struct {
 } ring_req_t;
 
 typedef struct {
-    uint32_t nchunks;   /* 0: refused (no memory) */
+    uint32_t nchunks; /* 0: refused (no memory) */
     uint32_t first;
     uint64_t nonce;
 } ring_rep_t;
@@ -34,14 +34,14 @@ typedef struct {
 } ring_chunk_desc_t;
 
 rv_status_t am_ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
-                                bool first)
+                            bool first)
 {
     am_oring_t *r = &d->ring;
     const rv_mem_chunk_t *chunk;
     if (first) {
         void *mem;
-        rv_status_t st = rv_mem_general_alloc(aw->gen, sizeof(am_ctrl_t), 64,
-                                              &mem, &chunk);
+        rv_status_t st =
+            rv_mem_general_alloc(aw->gen, sizeof(am_ctrl_t), 64, &mem, &chunk);
         if (st != RV_OK)
             return st;
         r->ctrl = mem;
@@ -50,7 +50,8 @@ rv_status_t am_ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
     } else {
         chunk = rv_mem_general_lookup(aw->gen, r->ctrl);
     }
-    ring_req_t req = {.nchunks = n, .first = first,
+    ring_req_t req = {.nchunks = n,
+                      .first = first,
                       .ctrl_addr = (uintptr_t)r->ctrl,
                       .rkey_len = (uint32_t)chunk->rkey_len};
     /* Sent from a copy, without waiting: the request is made while calls
@@ -62,8 +63,8 @@ rv_status_t am_ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
     memcpy(copy + sizeof(req), chunk->rkey, chunk->rkey_len);
     struct iovec iov = {.iov_base = copy,
                         .iov_len = sizeof(req) + chunk->rkey_len};
-    rv_status_t st = rv_send_raw(aw->w, d->tid, am_ring_req_id, NULL, 0,
-                                  &iov, 1, 0, am_free_done, copy);
+    rv_status_t st = rv_send_raw(aw->w, d->tid, am_ring_req_id, NULL, 0, &iov,
+                                 1, 0, am_free_done, copy);
     if (st == RV_OK)
         free(copy);
     if (st < 0) {
@@ -119,21 +120,20 @@ static void ring_grant(am_sjob_t *job)
     }
     for (uint32_t i = 0; i < job->got; i++) {
         rv_mem_chunk_t *c = job->chunks[i];
-        grown[*count + i] = (am_ichunk_t){.addr = c->addr, .len = c->len,
-                                          .chunk = c};
+        grown[*count + i] =
+            (am_ichunk_t){.addr = c->addr, .len = c->len, .chunk = c};
         desc[i] = (ring_chunk_desc_t){.addr = (uintptr_t)c->addr,
                                       .len = c->len,
                                       .rkey_len = (uint32_t)c->rkey_len};
-        iov[niov++] = (struct iovec){.iov_base = &desc[i],
-                                     .iov_len = sizeof(desc[i])};
-        iov[niov++] = (struct iovec){.iov_base = (void *)c->rkey,
-                                     .iov_len = c->rkey_len};
+        iov[niov++] =
+            (struct iovec){.iov_base = &desc[i], .iov_len = sizeof(desc[i])};
+        iov[niov++] =
+            (struct iovec){.iov_base = (void *)c->rkey, .iov_len = c->rkey_len};
     }
     *count += job->got;
     rep.nchunks = job->got;
     iov[0] = (struct iovec){.iov_base = &rep, .iov_len = sizeof(rep)};
-    rv_status_t st = rv_sendv(aw->w, job->src, am_ring_rep_id, iov, niov,
-                              NULL);
+    rv_status_t st = rv_sendv(aw->w, job->src, am_ring_rep_id, iov, niov, NULL);
     if (st != RV_OK)
         rv_error("cannot answer the ring request of worker %u: %s", job->src,
                  rv_status_str(st));
@@ -175,7 +175,8 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
                 req.rkey_len, &r->ctrl_rkey);
             if (st != RV_OK) {
                 rv_error("ring from worker %u: cannot unpack its remote key: "
-                         "%s", msg->src, rv_status_str(st));
+                         "%s",
+                         msg->src, rv_status_str(st));
                 free(r);
                 r = NULL;
             } else {
@@ -184,20 +185,19 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
             }
         }
     }
-    if (r == NULL || (bool)req.first != (r->nchunks == 0) ||
-        req.nchunks > 64) {
+    if (r == NULL || (bool)req.first != (r->nchunks == 0) || req.nchunks > 64) {
         rv_error("cannot set up the ring from worker %u", msg->src);
         rep.nchunks = 0;
-        return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL,
-                        0, NULL);
+        return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL, 0,
+                        NULL);
     }
     /* The chunks are allocated by a service thread if the process has
      * some (it takes milliseconds), else right here. */
     am_sjob_t *job = calloc(1, sizeof(*job));
     if (job == NULL) {
         rep.nchunks = 0;
-        return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL,
-                        0, NULL);
+        return rv_sendx(w, msg->src, am_ring_rep_id, &rep, sizeof(rep), NULL, 0,
+                        NULL);
     }
     job->run = ring_alloc;
     job->done = ring_grant;
@@ -246,8 +246,8 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
         memcpy(&desc, p, sizeof(desc));
         p += sizeof(desc);
         if (p + desc.rkey_len > end ||
-            rv_tw_rkey_unpack(w, msg->src, p, desc.rkey_len,
-                                      &list[i].rkey) != RV_OK)
+            rv_tw_rkey_unpack(w, msg->src, p, desc.rkey_len, &list[i].rkey) !=
+                RV_OK)
             break;
         p += desc.rkey_len;
         list[i].raddr = desc.addr;
@@ -279,12 +279,10 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
 
 rv_status_t am_ring_register(rv_context_t *ctx)
 {
-    rv_status_t st = rv_handler_register(ctx, "rivet.am.ring_req",
-                                         on_ring_req, NULL, 0,
-                                         &am_ring_req_id);
+    rv_status_t st = rv_handler_register(ctx, "rivet.am.ring_req", on_ring_req,
+                                         NULL, 0, &am_ring_req_id);
     if (st == RV_OK)
-        st = rv_handler_register(ctx, "rivet.am.ring_rep", on_ring_rep, NULL,
-                                 0, &am_ring_rep_id);
+        st = rv_handler_register(ctx, "rivet.am.ring_rep", on_ring_rep, NULL, 0,
+                                 &am_ring_rep_id);
     return st;
 }
-

@@ -78,8 +78,8 @@ static rv_status_t rivetrun_send(rv_bootstrap_rivetrun_t *rbs, uint32_t type,
     rv_status_t status;
 
     pthread_mutex_lock(&rbs->send_lock);
-    status = rv__launch_send(rbs->fd, type, (uint32_t)rbs->super.rank, payload,
-                             len);
+    status =
+        rv__launch_send(rbs->fd, type, (uint32_t)rbs->super.rank, payload, len);
     pthread_mutex_unlock(&rbs->send_lock);
     return status;
 }
@@ -178,9 +178,8 @@ static void rivetrun_abort(rv_bootstrap_t *bs, int code, const char *why)
     /* rivetrun reads the frame before it handles this process's exit (the
      * bytes are in the socket before _exit), so it reports the reason rather
      * than the exit code. */
-    if (rbs->fd < 0 ||
-        rivetrun_send(rbs, RV_LAUNCH_ABORT, &msg, sizeof(msg.abt) + why_len) !=
-            RV_OK)
+    if (rbs->fd < 0 || rivetrun_send(rbs, RV_LAUNCH_ABORT, &msg,
+                                     sizeof(msg.abt) + why_len) != RV_OK)
         rv_error("job aborted with code %d: %s (rivetrun could not be told)",
                  code, why ? why : "");
     _exit(code);

@@ -500,8 +500,8 @@ static void *map_chunk(rv_mem_chunk_allocator_t *a, size_t len,
 static rv_status_t chunk_from_transport(rv_mem_chunk_allocator_t *a,
                                         rv_mem_chunk_t *c)
 {
-    rv_status_t status = a->p.ops->mem_alloc(a->p.tp, c->len, &c->tmem,
-                                             &c->addr);
+    rv_status_t status =
+        a->p.ops->mem_alloc(a->p.tp, c->len, &c->tmem, &c->addr);
     if (status != RV_OK) {
         rv_error("the transport cannot allocate a %zu-byte registered "
                  "chunk: %s",
@@ -539,11 +539,11 @@ static rv_status_t chunk_from_mmap(rv_mem_chunk_allocator_t *a,
     c->addr = map_chunk(a, c->len, &c->kind);
     if (c->addr == NULL)
         return RV_ERR_NO_MEMORY;
-    rv_status_t status = a->p.ops->mem_register(a->p.tp, c->addr, c->len,
-                                                &c->tmem);
+    rv_status_t status =
+        a->p.ops->mem_register(a->p.tp, c->addr, c->len, &c->tmem);
     if (status != RV_OK) {
-        rv_error("the transport cannot register a %zu-byte chunk: %s",
-                 c->len, rv_status_str(status));
+        rv_error("the transport cannot register a %zu-byte chunk: %s", c->len,
+                 rv_status_str(status));
         munmap(c->addr, c->len);
     }
     return status;
@@ -571,9 +571,8 @@ static rv_status_t chunk_create(rv_mem_chunk_allocator_t *a, size_t nchunks,
     c->owner = a;
     c->len = len;
     c->numa_node = a->p.numa_node;
-    status = a->p.source == RV_MEM_SOURCE_TRANSPORT
-                 ? chunk_from_transport(a, c)
-                 : chunk_from_mmap(a, c);
+    status = a->p.source == RV_MEM_SOURCE_TRANSPORT ? chunk_from_transport(a, c)
+                                                    : chunk_from_mmap(a, c);
     if (status != RV_OK)
         goto err_free;
     a->stats.registrations++;

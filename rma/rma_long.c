@@ -96,8 +96,7 @@ static rv_status_t long_prepare(rv_worker_t *w, rv_am_xrun_t *x, void *arg)
                 x->src);
         return RV_ERR_INVALID;
     }
-    if (x->src >= rw->nworkers ||
-        (int32_t)(x->word - landed(rw, x->src)) > 1) {
+    if (x->src >= rw->nworkers || (int32_t)(x->word - landed(rw, x->src)) > 1) {
         rv_worker_count_drop(w, RV_DROP_MALFORMED);
         rv_warn("dropped an AM Long from worker %u that names payload %u, "
                 "past the next one this worker can wait for (%u)",

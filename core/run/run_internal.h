@@ -184,7 +184,6 @@ void run_conns_sweep(launcher_t *l);
 /* Fails the job if the round in progress waits for a rank that exited. */
 void run_round_check_blocked(launcher_t *l);
 
-
 /* ---------------------------------------------------------------------- */
 /* The socket's directory (run_dir.c)                                      */
 /* ---------------------------------------------------------------------- */

@@ -27,8 +27,8 @@
 #include "run_internal.h"
 
 #define GRACE_FAILURE_MS 2000 /* SIGTERM -> SIGKILL after a failure */
-#define GRACE_SIGNAL_MS  3000 /* SIGTERM -> SIGKILL after our signal */
-#define GIVEUP_MS        5000 /* after SIGKILL, stop waiting */
+#define GRACE_SIGNAL_MS 3000  /* SIGTERM -> SIGKILL after our signal */
+#define GIVEUP_MS 5000        /* after SIGKILL, stop waiting */
 /* rivetrun's exit code when --timeout ended the job, as timeout(1)'s. */
 #define EXIT_TIMEOUT 124
 /* Longest failure message. */
@@ -36,7 +36,7 @@
 /* Poll slots besides connections and streams: the listening socket and
  * the signalfd. */
 #define FIXED_SLOTS 2
-#define MS_PER_S  1000
+#define MS_PER_S 1000
 #define NS_PER_MS 1000000
 
 enum { SLOT_CONN, SLOT_STREAM, SLOT_LISTEN, SLOT_SIGNAL };
@@ -160,7 +160,8 @@ static bool gave_up(const launcher_t *l)
     for (int r = 0; r < l->size; r++) {
         if (!l->ranks[r].exited)
             run_say("rank %d (pid %d) does not die even of SIGKILL; "
-                    "giving up on it", r, (int)l->ranks[r].pid);
+                    "giving up on it",
+                    r, (int)l->ranks[r].pid);
     }
     return true;
 }
