@@ -28,8 +28,11 @@
  *
  *   0 call      sel, u16 length, then with a call header (sel bit 2) its
  *               flags (u16), result length (u16), root (u8), token (u8),
- *               buffer bytes (u16) and, with sel bit 6, a lying argument
- *               length (u32); then the body
+ *               buffer bytes (u16), with sel bit 3 the address an
+ *               extended call names (an AM Long envelope: an i16 offset
+ *               from the start of the memory this process exposes, inside
+ *               it or not), and with sel bit 6 a lying argument length
+ *               (u32); then the body
  *   1 record    meta (u32), handler sel, body bytes / 8, lie, the body:
  *               any header, its length n - (lie & 7), or with lie bit 7
  *               a u32 of the input
@@ -50,7 +53,13 @@
  * that reads its arguments and fills its result, one that also makes
  * progress from inside (the receiver re-entered, as a handler that waits
  * does), an id nothing has, or a message handler that is no call
- * handler. The receiver runs again until idle at the end. Every call run
+ * handler. The receiver runs again until idle at the end.
+ *
+ * Extended calls (rv_am_ext.h) find what rma gives a real job: memory
+ * exposed to RV_AM_X_REF and RV_AM_X_PLACE calls (EXPOSED_BYTES that end
+ * where readable memory ends, its check registered as rma registers its
+ * regions'), and one call hook, which reads the buffer the call names in
+ * full, as AM Long's and rv_get_handler's hooks do. Every call run
  * has its arguments, buffer and result read or written in full, so that
  * a length that reaches past the ring's bytes is seen; the chunks are
  * exactly their size.
@@ -59,6 +68,7 @@
 #include <string.h>
 
 #include "am_internal.h"
+#include "rv_am_ext.h"
 #include "fuzz.h"
 #include "rv_core.h"
 
@@ -71,6 +81,7 @@
 #define MAX_PENDING 64 /* transport completions held at once */
 #define MAX_NEST 2     /* progress re-entered from handlers */
 #define BODY_MAX 4096  /* bytes of one record's body */
+#define EXPOSED_BYTES 4096 /* memory extended calls may name */
 
 /* A remote key: the region the owner registered, which a put must stay
  * inside. */
@@ -85,6 +96,8 @@ static rv_core_config_t core;
 static rv_transport_ops_t ops;
 static rv_handler_id_t call_id, progress_id, none_id;
 static int progress_tag; /* the argument of the handler that progresses */
+static uint8_t *exposed;  /* EXPOSED_BYTES of it */
+static int hook_id;
 static volatile uint64_t sink;
 
 /* The state of one input. */
@@ -206,6 +219,26 @@ static rv_status_t on_call(rv_worker_t *wk, rv_call_t *call, void *arg)
     return RV_OK;
 }
 
+/* What rma's check does for its regions, for the exposed memory. */
+static bool xcheck(rv_worker_t *wk, uint64_t addr, uint64_t len, void *arg)
+{
+    uintptr_t base = (uintptr_t)exposed;
+    (void)wk;
+    (void)arg;
+    return addr >= base && len <= EXPOSED_BYTES &&
+           addr - base <= EXPOSED_BYTES - len;
+}
+
+/* A call hook that reads the whole buffer the call names, as AM Long's
+ * and rv_get_handler's do before the handler runs. */
+static rv_status_t hook_prepare(rv_worker_t *wk, rv_am_xrun_t *x, void *arg)
+{
+    (void)wk;
+    (void)arg;
+    touch(x->buf, x->buf_len);
+    return x->word & 1 ? RV_ERR_INVALID : RV_OK; /* a hook may drop it */
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -219,6 +252,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     ctx.core = &core;
     ctx.ops = &ops;
     none_id = rv_handler_id("fuzz.none");
+    exposed = fuzz_alloc(EXPOSED_BYTES);
+    memset(exposed, 0x3c, EXPOSED_BYTES);
+    rv_am_hook_t hook = {.prepare = hook_prepare};
+    if (rv_am_xcheck_register(&ctx, xcheck, NULL) != RV_OK ||
+        rv_am_hook_register(&ctx, &hook, &hook_id) != RV_OK)
+        abort();
     if (rv_am_register(&ctx, "fuzz.call", on_call, NULL, &call_id) != RV_OK ||
         rv_am_register(&ctx, "fuzz.progress", on_call, &progress_tag,
                        &progress_id) != RV_OK)
@@ -317,6 +356,12 @@ static void op_call(fuzz_in_t *in, uint8_t *rec)
         buf = fuzz_u16(in) % (len + 1);
         args = len - buf;
         hp = &hdr;
+        if (sel & 8) { /* an envelope: the address of its buffer */
+            int16_t off = (int16_t)fuzz_u16(in);
+            hdr.ret = (uint64_t)((uintptr_t)exposed + (intptr_t)off);
+            /* the hook's index, in the high bits of the 32-bit flags */
+            hdr.flags |= (uint32_t)fuzz_u8(in) << AM_XHOOK_SHIFT;
+        }
     }
     hdr.args_len = (uint32_t)args;
     uint8_t body[BODY_MAX];

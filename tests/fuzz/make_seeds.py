@@ -263,11 +263,16 @@ def am_ring():
                                                   seq)
 
     def call(body, sel=0, flags=0, ret_len=0, root=0, token=0, buf=0,
-             args_len=None):
-        s = bytes([0, sel | (0x44 if args_len is not None else 0)])
+             args_len=None, addr=None, hook=0):
+        # addr: an envelope's offset into the exposed memory (sel bit 3)
+        sel |= 0x44 if args_len is not None else 0
+        sel |= 0x0c if addr is not None else 0
+        s = bytes([0, sel])
         s += struct.pack("<H", len(body))
-        if sel & 4 or args_len is not None:
+        if sel & 4:
             s += struct.pack("<HHBBH", flags, ret_len, root, token, buf)
+        if addr is not None:
+            s += struct.pack("<hB", addr, hook)
         s += body
         if args_len is not None:
             s += struct.pack("<I", args_len)
@@ -338,6 +343,16 @@ def am_ring():
           bytes([4, 0]) + struct.pack("<HB", 20, 4) + b"TORN" + go)
     write(t, "moves-on", head(0x01) + call(b"one") + lie(3, 0) +
           call(b"two") + go)
+    # AM Long envelopes: AM_XREF 0x40, AM_XPLACE 0x80, AM_XHOOK 0x100.
+    write(t, "envelope-ref", head() +
+          call(b"args", sel=4, flags=0x140, ret_len=64, addr=0) +
+          call(b"args", sel=4, flags=0x40, ret_len=4096, addr=0) + go)
+    write(t, "envelope-place", head() +
+          call(b"argsplaced", sel=4, flags=0x180, buf=6, addr=100) + go)
+    write(t, "envelope-outside", head() +
+          call(b"args", sel=4, flags=0x40, ret_len=64, addr=4090) +
+          call(b"argsplaced", sel=4, flags=0x80, buf=6, addr=-8) +
+          call(b"args", sel=4, flags=0x140, ret_len=8, addr=0, hook=7) + go)
 
 
 def store_msg():
