@@ -108,6 +108,33 @@ static rv_object_id_t object_id(rv_tid_t tid, uint64_t seq)
     return id;
 }
 
+/* The worker's deletes refused for now (RV_ERR_AGAIN), retried. */
+#define MAX_LATER 256
+static _Thread_local rv_object_id_t later[MAX_LATER];
+static _Thread_local unsigned nlater;
+
+static void delete_later(rv_worker_t *w, const rv_object_id_t *id)
+{
+    if (nlater == MAX_LATER)
+        die(w, "too many objects still referenced", RV_ERR_AGAIN);
+    later[nlater++] = *id;
+}
+
+/* Retries the deletes refused before; returns the operations made. */
+static uint64_t deletes_retry(rv_worker_t *w)
+{
+    unsigned kept = 0, n = nlater;
+    for (unsigned i = 0; i < n; i++) {
+        rv_status_t st = rv_store_delete(w, &later[i]);
+        if (st == RV_ERR_AGAIN)
+            later[kept++] = later[i];
+        else if (st != RV_OK && st != RV_ERR_NOT_FOUND)
+            die(w, "rv_store_delete", st);
+    }
+    nlater = kept;
+    return n;
+}
+
 /* One step of the store churn; returns the operations made. */
 static uint64_t store_step(rv_worker_t *w, uint64_t seq)
 {
@@ -143,9 +170,16 @@ static uint64_t store_step(rv_worker_t *w, uint64_t seq)
         ops += 2;
     }
     if (seq >= 2) {
+        /* RV_ERR_AGAIN: another worker of this process still references
+         * the object (its neighbour fetched it); it is deleted at a later
+         * step. Not retried, each such object stayed for good and the
+         * process grew by one object each time. */
+        ops += deletes_retry(w);
         rv_object_id_t old = object_id(me, seq - 2);
         st = rv_store_delete(w, &old);
-        if (st != RV_OK && st != RV_ERR_AGAIN)
+        if (st == RV_ERR_AGAIN)
+            delete_later(w, &old);
+        else if (st != RV_OK)
             die(w, "rv_store_delete", st);
         ops++;
     }

@@ -3,9 +3,10 @@
 # descriptors and shared memory sampled every second, to show that nothing
 # leaks slowly. Loopback only; it stops by itself.
 #
-#   bench/soak.sh [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV]
+#   bench/soak.sh [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV] [-l LOADS]
 #
-# Three loads, a third of the time each (default 30 minutes in all), as
+# Three loads (-l: a comma-separated choice of them, default all), an
+# equal share of the time each (default 30 minutes in all), as
 # 2 processes of 2 worker threads:
 #   am     rv-soak -m am: calls among all workers, blocking and
 #          asynchronous, a quiesce per round
@@ -26,20 +27,26 @@ build=$top/build
 seconds=1800
 job=$top/configs/test-ucx-shm.yaml
 out=$here/results/soak.csv
-while getopts d:B:c:o: opt; do
+loads=am,store,mcts
+while getopts d:B:c:o:l: opt; do
   case $opt in
     d) seconds=$OPTARG ;;
     B) build=$OPTARG ;;
     c) job=$OPTARG ;;
     o) out=$OPTARG ;;
-    *) echo "usage: $0 [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV]" >&2
+    l) loads=$OPTARG ;;
+    *) echo "usage: $0 [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV] [-l LOADS]" >&2
        exit 2 ;;
   esac
 done
+IFS=, read -r -a load_list <<< "$loads"
+for l in "${load_list[@]}"; do
+  case $l in am|store|mcts) ;; *) echo "$0: unknown load $l" >&2; exit 2 ;; esac
+done
 cmake --build "$build" -j "$(nproc)" --target rv-soak rv-mcts-match rivetrun \
   rivet-ucx > /dev/null
-per=$(( seconds / 3 ))
-[ "$per" -ge 10 ] || { echo "$0: -d must be at least 30 s" >&2; exit 2; }
+per=$(( seconds / ${#load_list[@]} ))
+[ "$per" -ge 10 ] || { echo "$0: -d must give each load 10 s at least" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export RIVET_JOB_THREADS=2
@@ -95,9 +102,14 @@ run_test() {
 }
 
 echo "t_s,test,rank,rss_kib,fds,shm_kib,ops_per_s" > "$out"
-run_test am "$build/bin/rv-soak" -m am -d "$per"
-run_test store "$build/bin/rv-soak" -m store -d "$per"
-run_test mcts "$build/bin/rv-mcts-match" --games 1000000 --size 7 --ms 20
+for l in "${load_list[@]}"; do
+  case $l in
+    am) run_test am "$build/bin/rv-soak" -m am -d "$per" ;;
+    store) run_test store "$build/bin/rv-soak" -m store -d "$per" ;;
+    mcts) run_test mcts "$build/bin/rv-mcts-match" --games 1000000 --size 7 \
+            --ms 20 ;;
+  esac
+done
 echo "$0: wrote $out ($(( $(wc -l < "$out") - 1 )) samples, job file $job)"
 
 # The slopes after the warm-up: least squares over t, as percent of the
@@ -129,7 +141,7 @@ if command -v gnuplot > /dev/null; then
     echo "set key outside; set grid"
     printf "plot "
     sep=""
-    for test in am store mcts; do
+    for test in "${load_list[@]}"; do
       for rank in 0 1; do
         printf "%s'%s' using (strcol(2) eq '%s' && \$3 == %d ? \$1 / 60 : 1/0):(\$4 / 1024) with lines title '%s rank %d'" \
           "$sep" "$out" "$test" "$rank" "$test" "$rank"
