@@ -102,14 +102,14 @@ typedef struct rv_config rv_config_t;
  */
 typedef struct rv_core_config {
     struct {
-        int64_t processes;          /**< processes rivetrun starts */
-        int64_t threads;            /**< worker threads per process */
-        rv_placement_t placement;   /**< none | core | numa */
-        int64_t service_threads;    /**< service threads per process */
-        bool output_prefix;         /**< rivetrun prefixes output with rank */
-        rv_stats_mode_t stats;      /**< off | text | json */
-        int64_t keepalive;          /**< s without a rank's beat; 0: off */
-    } job; /**< `job.*`: the shape of the job */
+        int64_t processes;        /**< processes rivetrun starts */
+        int64_t threads;          /**< worker threads per process */
+        rv_placement_t placement; /**< none | core | numa */
+        int64_t service_threads;  /**< service threads per process */
+        bool output_prefix;       /**< rivetrun prefixes output with rank */
+        rv_stats_mode_t stats;    /**< off | text | json */
+        int64_t keepalive;        /**< s without a rank's beat; 0: off */
+    } job;                        /**< `job.*`: the shape of the job */
     struct {
         char name[RV_CONFIG_STR_MAX]; /**< plugin name: ucx | verbs */
     } transport; /**< `transport.name`: which plugin (its own keys are
@@ -119,14 +119,14 @@ typedef struct rv_core_config {
         rv_huge_pages_t huge_pages; /**< auto | off | require */
         uint64_t limit;             /**< registered bytes per process; 0:
                                          no limit */
-    } memory; /**< `memory.*`: registered memory */
+    } memory;                       /**< `memory.*`: registered memory */
     struct {
         rv_progress_mode_t mode;    /**< inline | thread | dynamic | direct */
         int64_t executors;          /**< transport workers per process */
         int64_t spin_us;            /**< dynamic: polling before sleep */
         int64_t sleep_us;           /**< dynamic: longest sleep */
         rv_completers_t completers; /**< executors | threads */
-    } progress; /**< `progress.*`: how workers progress */
+    } progress;                     /**< `progress.*`: how workers progress */
 } rv_core_config_t;
 
 /** @brief Kinds of values a table row holds. */
@@ -148,27 +148,28 @@ typedef enum rv_config_type {
  * names, separated by '|', in the order of the C enum's values.
  */
 typedef struct rv_config_field {
-    const char *name;       /**< key under the table's prefix, e.g. "tls" */
-    rv_config_type_t type;  /**< the value's kind, which fixes its C type
-                                 in the struct */
-    size_t offset;          /**< offset of the value in the component's struct */
-    const char *def;        /**< default, as it would be written in YAML */
+    const char *name;      /**< key under the table's prefix, e.g. "tls" */
+    rv_config_type_t type; /**< the value's kind, which fixes its C type
+                                in the struct */
+    size_t offset;         /**< offset of the value in the component's struct */
+    const char *def;       /**< default, as it would be written in YAML */
     /** @{ */
-    int64_t min, max;       /**< inclusive range for INT and SIZE; length
-                                 bounds for STRING */
+    int64_t min, max; /**< inclusive range for INT and SIZE; length
+                           bounds for STRING */
     /** @} */
-    const char *values;     /**< ENUM names separated by '|' */
-    const char *later;      /**< non-NULL: not supported yet; says what brings it */
-    const char *help;       /**< one sentence for the reference and
-                                 --dump */
+    const char *values; /**< ENUM names separated by '|' */
+    const char *later;  /**< non-NULL: not supported yet; says what brings it */
+    const char *help;   /**< one sentence for the reference and
+                             --dump */
 } rv_config_field_t;
 
 /** @brief A component's table of keys and the size of its struct. */
 typedef struct rv_config_table {
-    const char *prefix;     /**< "am", "transport.ucx"; "" for core's own */
-    const char *help;       /**< one line: what the component is */
-    const rv_config_field_t *fields; /**< terminated by a row whose name is NULL */
-    size_t size;            /**< size of the component's struct */
+    const char *prefix; /**< "am", "transport.ucx"; "" for core's own */
+    const char *help;   /**< one line: what the component is */
+    const rv_config_field_t
+        *fields; /**< terminated by a row whose name is NULL */
+    size_t size; /**< size of the component's struct */
 } rv_config_table_t;
 
 /**
@@ -220,7 +221,7 @@ RV_EXPORT rv_status_t rv_config_register(const rv_config_table_t *table);
  * @note Thread-safe: it reads the environment and the table registry.
  */
 RV_EXPORT rv_status_t rv_config_load(const char *path, rv_config_t **cfg_p,
-                           char *errbuf, size_t errlen);
+                                     char *errbuf, size_t errlen);
 
 /**
  * @brief Frees a configuration of rv_config_load (never the context's own,
@@ -247,7 +248,8 @@ RV_EXPORT void rv_config_free(rv_config_t *cfg);
  * @note Single-threaded: no other thread may read @p cfg meanwhile. The
  *       context's copy (rv_context_config) is read-only.
  */
-RV_EXPORT rv_status_t rv_config_set(rv_config_t *cfg, const char *key, const char *value);
+RV_EXPORT rv_status_t rv_config_set(rv_config_t *cfg, const char *key,
+                                    const char *value);
 
 /**
  * @brief Writes the value of @p key into @p buf as text: strings as they
@@ -265,8 +267,8 @@ RV_EXPORT rv_status_t rv_config_set(rv_config_t *cfg, const char *key, const cha
  *         what fits)
  * @note Any thread, while no thread changes @p cfg.
  */
-RV_EXPORT rv_status_t rv_config_get(const rv_config_t *cfg, const char *key, char *buf,
-                          size_t len);
+RV_EXPORT rv_status_t rv_config_get(const rv_config_t *cfg, const char *key,
+                                    char *buf, size_t len);
 
 /**
  * @brief Reads a size as SIZE keys take it (4096, 4KiB, 2MiB, 1GiB, 4K;
@@ -291,7 +293,7 @@ RV_EXPORT rv_status_t rv_config_parse_size(const char *text, uint64_t *out);
  * @note Any thread, while no thread changes @p cfg.
  */
 RV_EXPORT rv_status_t rv_config_get_int(const rv_config_t *cfg, const char *key,
-                              int64_t *value_p);
+                                        int64_t *value_p);
 
 /**
  * @brief The struct of the component registered under @p prefix.
@@ -303,7 +305,8 @@ RV_EXPORT rv_status_t rv_config_get_int(const rv_config_t *cfg, const char *key,
  *         valid as long as it is
  * @note Any thread, while no thread changes @p cfg.
  */
-RV_EXPORT const void *rv_config_component(const rv_config_t *cfg, const char *prefix);
+RV_EXPORT const void *rv_config_component(const rv_config_t *cfg,
+                                          const char *prefix);
 
 /**
  * @brief Core's own keys in @p cfg.

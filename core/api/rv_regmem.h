@@ -80,11 +80,11 @@ typedef enum rv_mem_source {
  *       the chunk allocator, under its lock.
  */
 typedef struct rv_mem_chunk {
-    void *addr;       /**< base of the registered memory */
-    size_t len;       /**< bytes: a multiple of the chunk size */
-    rv_tmem_t *tmem;  /**< the transport's registration */
-    const void *rkey; /**< remote key, packed once (ops->rkey_pack) */
-    size_t rkey_len;  /**< bytes of @c rkey */
+    void *addr;              /**< base of the registered memory */
+    size_t len;              /**< bytes: a multiple of the chunk size */
+    rv_tmem_t *tmem;         /**< the transport's registration */
+    const void *rkey;        /**< remote key, packed once (ops->rkey_pack) */
+    size_t rkey_len;         /**< bytes of @c rkey */
     rv_mem_page_kind_t kind; /**< what backs the pages */
     int numa_node;           /**< the zone it is bound to, or -1 */
 
@@ -95,11 +95,11 @@ typedef struct rv_mem_chunk {
     struct rv_mem_chunk *next, *prev; /**< private: the list of every chunk
                                            of the allocator */
     /** @} */
-    struct rv_mem_chunk *next_free;   /**< private: the list of cached
-                                           single chunks */
-    bool from_transport; /**< private: allocated by the transport
-                              (mem_alloc), not mapped by rivet */
-    bool is_free;        /**< private: in the cache, not handed out */
+    struct rv_mem_chunk *next_free; /**< private: the list of cached
+                                         single chunks */
+    bool from_transport;            /**< private: allocated by the transport
+                                         (mem_alloc), not mapped by rivet */
+    bool is_free; /**< private: in the cache, not handed out */
 } rv_mem_chunk_t;
 
 /**
@@ -141,12 +141,12 @@ typedef struct rv_mem_chunk_params {
     const rv_transport_ops_t *ops; /**< the transport that registers the
                                         chunks; must outlive the allocator */
     rv_transport_t *tp;            /**< its process state */
-    int numa_node;              /**< the zone, or -1 for no binding */
-    size_t chunk_size;          /**< memory.chunk: a multiple of 4 KiB */
-    rv_huge_pages_t huge_pages; /**< memory.huge_pages */
-    rv_mem_source_t source;     /**< where chunks come from */
-    uint64_t limit;             /**< memory.limit: registered bytes of the
-                                     process, all allocators; 0: none */
+    int numa_node;                 /**< the zone, or -1 for no binding */
+    size_t chunk_size;             /**< memory.chunk: a multiple of 4 KiB */
+    rv_huge_pages_t huge_pages;    /**< memory.huge_pages */
+    rv_mem_source_t source;        /**< where chunks come from */
+    uint64_t limit;                /**< memory.limit: registered bytes of the
+                                        process, all allocators; 0: none */
 } rv_mem_chunk_params_t;
 
 /**
@@ -162,9 +162,9 @@ typedef struct rv_mem_chunk_params {
  * @note Any thread.
  */
 RV_EXPORT void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
-                              const rv_config_t *cfg,
-                              const rv_transport_ops_t *ops, rv_transport_t *tp,
-                              int numa_node);
+                                        const rv_config_t *cfg,
+                                        const rv_transport_ops_t *ops,
+                                        rv_transport_t *tp, int numa_node);
 
 /**
  * @brief Creates a chunk allocator. No memory is taken until the first
@@ -189,8 +189,8 @@ RV_EXPORT void rv_mem_chunk_params_init(rv_mem_chunk_params_t *params,
  *       but for rv_mem_chunk_allocator_destroy. With source AUTO it queries
  *       the transport (ops->query).
  */
-RV_EXPORT rv_status_t rv_mem_chunk_allocator_create(const rv_mem_chunk_params_t *params,
-                                          rv_mem_chunk_allocator_t **alloc_p);
+RV_EXPORT rv_status_t rv_mem_chunk_allocator_create(
+    const rv_mem_chunk_params_t *params, rv_mem_chunk_allocator_t **alloc_p);
 
 /**
  * @brief Deregisters and returns every chunk to the OS (or transport),
@@ -215,8 +215,9 @@ RV_EXPORT void rv_mem_chunk_allocator_destroy(rv_mem_chunk_allocator_t *alloc);
  *         it cannot allocate, register or pack the key of it (logged)
  * @note Thread-safe.
  */
-RV_EXPORT rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc, size_t nchunks,
-                               rv_mem_chunk_t **chunk_p);
+RV_EXPORT rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc,
+                                         size_t nchunks,
+                                         rv_mem_chunk_t **chunk_p);
 
 /**
  * @brief Gives a chunk back: a single chunk is kept, registered, for
@@ -226,7 +227,8 @@ RV_EXPORT rv_status_t rv_mem_chunk_alloc(rv_mem_chunk_allocator_t *alloc, size_t
  *                   twice or to another allocator is reported and ignored.
  * @note Thread-safe. No transport operation may still use the memory.
  */
-RV_EXPORT void rv_mem_chunk_free(rv_mem_chunk_allocator_t *alloc, rv_mem_chunk_t *chunk);
+RV_EXPORT void rv_mem_chunk_free(rv_mem_chunk_allocator_t *alloc,
+                                 rv_mem_chunk_t *chunk);
 
 /**
  * @brief Returns the cached free chunks to the OS (deregistered).
@@ -258,7 +260,8 @@ RV_EXPORT size_t rv_mem_chunk_alignment(const rv_mem_chunk_allocator_t *alloc);
  * @return RV_MEM_SOURCE_MMAP or RV_MEM_SOURCE_TRANSPORT (AUTO resolved)
  * @note Thread-safe.
  */
-RV_EXPORT rv_mem_source_t rv_mem_chunk_source(const rv_mem_chunk_allocator_t *alloc);
+RV_EXPORT rv_mem_source_t
+rv_mem_chunk_source(const rv_mem_chunk_allocator_t *alloc);
 
 /**
  * @brief Statistics of the chunk allocator.
@@ -296,7 +299,7 @@ typedef struct rv_mem_circular_params {
      * completed_seq[channel] >= seq (the array is read with acquire loads,
      * so another thread may advance it). */
     rv_mem_completed_fn completed;
-    void *completed_arg;   /**< @c completed's first argument */
+    void *completed_arg;                   /**< @c completed's first argument */
     const _Atomic uint64_t *completed_seq; /**< with no callback: per
                                  channel, the last sequence number
                                  completed; the caller's, valid as long as
@@ -337,8 +340,8 @@ typedef struct rv_mem_circular rv_mem_circular_t;
  * @note Single-threaded: owned by one worker thread, which calls every
  *       function of this object (the chunk allocator below is shared).
  */
-RV_EXPORT rv_status_t rv_mem_circular_create(const rv_mem_circular_params_t *params,
-                                   rv_mem_circular_t **circ_p);
+RV_EXPORT rv_status_t rv_mem_circular_create(
+    const rv_mem_circular_params_t *params, rv_mem_circular_t **circ_p);
 
 /**
  * @brief Gives every chunk back to the chunk allocator, and frees the
@@ -371,7 +374,7 @@ RV_EXPORT void rv_mem_circular_destroy(rv_mem_circular_t *circ);
  * @note The owner thread.
  */
 RV_EXPORT rv_status_t rv_mem_circular_alloc(rv_mem_circular_t *circ,
-                                  rv_mem_unit_t **unit_p);
+                                            rv_mem_unit_t **unit_p);
 
 /**
  * @brief Records that an operation of @p channel with sequence number
@@ -402,7 +405,8 @@ static inline void rv_mem_circular_tag(rv_mem_unit_t *unit, uint32_t channel,
  *                  freed twice is reported and ignored.
  * @note The owner thread.
  */
-RV_EXPORT void rv_mem_circular_free(rv_mem_circular_t *circ, rv_mem_unit_t *unit);
+RV_EXPORT void rv_mem_circular_free(rv_mem_circular_t *circ,
+                                    rv_mem_unit_t *unit);
 
 /**
  * @brief The unit size.
@@ -448,7 +452,7 @@ typedef struct rv_mem_linear rv_mem_linear_t;
  * @note Single-threaded, like the circular allocator it draws from.
  */
 RV_EXPORT rv_status_t rv_mem_linear_create(rv_mem_circular_t *circ,
-                                 rv_mem_linear_t **lin_p);
+                                           rv_mem_linear_t **lin_p);
 
 /**
  * @brief Frees the current unit (with its tag) to the circular allocator,
@@ -480,8 +484,9 @@ RV_EXPORT void rv_mem_linear_destroy(rv_mem_linear_t *lin);
  *         RV_ERR_AGAIN or RV_ERR_NO_MEMORY
  * @note The owner thread.
  */
-RV_EXPORT rv_status_t rv_mem_linear_alloc(rv_mem_linear_t *lin, size_t len, size_t align,
-                                void **addr_p, rv_mem_unit_t **unit_p);
+RV_EXPORT rv_status_t rv_mem_linear_alloc(rv_mem_linear_t *lin, size_t len,
+                                          size_t align, void **addr_p,
+                                          rv_mem_unit_t **unit_p);
 
 /**
  * @brief Frees the current unit now (e.g. when going idle), so it can be
@@ -514,7 +519,7 @@ typedef struct rv_mem_general rv_mem_general_t;
  * @note Thread-safe (one mutex), but for rv_mem_general_destroy.
  */
 RV_EXPORT rv_status_t rv_mem_general_create(rv_mem_chunk_allocator_t *chunks,
-                                  rv_mem_general_t **gen_p);
+                                            rv_mem_general_t **gen_p);
 
 /**
  * @brief Gives every chunk back to the chunk allocator and frees the
@@ -544,8 +549,8 @@ RV_EXPORT void rv_mem_general_destroy(rv_mem_general_t *gen);
  *       rv_mem_general_free.
  */
 RV_EXPORT rv_status_t rv_mem_general_alloc(rv_mem_general_t *gen, size_t len,
-                                 size_t align, void **addr_p,
-                                 const rv_mem_chunk_t **chunk_p);
+                                           size_t align, void **addr_p,
+                                           const rv_mem_chunk_t **chunk_p);
 
 /**
  * @brief Frees @p addr (from rv_mem_general_alloc); coalesces it with free
@@ -569,7 +574,7 @@ RV_EXPORT void rv_mem_general_free(rv_mem_general_t *gen, void *addr);
  * @note Thread-safe.
  */
 RV_EXPORT const rv_mem_chunk_t *rv_mem_general_lookup(rv_mem_general_t *gen,
-                                            const void *addr);
+                                                      const void *addr);
 
 /**
  * @brief Takes chunks until at least @p len bytes of the chunks held are
