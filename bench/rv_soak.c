@@ -19,6 +19,12 @@
  * operations with rv_allreduce, which also tells them all, at once, that
  * the time is up. Worker 0 of rank 0 prints one line per second:
  *   soak: t=SECONDS ops_per_s=RATE
+ * Under -m store the first worker of every process also prints, after a
+ * round, each new peak of the objects its process's store holds:
+ *   soak: rank R t=SECONDS store_peak_objects=N store_peak_kib=K
+ * The process's memory grows with that peak (a new record of objects live
+ * at once needs heap it never needed before), not with time: soak.sh's
+ * RSS steps are read against these lines.
  * A failed operation, or a wrong byte, ends the job with a message.
  */
 #include <stdint.h>
@@ -171,9 +177,8 @@ static uint64_t store_step(rv_worker_t *w, uint64_t seq)
     }
     if (seq >= 2) {
         /* RV_ERR_AGAIN: another worker of this process still references
-         * the object (its neighbour fetched it); it is deleted at a later
-         * step. Not retried, each such object stayed for good and the
-         * process grew by one object each time. */
+         * the object (its neighbour fetched it); the delete is retried at
+         * the next steps, or the object would stay for good. */
         ops += deletes_retry(w);
         rv_object_id_t old = object_id(me, seq - 2);
         st = rv_store_delete(w, &old);
@@ -184,6 +189,23 @@ static uint64_t store_step(rv_worker_t *w, uint64_t seq)
         ops++;
     }
     return ops;
+}
+
+/* Prints a new peak of the objects this process's store holds. */
+static void store_peak(rv_worker_t *w, double t)
+{
+    static uint64_t peak_objects, peak_bytes;
+    rv_store_stats_t s;
+    rv_store_stats(w, &s);
+    if (s.objects <= peak_objects && s.bytes <= peak_bytes)
+        return;
+    peak_objects = s.objects > peak_objects ? s.objects : peak_objects;
+    peak_bytes = s.bytes > peak_bytes ? s.bytes : peak_bytes;
+    printf("soak: rank %u t=%.1f store_peak_objects=%llu store_peak_kib=%llu\n",
+           (unsigned)rv_rank(rv_worker_context(w)), t,
+           (unsigned long long)peak_objects,
+           (unsigned long long)(peak_bytes >> 10));
+    fflush(stdout);
 }
 
 static int body(rv_worker_t *w, void *arg)
@@ -203,6 +225,8 @@ static int body(rv_worker_t *w, void *arg)
                 die(w, "rv_quiesce", st);
         }
         double t = now_s() - t0;
+        if (mode == MODE_STORE && rv_worker_local(w) == 0)
+            store_peak(w, t);
         uint64_t in[2] = {mine, t >= seconds};
         rv_status_t st =
             rv_allreduce(w, in, total, 2, RV_COLL_U64, RV_COLL_SUM);

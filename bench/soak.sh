@@ -17,7 +17,10 @@
 #          at the end of each game)
 # Writes bench/results/soak.csv (t_s,test,rank,rss_kib,fds,shm_kib,
 # ops_per_s; shm_kib: the /dev/shm files the rank maps, each counted
-# once), bench/results/soak.png, and prints per test and rank the slope of
+# once), bench/results/soak.png, soak-peaks.csv beside the CSV
+# (t_s,rank,objects,kib: each new peak of the objects a rank's store held
+# at once, as rv-soak printed it, to read the store's RSS steps against),
+# and prints per test and rank the slope of
 # RSS and descriptors after the warm-up (the first fifth of the test's
 # time), as percent per 10 minutes of their mean: the target is below 1.
 set -euo pipefail
@@ -90,6 +93,11 @@ run_test() {
       kill -TERM "$runpid" 2> /dev/null || true
     fi
   done
+  if [ "$test" = store ]; then
+    { echo "t_s,rank,objects,kib"
+      sed -n 's/^soak: rank \([0-9]*\) t=\([0-9.]*\) store_peak_objects=\([0-9]*\) store_peak_kib=\([0-9]*\)$/\2,\1,\3,\4/p' "$log"
+    } > "${out%.csv}-peaks.csv"
+  fi
   wait "$runpid" || {
     rc=$?
     # The MCTS games are ended by the clock: rivetrun then exits 143.

@@ -486,8 +486,8 @@ def column_unit(name):
         return COLUMN_UNITS[name]
     if "ratio" in name or "_over_" in name:
         return ("ratio", 1)
-    if name.endswith("_pct"):
-        return ("fraction", 0.01)
+    if name.endswith("_pct") or "_pct_per_" in name:
+        return ("fraction", 0.01)  # soak.sh's slopes: percent per 10 min
     if "mb_per_s" in name or name.endswith("_mbps"):
         return ("bandwidth", 1e6)
     if name.endswith("_mps") or name.endswith("_mops"):
