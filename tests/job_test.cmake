@@ -6,6 +6,11 @@
 # Transport configurations (job file in configs/; ctest label):
 #   ucx-shm       UCX over shared memory          test-ucx-shm.yaml  ucx-shm
 #   ucx-tcp       UCX over TCP on loopback        test-ucx-tcp.yaml  ucx-tcp
+#   ucx-hosts     UCX across two hosts: shared    test-ucx-hosts.yaml multinode
+#                 memory within a host, TCP
+#                 between them (scripts/
+#                 multinode.sh: two sets of
+#                 namespaces, under mpirun)
 #   ucx-rc        UCX over RC queue pairs         test-ucx-rc.yaml   ucx-rc
 #   verbs         rivet's libibverbs transport,   test-verbs.yaml    verbs
 #                 queue pairs per thread
@@ -14,7 +19,12 @@
 #                 by a process's threads
 #                 (transport.verbs.qp_sharing: process)
 #
-# The last three need an RDMA device. They are registered in every build
+# ucx-hosts runs its jobs through scripts/multinode.sh instead of rivetrun
+# (same options): half the processes on each host. It needs root and
+# mpirun, else its tests report themselves skipped; `make check-multinode`
+# runs them (label multinode), `make check` leaves them out.
+#
+# The RDMA configurations need an RDMA device. They are registered in every build
 # and run through tests/rdma_device.sh, which reports them skipped to ctest
 # where the device is absent. A build made on a machine without a device
 # thus holds them too, and `make check-verbs` runs that very build's
@@ -54,7 +64,8 @@ set(rivet_rdma_job_timeout 900)
 
 # The configurations: job file, environment, label, whether they need the
 # RDMA device, and the launcher timeout of their jobs.
-set(RIVET_TEST_TRANSPORTS ucx-shm ucx-tcp ucx-rc verbs verbs-shared)
+set(RIVET_TEST_TRANSPORTS ucx-shm ucx-tcp ucx-hosts ucx-rc verbs
+  verbs-shared)
 set(rivet_tp_ucx-shm_file test-ucx-shm.yaml)
 set(rivet_tp_ucx-shm_env "")
 set(rivet_tp_ucx-shm_label ucx-shm)
@@ -65,6 +76,12 @@ set(rivet_tp_ucx-tcp_env "")
 set(rivet_tp_ucx-tcp_label ucx-tcp)
 set(rivet_tp_ucx-tcp_rdma FALSE)
 set(rivet_tp_ucx-tcp_timeout ${rivet_job_timeout})
+set(rivet_tp_ucx-hosts_file test-ucx-hosts.yaml)
+set(rivet_tp_ucx-hosts_env "")
+set(rivet_tp_ucx-hosts_label multinode)
+set(rivet_tp_ucx-hosts_rdma FALSE)
+set(rivet_tp_ucx-hosts_timeout ${rivet_job_timeout})
+set(rivet_tp_ucx-hosts_launcher ${PROJECT_SOURCE_DIR}/scripts/multinode.sh)
 set(rivet_tp_ucx-rc_file test-ucx-rc.yaml)
 set(rivet_tp_ucx-rc_env
   RIVET_TRANSPORT_UCX_NET_DEVICES=${rivet_rdma_dev}:${rivet_rdma_port})
@@ -169,7 +186,11 @@ function(rivet_job_test name)
       if(DEFINED J_ARGS)
         set(args ${J_ARGS})
       endif()
-      set(cmd ${RIVETRUN} --timeout ${timeout} -n ${np}
+      set(launcher ${RIVETRUN})
+      if(rivet_tp_${tp}_launcher)
+        set(launcher ${rivet_tp_${tp}_launcher})
+      endif()
+      set(cmd ${launcher} --timeout ${timeout} -n ${np}
           -c ${RIVET_CONFIGS}/${rivet_tp_${tp}_file}
           $<TARGET_FILE:${J_PROGRAM}> ${args})
       if(J_WRAP)
@@ -196,6 +217,11 @@ function(rivet_job_test name)
         TIMEOUT ${ctest_timeout}
         SKIP_RETURN_CODE ${RIVET_TEST_SKIP_CODE}
         LABELS "${labels}")
+      if(rivet_tp_${tp}_launcher)
+        # Two hosts of the whole machine: alone, or their daemons' and
+        # UCX's timeouts trip on a machine shared with other jobs.
+        set_tests_properties(${test} PROPERTIES RUN_SERIAL TRUE)
+      endif()
     endforeach()
   endforeach()
 endfunction()

@@ -1,6 +1,7 @@
 /*
  * What UCX says of an endpoint (ucp_ep_print_info), read once when it
- * connects: the transports its lanes use (shown to the user), whether its
+ * connects: the transports its lanes use (shown to the user, by class of
+ * processes that UCX reaches the same way), whether its
  * RMA would run over TCP (then rivet emulates RMA), and, at log level
  * info, its lanes and AM protocols by size (recorded by the benchmarks).
  */
@@ -44,11 +45,10 @@ static const char *lane_tl(const char *line, size_t *len_p)
     return p;
 }
 
-/* Records which UCX transports an endpoint to another process uses, e.g.
- * "posix/memory, cma/memory", for the user. */
-void rv_ucx_record_lanes(rv_transport_t *tp, const char *info)
+/* The UCX transports of @p info's lanes, each once, in @p out: "posix/memory,
+ * cma/memory". */
+static void lanes_of(const char *info, char *out, size_t size)
 {
-    char out[sizeof(tp->lanes)];
     size_t used = 0, n;
     out[0] = '\0';
     for (const char *line = info; line && *line;) {
@@ -58,14 +58,71 @@ void rv_ucx_record_lanes(rv_transport_t *tp, const char *info)
             char name[64];
             snprintf(name, sizeof(name), "%.*s", (int)n, tl);
             if (strstr(out, name) == NULL)
-                used += (size_t)snprintf(
-                    out + used, used < sizeof(out) ? sizeof(out) - used : 0,
-                    "%s%s", used ? ", " : "", name);
+                used +=
+                    (size_t)snprintf(out + used, used < size ? size - used : 0,
+                                     "%s%s", used ? ", " : "", name);
         }
         line = *eol ? eol + 1 : eol;
     }
-    if (out[0] != '\0')
-        snprintf(tp->lanes, sizeof(tp->lanes), "%s", out);
+}
+
+/*
+ * Counts process @p peer_rank in its class. On a cluster UCX builds the
+ * endpoints to the processes of the same host of shared memory and those
+ * to other hosts of the network, so one description would be wrong for
+ * half the job: the user is shown each class, and the capabilities hold
+ * for every class (ucx_transport.c). Ranks come in increasing order, once
+ * per job; a later job of the same context (same processes) is not
+ * counted again.
+ */
+void rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
+                         bool emulated)
+{
+    char lanes[sizeof(tp->classes[0].lanes)];
+    if (peer_rank <= tp->described_upto)
+        return;
+    tp->described_upto = peer_rank;
+    lanes_of(info, lanes, sizeof(lanes));
+    if (lanes[0] == '\0')
+        return;
+    rv_ucx_peer_class_t *c = NULL;
+    for (unsigned i = 0; i < tp->nclasses && c == NULL; i++)
+        if (strcmp(tp->classes[i].lanes, lanes) == 0 &&
+            tp->classes[i].emulated == emulated)
+            c = &tp->classes[i];
+    if (c == NULL) {
+        if (tp->nclasses == RV_UCX_MAX_CLASSES) {
+            tp->classes_full = true;
+            return;
+        }
+        c = &tp->classes[tp->nclasses++];
+        snprintf(c->lanes, sizeof(c->lanes), "%s", lanes);
+        c->emulated = emulated;
+        c->first = peer_rank;
+    }
+    c->nranks++;
+    c->last = peer_rank;
+}
+
+void rv_ucx_describe_classes(const rv_transport_t *tp, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < tp->nclasses; i++) {
+        const rv_ucx_peer_class_t *c = &tp->classes[i];
+        char who[48];
+        if (c->nranks == 1)
+            snprintf(who, sizeof(who), "rank %d", c->first);
+        else
+            snprintf(who, sizeof(who), "%d ranks, %d..%d", c->nranks, c->first,
+                     c->last);
+        used +=
+            (size_t)snprintf(out + used, used < len ? len - used : 0,
+                             "%s%s (%s%s)", i ? "; " : "", c->lanes, who,
+                             c->emulated ? "; RMA over active messages" : "");
+    }
+    if (tp->classes_full)
+        snprintf(out + used, used < len ? len - used : 0, "; others");
 }
 
 /* True when UCX would carry @p info's RMA over TCP, or has no RMA lane

@@ -34,6 +34,15 @@ typedef struct {
     bool live;
 } ucx_region_t;
 
+/* The processes whose endpoints use the same UCX transports. */
+#define RV_UCX_MAX_CLASSES 4
+typedef struct {
+    char lanes[96];  /* "posix/memory, cma/memory", "tcp/eth0" */
+    bool emulated;   /* RMA to them goes over active messages */
+    int nranks;      /* how many processes, */
+    int first, last; /* the lowest and highest of them */
+} rv_ucx_peer_class_t;
+
 struct rv_transport {
     ucp_context_h context;
     rv_stats_mode_t stats; /* job.stats: the drops printed at the end */
@@ -42,9 +51,15 @@ struct rv_transport {
     uint32_t nregions, regions_cap;
     rv_ucx_config_t config;
     int rank, size, threads;
-    char tls[128];     /* what was asked for */
-    char lanes[192];   /* what an endpoint to a peer uses */
-    bool rma_emulated; /* RMA to that peer goes over AM */
+    char tls[128]; /* what was asked for */
+    /* What the endpoints to other processes use, by class: the processes
+     * whose endpoints UCX built of the same transports (on a cluster, the
+     * processes of this host and those of the others). Recorded by the
+     * process's first worker as it connects (ucx_ep_info.c). */
+    rv_ucx_peer_class_t classes[RV_UCX_MAX_CLASSES];
+    unsigned nclasses;
+    bool classes_full;  /* a further class was seen, not recorded */
+    int described_upto; /* the highest rank counted in a class, or -1 */
     char version[32];
 };
 
@@ -208,8 +223,13 @@ void rv_ucx_address_release(struct rv_tworker *tw, void *addr);
 /* ucx_ep_info.c: what UCX says of an endpoint, read when it connects. */
 /* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
 char *rv_ucx_ep_info(ucp_ep_h ep);
-/* Records the UCX transports of @p info's lanes in tp->lanes. */
-void rv_ucx_record_lanes(rv_transport_t *tp, const char *info);
+/* Counts process @p peer_rank in the class of the UCX transports of
+ * @p info's lanes (RMA to it emulated or not), making the class if new. */
+void rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
+                         bool emulated);
+/* The classes in words: "posix/memory, cma/memory (rank 1); tcp/eth0
+ * (2 ranks, 2..3; RMA over active messages)". */
+void rv_ucx_describe_classes(const rv_transport_t *tp, char *out, size_t len);
 /* True when UCX would carry @p info's RMA over TCP, or has no RMA lane. */
 bool rv_ucx_rma_needs_emulation(const char *info);
 /* At log level info, logs @p info's lanes and AM protocols by size. */

@@ -123,6 +123,7 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     pthread_rwlock_init(&tp->regions_lock, NULL);
     tp->rank = params->rank;
     tp->size = params->size;
+    tp->described_upto = -1;
     tp->threads = params->threads;
     unsigned major, minor, release;
     ucp_get_version(&major, &minor, &release);
@@ -179,15 +180,26 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->ordered_am = true;
     caps->ordered_puts = false;
     caps->atomics64 = true;
-    caps->rdma_read = !tp->rma_emulated && strstr(tp->lanes, "tcp") == NULL;
-    caps->mem_alloc_mapped =
-        strstr(tp->lanes, "posix") != NULL || strstr(tp->lanes, "sysv") != NULL;
-    caps->rma_target_progress =
-        tp->rma_emulated || strstr(tp->lanes, "tcp") != NULL;
-    snprintf(caps->description, sizeof(caps->description),
-             "ucx %s, tls %s%s%s%s", tp->version, tp->tls,
-             tp->lanes[0] ? "; to peers: " : "", tp->lanes,
-             tp->rma_emulated ? "; RMA over active messages" : "");
+    /* What holds for every class of peers: on a cluster, a get is
+     * one-sided only if it is so to every host, and memory is mapped into
+     * the peers only if they all share this host. */
+    bool tcp = false, emulated = false, mapped = tp->nclasses > 0;
+    for (unsigned i = 0; i < tp->nclasses; i++) {
+        const rv_ucx_peer_class_t *c = &tp->classes[i];
+        tcp |= strstr(c->lanes, "tcp") != NULL;
+        emulated |= c->emulated;
+        mapped &= strstr(c->lanes, "posix") != NULL ||
+                  strstr(c->lanes, "sysv") != NULL;
+    }
+    caps->rdma_read = !emulated && !tcp;
+    caps->mem_alloc_mapped = mapped && !tp->classes_full;
+    caps->rma_target_progress = emulated || tcp || tp->classes_full;
+    int n = snprintf(caps->description, sizeof(caps->description),
+                     "ucx %s, tls %s%s", tp->version, tp->tls,
+                     tp->nclasses > 0 ? "; to peers: " : "");
+    if (n > 0 && (size_t)n < sizeof(caps->description))
+        rv_ucx_describe_classes(tp, caps->description + n,
+                                sizeof(caps->description) - (size_t)n);
 }
 
 __attribute__((visibility("default")))

@@ -666,22 +666,24 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
     int local = (int)(tw->tid % (uint32_t)tp->threads);
     int peer_rank = (int)(peer / (uint32_t)tp->threads);
     rv_rma_emulation_t emu = tp->config.rma_emulation;
-    bool describe =
-        local == 0 && tp->lanes[0] == '\0' &&
-        (peer_rank != tp->rank || (tp->size == 1 && peer != tw->tid));
+    /* The process's first worker describes its endpoint to the first
+     * worker of every other process (to its own second one, in a job of
+     * one process). */
+    bool describe = local == 0 && (tp->size > 1 ? peer_rank != tp->rank &&
+                                                      peer % tp->threads == 0
+                                                : peer == 1);
     /* The endpoint's lanes are read when auto needs them or the user is
      * told them; on and off apply to every endpoint alike, the described
-     * one included. */
+     * ones included. */
     char *info = emu == RV_RMA_EMU_AUTO || describe
                      ? rv_ucx_ep_info(tw->eps[peer])
                      : NULL;
     tw->emulate[peer] = emu == RV_RMA_EMU_AUTO
                             ? rv_ucx_rma_needs_emulation(info)
                             : emu == RV_RMA_EMU_ON;
-    if (describe) {
-        rv_ucx_record_lanes(tp, info);
+    if (describe && info != NULL) {
+        rv_ucx_record_lanes(tp, peer_rank, info, tw->emulate[peer]);
         rv_ucx_log_ep_info(peer_rank, info);
-        tp->rma_emulated = tw->emulate[peer];
     }
     free(info);
     return RV_OK;
