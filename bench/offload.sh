@@ -8,6 +8,10 @@
 #   thread   one spinning executor per process posts the requesters'
 #            commands (static offloading)
 #   dynamic  as thread, the executor sleeps when idle (dynamic offloading)
+# and, beside them, the baseline UCX's users reach for first:
+#   ucx-multi  plain UCX (bench/ucx_mt_get.c), the requesters sharing one
+#            UCP worker of UCS_THREAD_MODE_MULTI, locked by UCX itself
+#            (round trip and message rate; no idle figure)
 #
 #   bench/offload.sh [-r REPS] [-t SECS] [-q "1 2 4 8"] [-b BUILD_DIR]
 #
@@ -48,7 +52,10 @@ cruns=$results/offload-completers-runs.csv
 ccsv=$results/offload-completers.csv
 modes="inline direct thread dynamic"
 prog=$build/bin/rv-offload
-[ -x "$prog" ] || { echo "offload: build first ($prog missing)" >&2; exit 1; }
+base=$build/bin/ucx-mt-get
+for p in "$prog" "$base"; do
+  [ -x "$p" ] || { echo "offload: build first ($p missing)" >&2; exit 1; }
+done
 
 # One job: mode, requesters, progress.completers; prints the
 # program's "metric,size,value" rows.
@@ -60,6 +67,21 @@ run_job() {
     timeout 120 "$build/bin/rivetrun" -c "$top/configs/offload.yaml" "$prog" \
     -t "$secs" $rtt | grep -E '^[a-z_]+,[0-9]+,' ||
     { echo "offload: $mode x$q ($completers as completers) failed" >&2; exit 1; }
+}
+
+# The baseline with q requesters: the two processes meet in a temporary
+# folder; the transports of configs/offload.yaml (sm,self), unpinned as
+# its placement (none) leaves rivet's.
+run_base() {
+  local q=$1 rtt="" d
+  [ "$q" = 1 ] && rtt=--rtt
+  d=$(mktemp -d)
+  UCX_TLS=sm,self timeout 120 "$base" -r 1 -d "$d" &
+  local server=$!
+  UCX_TLS=sm,self timeout 120 "$base" -r 0 -d "$d" -q "$q" -t "$secs" $rtt ||
+    { echo "offload: ucx-multi x$q failed" >&2; kill "$server"; exit 1; }
+  wait "$server"
+  rm -rf "$d"
 }
 
 echo "rep,mode,executors,requesters,size,metric,value" >"$runs"
@@ -81,6 +103,9 @@ for rep in $(seq 1 "$reps"); do
         awk -F, -v r="$rep" -v m="$mode" -v q="$q" \
           '{print r "," m ",threads," q "," $2 "," $1 "," $3}' >>"$cruns"
     done
+    run_base "$q" |
+      awk -F, -v r="$rep" -v q="$q" \
+        '{print r ",ucx-multi,1," q "," $2 "," $1 "," $3}' >>"$runs"
   done
 done
 
@@ -108,15 +133,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else pr
 
 echo
 echo "progress engine (UCX shm, 2 processes; 2 cores: offloading runs oversubscribed)"
-printf '%-8s %12s %12s %12s %12s\n' mode "rtt 8B us" "rate@4 M/s" "inject@4 us" "idle cpu %"
-for m in $modes; do
-  printf '%-8s %12s %12s %12s %12s\n' "$m" "$(get $m 1 8 rtt_us)" \
+printf '%-9s %12s %12s %12s %12s\n' mode "rtt 8B us" "rate@4 M/s" "inject@4 us" "idle cpu %"
+for m in $modes ucx-multi; do
+  printf '%-9s %12s %12s %12s %12s\n' "$m" "$(get $m 1 8 rtt_us)" \
     "$(get $m 4 8 msg_rate_mps)" "$(get $m 4 8 inject_us)" "$(get $m 1 0 idle_cpu_pct)"
 done
 echo
 echo "targets (same run):"
 echo "  dynamic / direct message rate at 4 requesters: $(ratio "$(get dynamic 4 8 msg_rate_mps)" "$(get direct 4 8 msg_rate_mps)") (target >= 3)"
 echo "  dynamic / inline round trip at 8 B:            $(ratio "$(get dynamic 1 8 rtt_us)" "$(get inline 1 8 rtt_us)") (target <= 1.5)"
+echo "  dynamic / ucx-multi message rate at 4 requesters: $(ratio "$(get dynamic 4 8 msg_rate_mps)" "$(get ucx-multi 4 8 msg_rate_mps)")"
+echo "  direct / ucx-multi message rate at 4 requesters:  $(ratio "$(get direct 4 8 msg_rate_mps)" "$(get ucx-multi 4 8 msg_rate_mps)") (rivet's lock against UCX's)"
 echo "  dynamic idle CPU: $(get dynamic 1 0 idle_cpu_pct) % of a core (target < 2); thread: $(get thread 1 0 idle_cpu_pct) %"
 
 echo
@@ -135,7 +162,7 @@ plot() { # name ylabel xlabel metric x(size|requesters) axis-settings
   local name=$1 ylab=$2 xlab=$3 metric=$4 xcol=$5 logx=$6
   local data=$results/.offload-$name.dat
   : >"$data"
-  for m in $modes; do
+  for m in $modes ucx-multi; do
     echo "# $m" >>"$data"
     if [ "$xcol" = size ]; then
       awk -F, -v m="$m" -v x="$metric" '$1==m && $3==1 && $5==x {print $4, $6}' "$csv" | sort -n >>"$data"
@@ -149,7 +176,7 @@ set terminal pngcairo size 800,500
 set output "$results/offload-$name.png"
 set xlabel "$xlab"; set ylabel "$ylab"; set key top left; set grid
 $logx
-plot for [i=0:3] "$data" index i using 1:2 with linespoints title word("$modes", i+1)
+plot for [i=0:4] "$data" index i using 1:2 with linespoints title word("$modes ucx-multi", i+1)
 GP
   rm -f "$data"
 }
