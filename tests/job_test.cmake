@@ -105,15 +105,16 @@ list(APPEND rivet_tp_verbs-shared_env RIVET_TRANSPORT_VERBS_QP_SHARING=process)
 # or posted under a lock to one shared transport worker (direct).
 #   ucx-shm-thread ucx-shm-dynamic ucx-shm-direct
 #   ucx-tcp-thread ucx-tcp-dynamic
+#   ucx-hosts-dynamic
 #   verbs-thread   verbs-dynamic
 foreach(derived ucx-shm:thread ucx-shm:dynamic ucx-shm:direct ucx-tcp:thread
-    ucx-tcp:dynamic verbs:thread verbs:dynamic)
+    ucx-tcp:dynamic ucx-hosts:dynamic verbs:thread verbs:dynamic)
   string(REPLACE ":" ";" parts ${derived})
   list(GET parts 0 base)
   list(GET parts 1 mode)
   set(tp ${base}-${mode})
   list(APPEND RIVET_TEST_TRANSPORTS ${tp})
-  foreach(what file label rdma timeout)
+  foreach(what file label rdma timeout launcher)
     set(rivet_tp_${tp}_${what} ${rivet_tp_${base}_${what}})
   endforeach()
   set(rivet_tp_${tp}_env ${rivet_tp_${base}_env} RIVET_PROGRESS_MODE=${mode})
