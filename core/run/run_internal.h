@@ -101,7 +101,7 @@ typedef struct launcher {
     double timeout_s;       /* 0: none */
     int64_t keepalive_ms;   /* job.keepalive: a rank unheard for so long
                                ends the job; 0: never */
-    int64_t keepalive_due;  /* ms from the last check to the next; -1 */
+    int64_t keepalive_at;   /* run_now_ms of the next check; 0: none */
     const char *timeout_str;
     pid_t self;
     /* The job's secret (RIVET_JOB_TOKEN): a process presents it to join. */

@@ -125,7 +125,14 @@ static void check_timers(launcher_t *l)
         l->exit_code = EXIT_TIMEOUT;
         run_end_job(l, SIGTERM, GRACE_FAILURE_MS);
     }
-    l->keepalive_due = run_keepalive_check(l);
+    /* Ranks' heartbeats only move their deadlines later, and a rank that
+     * joins has the whole keepalive ahead of it: until the earliest
+     * deadline found, no rank can expire, and the scan of every rank is
+     * skipped (the loop wakes at every beat, size times a second). */
+    if (l->keepalive_at == 0 || now >= l->keepalive_at) {
+        int64_t due = run_keepalive_check(l);
+        l->keepalive_at = due < 0 ? 0 : now + due;
+    }
     if (l->kill_at != 0 && now >= l->kill_at) {
         run_signal_groups(l, SIGKILL);
         l->kill_at = 0;
@@ -144,9 +151,9 @@ static int next_timeout(const launcher_t *l)
         next = l->kill_at;
     if (l->giveup_at != 0 && l->giveup_at < next)
         next = l->giveup_at;
-    if (l->phase == PHASE_RUNNING && l->keepalive_due >= 0 &&
-        now + l->keepalive_due < next)
-        next = now + l->keepalive_due;
+    if (l->phase == PHASE_RUNNING && l->keepalive_at != 0 &&
+        l->keepalive_at < next)
+        next = l->keepalive_at;
     if (next == INT64_MAX)
         return -1;
     return next <= now ? 0 : (int)(next - now > INT_MAX ? INT_MAX : next - now);
