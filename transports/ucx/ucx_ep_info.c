@@ -75,16 +75,17 @@ static void lanes_of(const char *info, char *out, size_t size)
  * per job; a later job of the same context (same processes) is not
  * counted again.
  */
-void rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
+bool rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
                          bool emulated)
 {
     char lanes[sizeof(tp->classes[0].lanes)];
+    bool made = false;
     if (peer_rank <= tp->described_upto)
-        return;
+        return false;
     tp->described_upto = peer_rank;
     lanes_of(info, lanes, sizeof(lanes));
     if (lanes[0] == '\0')
-        return;
+        return false;
     rv_ucx_peer_class_t *c = NULL;
     for (unsigned i = 0; i < tp->nclasses && c == NULL; i++)
         if (strcmp(tp->classes[i].lanes, lanes) == 0 &&
@@ -93,15 +94,17 @@ void rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
     if (c == NULL) {
         if (tp->nclasses == RV_UCX_MAX_CLASSES) {
             tp->classes_full = true;
-            return;
+            return false;
         }
         c = &tp->classes[tp->nclasses++];
         snprintf(c->lanes, sizeof(c->lanes), "%s", lanes);
         c->emulated = emulated;
         c->first = peer_rank;
+        made = true;
     }
     c->nranks++;
     c->last = peer_rank;
+    return made;
 }
 
 void rv_ucx_describe_classes(const rv_transport_t *tp, char *out, size_t len)

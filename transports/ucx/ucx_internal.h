@@ -224,8 +224,9 @@ void rv_ucx_address_release(struct rv_tworker *tw, void *addr);
 /* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
 char *rv_ucx_ep_info(ucp_ep_h ep);
 /* Counts process @p peer_rank in the class of the UCX transports of
- * @p info's lanes (RMA to it emulated or not), making the class if new. */
-void rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
+ * @p info's lanes (RMA to it emulated or not), making the class if new;
+ * returns true when it made one. */
+bool rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
                          bool emulated);
 /* The classes in words: "posix/memory, cma/memory (rank 1); tcp/eth0
  * (2 ranks, 2..3; RMA over active messages)". */

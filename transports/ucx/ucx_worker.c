@@ -681,10 +681,11 @@ rv_status_t rv_ucx_connect(struct rv_tworker *tw, uint32_t peer,
     tw->emulate[peer] = emu == RV_RMA_EMU_AUTO
                             ? rv_ucx_rma_needs_emulation(info)
                             : emu == RV_RMA_EMU_ON;
-    if (describe && info != NULL) {
-        rv_ucx_record_lanes(tp, peer_rank, info, tw->emulate[peer]);
+    /* At log level info, the lanes of the first endpoint of each class
+     * (not one line set per process of a large job). */
+    if (describe && info != NULL &&
+        rv_ucx_record_lanes(tp, peer_rank, info, tw->emulate[peer]))
         rv_ucx_log_ep_info(peer_rank, info);
-    }
     free(info);
     return RV_OK;
 }
