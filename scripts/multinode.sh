@@ -102,8 +102,13 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
+# Killed (ctest's timeout, ^C): the first host's unshare is killed, which
+# kills its PID namespace's first process (--kill-child), and with it
+# every process of both hosts (the second's namespace is nested in it).
+child=
+stop() { [ -z "$child" ] || kill -KILL "$child" 2> /dev/null; exit "$1"; }
+trap 'stop 143' TERM
+trap 'stop 130' INT
 
 ip netns add "${nss[0]}" 2> /dev/null || skip "cannot make a network namespace"
 ip netns add "${nss[1]}"
@@ -136,5 +141,7 @@ rc=0
   --mca plm_rsh_agent "$self --agent" \
   --mca oob_tcp_if_include "10.231.0.0/24" \
   --host "${hosts[0]}:$((np / 2)),${hosts[1]}:$((np / 2))" --map-by slot \
-  -np "$np" "${pass[@]}" "$@" || rc=$?
+  -np "$np" "${pass[@]}" "$@" < /dev/null &
+child=$!
+wait "$child" || rc=$?
 exit $rc
