@@ -211,6 +211,11 @@ static bool wire_check(am_worker_t *aw, const am_call_t *c)
         why = "claims to come from this process";
     } else if ((h->flags & AM_BCAST) && h->root >= aw->nworkers) {
         why = "names a broadcast root that is no worker";
+    } else if ((h->flags & (AM_XREF | AM_XPLACE)) == (AM_XREF | AM_XPLACE)) {
+        /* No sender sets both; the check below would pass the reference's
+         * length while call_extend places the buffer's (found by fuzzing:
+         * a write past the exposed memory). */
+        why = "asks for its buffer both by reference and put in place";
     } else if (h->flags & (AM_XREF | AM_XPLACE)) {
         uint64_t len = (h->flags & AM_XREF) ? h->ret_len : c->buf_len;
         const am_proc_t *proc = aw->proc;
