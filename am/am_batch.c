@@ -44,6 +44,7 @@ am_buf_t *am_buf_get(am_worker_t *aw)
         }
         b->base = mem;
         b->cap = aw->buf_bytes;
+        aw->bufs_made++;
     }
     b->used = b->sent = 0;
     b->open = SIZE_MAX;
@@ -114,7 +115,7 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
          * record, which goes inside a batch (a ring record outside
          * batches is one call). */
         if (len == am_rec_size(first.len) &&
-            (first.meta & AM_REC_KIND_MASK) != AM_REC_RUN) {
+            !am_rec_is_run(first.meta & AM_REC_KIND_MASK)) {
             st = am_ring_write(aw, d, b, recs, len);
         } else {
             am_rec_t batch = {.len = (uint32_t)len, .meta = AM_REC_BATCH};
@@ -147,10 +148,11 @@ static uint64_t run_calls(const am_buf_t *b, size_t off)
     while (p + sizeof(am_rec_t) <= end) {
         am_rec_t rec;
         memcpy(&rec, p, sizeof(rec));
-        if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL)
+        uint32_t kind = rec.meta & AM_REC_KIND_MASK;
+        if (kind == AM_REC_CALL)
             n++;
-        else if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_RUN)
-            n += rec.len / am_run_stride(rec.meta >> AM_REC_ALEN_SHIFT);
+        else if (am_rec_is_run(kind))
+            n += rec.len / am_elem_stride(kind, rec.meta >> AM_REC_ALEN_SHIFT);
         p += am_rec_size(rec.len);
     }
     return n;

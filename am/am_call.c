@@ -287,6 +287,48 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
     return true;
 }
 
+bool am_trad_put(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
+{
+    if (trad_append(aw, d, e))
+        return true;
+    size_t stride = am_elem_stride(e->kind, e->alen);
+    size_t size = am_rec_size(stride);
+    /* The caller's own call waits for room, progressing, as Bale's
+     * conveyors and YGM do; a handler's is queued (see on_full). */
+    while (!am_in_handler(aw) && d->pending + size > aw->trad_limit) {
+        if (am_dest_push(aw, d, false, true) < 0)
+            return false;
+        if (d->pending + size > aw->trad_limit)
+            rv_progress(aw->w);
+    }
+    if (trad_append(aw, d, e))
+        return true;
+    uint8_t *at = am_dest_reserve(aw, d, size, true);
+    if (at == NULL)
+        return false;
+    am_rec_t rec = am_elem_rec(e, stride);
+    memcpy(at, &rec, sizeof(rec));
+    am_elem_write(at + sizeof(rec), e, stride);
+    am_buf_t *b = d->last;
+    d->run_buf = b;
+    d->run_at = (size_t)(at - b->base);
+    d->run_end = b->used;
+    trad_grown(aw, d, am_run_len(b, b->open));
+    return true;
+}
+
+/* A call @p e to @p dest that am.routing sends through worker @p hop:
+ * as a routed call, carrying its destination and source. */
+static bool call_routed(am_worker_t *aw, rv_tid_t dest, rv_tid_t hop,
+                        const am_elem_t *e)
+{
+    am_elem_t f = *e;
+    f.kind = e->kind == AM_REC_RUN ? AM_REC_FRUN : AM_REC_FRET;
+    f.dst = dest;
+    f.src = aw->me;
+    return am_route_put(aw, hop, &f);
+}
+
 /* The fast path of rv_call and rv_call_return: call @p e to @p dest,
  * written straight into a local block or a trad batch without building a
  * descriptor. False when it cannot (the caller takes call_out). */
@@ -294,7 +336,12 @@ static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
     am_cursor_seal(aw, dest);
     int local = am_local_thread(aw, dest);
-    if (local >= 0) {
+    rv_tid_t hop = local < 0 ? am_route_next(aw, dest) : dest;
+    if (hop != dest) {
+        /* No cursor is opened: the next call may take another hop. */
+        if (!call_routed(aw, dest, hop, e))
+            return false;
+    } else if (local >= 0) {
         if (!am_local_call(aw, local, e))
             return false;
         am_cursor_open_local(aw, dest, local, e);
@@ -709,8 +756,11 @@ static rv_status_t dest_flush(am_worker_t *aw, am_dest_t *d, bool wait)
 rv_status_t am_flush_calls(am_worker_t *aw, rv_tid_t dest)
 {
     am_local_flush(aw);
+    /* Routed calls to @p dest wait in the batch for the first hop. */
+    rv_tid_t hop = dest != RV_TID_ALL ? am_route_next(aw, dest) : dest;
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        if ((dest != RV_TID_ALL && t != dest) || aw->dests[t] == NULL)
+        if ((dest != RV_TID_ALL && t != dest && t != hop) ||
+            aw->dests[t] == NULL)
             continue;
         rv_status_t st = dest_flush(aw, aw->dests[t], true);
         if (st != RV_OK)

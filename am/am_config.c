@@ -11,6 +11,7 @@
 _Static_assert(sizeof(rv_am_path_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_aggregation_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_on_full_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(rv_am_routing_t) == sizeof(int), "enum size");
 
 #define KIB (INT64_C(1) << 10)
 #define MIB (INT64_C(1) << 20)
@@ -126,6 +127,25 @@ static const rv_config_field_t am_fields[] = {
                 "completes what was sent and receives, so the stack stays "
                 "bounded. Waits nested deeper than this that can only end "
                 "by running a call here deadlock.",
+    },
+    {
+        .name = "routing",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(routing),
+        .def = "direct",
+        .values = "direct|host|twohop",
+        .help = "Which worker a worker batches its calls for. direct: each "
+                "destination worker (buffers per destination: right for "
+                "jobs of up to a few hundred workers); host: calls to "
+                "another host go, batched per host, to one worker there, "
+                "which hands them on (YGM's node-remote routing); twohop: "
+                "the workers on a grid, a call goes first to the worker "
+                "of the sender's row and the destination's column, which "
+                "forwards it (Bale's two-hop conveyor): buffers per worker "
+                "grow as the square root of the job. host and twohop need "
+                "am.aggregation trad and route the calls without buffer "
+                "or notification (rv_call, rv_call_return); others go "
+                "direct.",
     },
     {.name = NULL},
 };

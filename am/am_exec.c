@@ -37,6 +37,7 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
     c->src = src;
     c->handler = rec->handler;
     c->local = false;
+    c->routed = false;
     size_t len = rec->len;
     if (rec->meta & AM_REC_XHDR) {
         if (len < sizeof(am_hdr_t))
@@ -80,8 +81,7 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         uint32_t kind = rec.meta & AM_REC_KIND_MASK;
         uint32_t alen = rec.meta >> AM_REC_ALEN_SHIFT;
         size_t stride = am_elem_stride(kind, alen);
-        if ((kind != AM_REC_RUN && kind != AM_REC_RETRUN) ||
-            rec.len % stride != 0)
+        if (!am_rec_is_run(kind) || rec.len % stride != 0)
             return -1;
         r->rp = body;
         r->rend = body + rec.len;
@@ -92,19 +92,31 @@ int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         r->rret_len = rec.seq;
         r->p += size;
     }
+    const uint8_t *p = r->rp;
+    bool routed = am_rec_routed(r->rkind);
     *c = (am_call_t){.src = src,
                      .handler = r->rh,
                      .hdr = {.args_len = r->ralen},
-                     .args = r->rp,
                      .args_len = r->ralen,
-                     .local = r->local};
-    if (r->rkind == AM_REC_RETRUN) {
-        memcpy(&c->hdr.sync, r->rp, sizeof(c->hdr.sync));
-        memcpy(&c->hdr.ret, r->rp + 8, sizeof(c->hdr.ret));
-        c->hdr.ret_len = r->rret_len;
-        c->hdr.flags = AM_NOTIFY | AM_RETURN | (r->local ? AM_LOCAL : 0);
-        c->args = r->rp + 16;
+                     .local = r->local && !routed,
+                     .routed = routed};
+    if (routed) {
+        /* A routed call's source is the one its record names, whoever
+         * forwarded it; its tokens are that source's, never pointers. */
+        uint32_t route[2];
+        memcpy(route, p, sizeof(route));
+        c->dst = route[0];
+        c->src = route[1];
+        p += sizeof(route);
     }
+    if (r->rkind == AM_REC_RETRUN || r->rkind == AM_REC_FRET) {
+        memcpy(&c->hdr.sync, p, sizeof(c->hdr.sync));
+        memcpy(&c->hdr.ret, p + 8, sizeof(c->hdr.ret));
+        c->hdr.ret_len = r->rret_len;
+        c->hdr.flags = AM_NOTIFY | AM_RETURN | (c->local ? AM_LOCAL : 0);
+        p += 16;
+    }
+    c->args = p;
     r->rp += r->rstride;
     return 0;
 }
@@ -323,6 +335,10 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
             am_owe(aw, (rv_sync_t *)(uintptr_t)h->sync);
     } else if (h->flags & AM_NOTIFY_RMA) {
         notify_rma(aw, c->src);
+    } else if ((h->flags & AM_NOTIFY) && c->routed) {
+        am_route_answer(
+            aw, c, call.ret,
+            (uint32_t)(call.ret_len < ret_cap ? call.ret_len : ret_cap));
     } else if (h->flags & AM_NOTIFY) {
         am_done_t d = {
             .sync = h->sync,
@@ -386,6 +402,8 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
 {
     if (r->rkind == AM_REC_RETRUN && r->rret_len > AM_FAST_RET)
         return 0; /* am_run_call builds its larger results */
+    if (am_rec_routed(r->rkind))
+        return 0; /* am_run_call runs or forwards each call */
     const rv_handler_info_t *e = aw->last_entry;
     if (e == NULL || e->id != r->rh) {
         e = rv_handler_find(aw->ctx, r->rh);
@@ -425,7 +443,18 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
  * rv_quiesce compares with the calls made. */
 void am_run_call(am_worker_t *aw, const am_call_t *c)
 {
-    run_call(aw, c);
+    if (c->routed && (c->src >= aw->nworkers || c->dst >= aw->nworkers)) {
+        rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
+        if (!aw->warned_route)
+            rv_warn("dropped a routed call naming worker %u to worker %u: "
+                    "the job has %u workers; later ones are counted in "
+                    "job.stats only",
+                    c->src, c->dst, aw->nworkers);
+        aw->warned_route = true;
+    } else if (c->routed && c->dst != aw->me)
+        am_route_forward(aw, c);
+    else
+        run_call(aw, c);
     aw->calls_done++;
 }
 

@@ -1,16 +1,7 @@
 /*
- * Internal state of the invocation layer (never installed).
- *
- * Records. Every call that is batched, queued or written into a messenger
- * ring is serialized once, straight into registered memory, as a record:
- *
- *     am_rec_t (16 B) | body (len bytes) | pad to 8 | footer (8 B)
- *
- * The body of a call record is its arguments, or, with AM_REC_XHDR, an
- * am_hdr_t followed by arguments and buffer. A batch is a record whose
- * body is a run of call records (their seq and footer unused). In a ring,
- * seq is the record's sequence number in its ring and the footer proves
- * the record whole (see am_ring.c).
+ * Internal state of the invocation layer (never installed): the sender's
+ * batches and rings, the receiver's runs, the local bypass, the worker
+ * and the process. The records they hold are in am_wire.h.
  */
 #ifndef RIVET_AM_INTERNAL_H
 #define RIVET_AM_INTERNAL_H
@@ -31,134 +22,7 @@
 #include "rv_layer.h"
 #include "rv_regmem.h"
 
-/* ---------------------------------------------------------------------- */
-/* Wire formats                                                            */
-
-typedef struct am_rec {
-    uint32_t seq;     /* ring records: sequence number (low 32 bits) */
-    uint32_t handler; /* call: handler id; other kinds: 0 */
-    uint32_t len;     /* body bytes (excluding pad and footer) */
-    uint32_t meta;    /* kind | flags */
-} am_rec_t;
-
-enum {
-    AM_REC_CALL = 0,   /* a call */
-    AM_REC_BATCH = 1,  /* body: a run of call records */
-    AM_REC_ROTATE = 2, /* body: u32 chunks spliced in after this one */
-    AM_REC_DETOUR = 3, /* body: u64 token of a call sent over send */
-    AM_REC_RUN = 4,    /* body: plain calls of one handler with the same
-                          argument length (meta >> AM_REC_ALEN_SHIFT), one
-                          after another, each padded to am_run_stride */
-    AM_REC_RETRUN = 5, /* as RUN, of rv_call_return calls with the same
-                          result length (the record's seq): each call is
-                          [sync 8][ret 8][arguments, padded to 8] */
-    AM_REC_KIND_MASK = 0xff,
-    AM_REC_XHDR = 1u << 8,  /* the body starts with an am_hdr_t */
-    AM_REC_LARGE = 1u << 9, /* body written first, header after a fence */
-};
-
-#define AM_REC_FOOTER 8u
-/* The largest result a run of rv_call_return calls builds in the
- * target's scratch buffer (larger ones take am_run_call). */
-#define AM_FAST_RET 256u
-/* In size_t before the addition: a record's u32 length near 4 GiB from
- * the wire must not wrap to a small size. */
-#define AM_ALIGN8(x) (((size_t)(x) + 7u) & ~(size_t)7u)
-/* A run record's argument length, in its meta. */
-#define AM_REC_ALEN_SHIFT 16
-
-/* Bytes one call of a run takes: its arguments, padded to 8 (and at
- * least 8, so that a run's length counts its calls). */
-static inline size_t am_run_stride(size_t alen)
-{
-    return alen <= 8 ? 8 : (alen + 7u) & ~(size_t)7u;
-}
-
-/* One call of a run record (AM_REC_RUN or AM_REC_RETRUN), to write. */
-typedef struct am_elem {
-    uint32_t kind;
-    rv_handler_id_t h;
-    uint32_t alen, ret_len;
-    uint64_t pre[2]; /* RETRUN: the caller's sync and ret (local), or
-                        the call's token twice (remote: am_pend.c) */
-    rv_sync_t *sync; /* RETRUN: the caller's synchronizer */
-    const void *args;
-} am_elem_t;
-
-static inline size_t am_elem_stride(uint32_t kind, size_t alen)
-{
-    return kind == AM_REC_RUN ? am_run_stride(alen)
-                              : sizeof(uint64_t[2]) + AM_ALIGN8(alen);
-}
-
-/* The header of a run record of @p e's kind holding one call. */
-static inline am_rec_t am_elem_rec(const am_elem_t *e, size_t stride)
-{
-    return (am_rec_t){.seq = e->ret_len,
-                      .handler = e->h,
-                      .len = (uint32_t)stride,
-                      .meta = e->kind | e->alen << AM_REC_ALEN_SHIFT};
-}
-
-/* Whether the run record @p rec takes @p e as one more call. */
-static inline bool am_elem_matches(const am_rec_t *rec, const am_elem_t *e)
-{
-    return rec->handler == e->h &&
-           rec->meta == (e->kind | e->alen << AM_REC_ALEN_SHIFT) &&
-           rec->seq == e->ret_len;
-}
-
-static inline void am_elem_write(uint8_t *at, const am_elem_t *e, size_t stride)
-{
-    if (e->alen == 8) { /* fixed-size copies: a move each */
-        if (e->kind == AM_REC_RUN) {
-            memcpy(at, e->args, 8);
-        } else {
-            memcpy(at, e->pre, sizeof(e->pre));
-            memcpy(at + sizeof(e->pre), e->args, 8);
-        }
-        return;
-    }
-    size_t pre = e->kind == AM_REC_RUN ? 0 : sizeof(e->pre);
-    memcpy(at, e->pre, pre);
-    if (e->alen > 0) /* args may be NULL then */
-        memcpy(at + pre, e->args, e->alen);
-    if (stride > pre + e->alen)
-        memset(at + pre + e->alen, 0, stride - pre - e->alen);
-}
-
-static inline size_t am_rec_size(size_t len)
-{
-    return sizeof(am_rec_t) + AM_ALIGN8(len) + AM_REC_FOOTER;
-}
-
-/* The call header of calls that need more than handler and arguments. */
-typedef struct am_hdr {
-    uint32_t args_len;
-    uint32_t flags; /* AM_* below */
-    uint64_t sync;  /* caller's rv_sync_t *, for AM_NOTIFY */
-    uint64_t ret;   /* caller's result buffer, for AM_RETURN */
-    uint32_t ret_len;
-    rv_tid_t root;  /* AM_BCAST: the broadcasting worker */
-    uint64_t token; /* AM_DETOUR: matches a ring's DETOUR record */
-} am_hdr_t;
-
-enum {
-    AM_NOTIFY = 1u << 0,     /* answer with rivet.am.done */
-    AM_RETURN = 1u << 1,     /* ... carrying the handler's result */
-    AM_BCAST = 1u << 2,      /* forward down the tree rooted at root */
-    AM_NOTIFY_RMA = 1u << 3, /* count it in the ring's notified word */
-    AM_DETOUR = 1u << 4,     /* a ring call that travelled over send */
-    AM_LOCAL = 1u << 5,      /* local bypass: sync and ret are pointers
-                                of this process, completed directly */
-    /* Extended calls (rv_am_ext.h): `ret`, `ret_len` and `root` carry the
-     * extension's addr, len and word. */
-    AM_XREF = 1u << 6,   /* RV_AM_X_REF */
-    AM_XPLACE = 1u << 7, /* RV_AM_X_PLACE */
-    AM_XHOOK = 1u << 8,  /* RV_AM_X_HOOK; the hook's index follows */
-    AM_XHOOK_SHIFT = 24,
-    AM_XHOOK_MASK = 0xffu << 24,
-};
+#include "am_wire.h"
 
 /* The handler entry of a call handler: rv_am_register's function. */
 typedef struct {
@@ -166,23 +30,6 @@ typedef struct {
     void *arg;
     rv_handler_id_t id;
 } am_entry_t;
-
-/* rivet.am.dones carries groups of completions with results of one
- * length: the header, then `count` entries of [the call's token
- * (am_pend.c), 8][result, padded to 8]. */
-typedef struct {
-    uint64_t reserved; /* 0 */
-    uint32_t ret_len, count;
-} am_dgroup_t;
-
-/* The completion of a call with AM_NOTIFY, in rivet.am.done's header:
- * what the call carried, its token (am_pend.c) in sync; ret as the call
- * carried it (the token again, or an extended call's address). */
-typedef struct {
-    uint64_t sync, ret;
-    uint32_t ret_len; /* result bytes that follow */
-    uint32_t reserved;
-} am_done_t;
 
 /* A call decoded, before it runs. */
 typedef struct am_call {
@@ -193,8 +40,11 @@ typedef struct am_call {
     size_t args_len;
     const uint8_t *buf;
     size_t buf_len;
-    bool local; /* from a thread of this process (the local bypass): its
-                   header's pointers are this process's own */
+    bool local;  /* from a thread of this process (the local bypass): its
+                    header's pointers are this process's own */
+    bool routed; /* from a routed run: src is what the record says, and
+                    dst may be another worker (am_route_forward) */
+    rv_tid_t dst;
 } am_call_t;
 
 /* Decodes a call record's body; false if malformed. */
@@ -424,6 +274,13 @@ typedef struct am_proc {
     rv_am_xcheck_fn xcheck; /* the addresses of REF and PLACE calls from
                                other processes (rv_am_xcheck_register) */
     void *xcheck_arg;
+    /* am.routing's tables (am_route.c), made by the first worker */
+    pthread_mutex_t route_lock;
+    bool route_made;
+    int *host_of;        /* per rank */
+    uint32_t *host_at;   /* per host: its first entry in host_tids */
+    uint32_t *host_n;    /* per host: its workers */
+    rv_tid_t *host_tids; /* the workers, host by host, ascending */
 } am_proc_t;
 
 /* The open run record of a destination, extended by the fast path of the
@@ -509,7 +366,15 @@ typedef struct am_worker {
     bool idle_flush;     /* trad batches waiting for idleness */
     bool streaming;      /* in am_stream_progress */
     rv_am_stats_t stats;
-    am_pend_t *pend; /* calls to other processes awaiting answers */
+    /* am.routing (am_route.c) */
+    uint32_t host_index;  /* host: this worker's place among its host's */
+    uint32_t grid_cols;   /* twohop: columns of the grid of workers */
+    uint64_t routed_made; /* calls forwarded, and routed answers made:
+                             made by this worker for rv_quiesce */
+    bool warned_route;    /* a routed call naming no worker was dropped */
+    uint64_t bufs_made;   /* batch buffers allocated (never freed before
+                             the end: the most ever held) */
+    am_pend_t *pend;      /* calls to other processes awaiting answers */
     uint32_t npend, pend_free;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
@@ -601,31 +466,6 @@ static inline void am_run_set_len(am_buf_t *b, size_t off, size_t len)
 {
     uint32_t l = (uint32_t)len;
     memcpy(b->base + off, &l, sizeof(l));
-}
-
-/* Serializes a call record at @p at. */
-static inline void am_rec_write(uint8_t *at, rv_handler_id_t h,
-                                const am_hdr_t *hdr, const void *args,
-                                size_t len, const void *buf, size_t n)
-{
-    size_t body = (hdr ? sizeof(*hdr) : 0) + len + n;
-    am_rec_t rec = {.handler = h,
-                    .len = (uint32_t)body,
-                    .meta = AM_REC_CALL | (hdr ? AM_REC_XHDR : 0)};
-    memcpy(at, &rec, sizeof(rec));
-    uint8_t *p = at + sizeof(rec);
-    if (hdr != NULL) {
-        memcpy(p, hdr, sizeof(*hdr));
-        p += sizeof(*hdr);
-    }
-    if (len)
-        memcpy(p, args, len);
-    if (n)
-        memcpy(p + len, buf, n);
-    /* Deterministic padding (the ring's footer hashes it). */
-    size_t pad = AM_ALIGN8(body) - body;
-    if (pad)
-        memset(p + len + n, 0, pad);
 }
 
 /* am_batch.c: batch buffers and runs */
@@ -726,6 +566,31 @@ unsigned am_local_poll(am_worker_t *aw);
 /* Frees the worker's blocks; the context's queues (am_local_drop). */
 void am_local_fini(am_worker_t *aw);
 void am_local_drop(am_proc_t *proc);
+
+/* am_route.c: am.routing */
+/* Makes the routing tables and the worker's place in them. */
+rv_status_t am_route_start(am_worker_t *aw);
+void am_route_fini(am_proc_t *proc);
+/* The worker a call from this one to @p dst goes to first: @p dst
+ * itself when it goes direct. */
+rv_tid_t am_route_next(const am_worker_t *aw, rv_tid_t dst);
+/* Appends the routed call @p e (AM_REC_FRUN or _FRET) to the batch for
+ * worker @p hop (or its local block); false when out of memory. */
+bool am_route_put(am_worker_t *aw, rv_tid_t hop, const am_elem_t *e);
+/* A routed call that reached a worker other than its destination: handed
+ * on, in order, never waiting. */
+void am_route_forward(am_worker_t *aw, const am_call_t *c);
+/* The answer to routed call @p c (its result @p ret, @p len bytes),
+ * routed back to its source as a call of rivet.am.answer. */
+void am_route_answer(am_worker_t *aw, const am_call_t *c, const void *ret,
+                     uint32_t len);
+extern rv_handler_id_t am_answer_id;
+rv_status_t am_on_answer(rv_worker_t *w, rv_call_t *call, void *arg);
+
+/* am_call.c: appends @p e to @p d's open trad run, or to a new run;
+ * a caller outside a handler first waits (progressing) while @p d holds
+ * more than the trad limit. False when out of memory. */
+bool am_trad_put(am_worker_t *aw, am_dest_t *d, const am_elem_t *e);
 
 /* am_call.c: pushes out every call held for @p dest (RV_TID_ALL: all),
  * waiting, progressing */

@@ -181,7 +181,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     if (worker_memory(aw, ring_chunk) != RV_OK)
         goto err_free;
     worker_sizes(aw, ring_chunk);
-    if (am_cursors_init(aw) != RV_OK)
+    if (am_cursors_init(aw) != RV_OK || am_route_start(aw) != RV_OK)
         goto err_free;
     if (am_service_start(aw) != RV_OK)
         goto err_service;
@@ -244,6 +244,11 @@ static void print_stats(am_worker_t *aw)
     if (mode == RV_STATS_OFF)
         return;
     const rv_am_stats_t *s = &aw->stats;
+    /* The memory batches took (am.routing's measure): the batch buffers,
+     * which are kept for reuse once made, and the answers' buffers. */
+    uint64_t batch_bytes = aw->bufs_made * aw->buf_bytes, reply_bytes = 0;
+    for (uint32_t i = 0; i < aw->nused; i++)
+        reply_bytes += aw->used[i]->rcap;
     if (mode == RV_STATS_JSON)
         fprintf(stderr,
                 "{\"rank\":%d,\"worker\":%u,\"calls_sent\":%" PRIu64
@@ -253,12 +258,15 @@ static void print_stats(am_worker_t *aw)
                 ",\"chunk_growths\":%" PRIu64 ",\"chunks_granted\":%" PRIu64
                 ",\"max_aggregated_bytes\":%" PRIu64 ",\"detours\":%" PRIu64
                 ",\"calls_lost\":%" PRIu64 ",\"broadcasts_forwarded\":%" PRIu64
-                ",\"max_nesting\":%" PRIu64 "}\n",
+                ",\"max_nesting\":%" PRIu64 ",\"routed_made\":%" PRIu64
+                ",\"batch_dests\":%u,\"batch_buffer_bytes\":%" PRIu64
+                ",\"reply_buffer_bytes\":%" PRIu64 "}\n",
                 aw->rank, aw->me, s->calls_sent, s->calls_received,
                 s->bytes_sent, s->bytes_received, s->calls_local, s->flushes,
                 s->ring_full, s->chunk_growths, s->chunks_granted,
                 s->max_aggregated_bytes, s->detours, s->calls_lost,
-                s->broadcasts_forwarded, s->max_nesting);
+                s->broadcasts_forwarded, s->max_nesting, aw->routed_made,
+                aw->nused, batch_bytes, reply_bytes);
     else
         fprintf(stderr,
                 "[rivet r%d] worker %u: calls sent %" PRIu64 " (%" PRIu64
@@ -266,11 +274,13 @@ static void print_stats(am_worker_t *aw)
                 " B); transmissions %" PRIu64 ", largest batch %" PRIu64
                 " B; ring full %" PRIu64 ", ring growths %" PRIu64
                 ", chunks granted %" PRIu64 ", detours %" PRIu64
-                "; deepest handler nesting %" PRIu64 "\n",
+                "; deepest handler nesting %" PRIu64 "; batches for %u "
+                "workers in %" PRIu64 " KiB\n",
                 aw->rank, aw->me, s->calls_sent, s->bytes_sent, s->calls_local,
                 s->calls_received, s->bytes_received, s->flushes,
                 s->max_aggregated_bytes, s->ring_full, s->chunk_growths,
-                s->chunks_granted, s->detours, s->max_nesting);
+                s->chunks_granted, s->detours, s->max_nesting, aw->nused,
+                (batch_bytes + reply_bytes) >> 10);
 }
 
 static void am_worker_stop(rv_worker_t *w)
@@ -328,6 +338,7 @@ static void am_context_fini(rv_context_t *ctx)
         return;
     am_local_drop(proc);
     am_service_fini(proc);
+    am_route_fini(proc);
     proc_free(proc);
     am_slot = -1;
 }
@@ -373,6 +384,7 @@ rv_status_t rv_am_init(rv_context_t *ctx)
     if (proc == NULL)
         return RV_ERR_NO_MEMORY;
     proc->threads = rv_threads(ctx);
+    pthread_mutex_init(&proc->route_lock, NULL);
     proc->queues = calloc((size_t)proc->threads * (size_t)proc->threads,
                           sizeof(*proc->queues));
     if (proc->queues == NULL)
@@ -386,7 +398,10 @@ rv_status_t rv_am_init(rv_context_t *ctx)
     st = rv_layer_install(ctx, &am_layer, proc, &am_slot);
     if (st != RV_OK)
         goto err_service;
-    return RV_OK;
+    /* A call handler of its own (am_route.c), registered once the layer
+     * is installed. */
+    return rv_am_register(ctx, "rivet.am.answer", am_on_answer, NULL,
+                          &am_answer_id);
 
 err_service:
     am_service_fini(proc);

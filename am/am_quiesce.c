@@ -8,7 +8,8 @@
  * Termination is detected by counting, with Mattern's four-counter
  * method ("Algorithms for distributed termination detection", Distributed
  * Computing 2(3), 1987, section 4): every worker counts the calls it
- * made (forwards of broadcasts included, calls the transport lost
+ * made (forwards of broadcasts and of routed calls, and routed answers,
+ * included, calls the transport lost
  * excluded) and the calls it ran; waves of rv_allreduce sum both over the
  * job. The job is quiet when one wave finds the sums equal and the next
  * finds the same sums again: a call counted as made in the second wave
@@ -40,16 +41,17 @@ rv_status_t rv_quiesce(rv_worker_t *w)
          * wave progresses at least once, so the calls to oneself run. */
         rv_progress(w);
         const rv_am_stats_t *s = &aw->stats;
-        uint64_t mine[2] = {
-            s->calls_sent + s->broadcasts_forwarded - s->calls_lost,
-            aw->calls_done};
+        uint64_t mine[2] = {s->calls_sent + s->broadcasts_forwarded +
+                                aw->routed_made - s->calls_lost,
+                            aw->calls_done};
         uint64_t sum[2];
         st = rv_allreduce(w, mine, sum, 2, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)
             break;
         if (sum[0] == sum[1] && sum[0] == prev[0] && sum[1] == prev[1]) {
             rv_debug("rv_quiesce: quiet after %u waves, %" PRIu64
-                     " calls made and run", wave + 1, sum[0]);
+                     " calls made and run",
+                     wave + 1, sum[0]);
             return RV_OK;
         }
         prev[0] = sum[0];

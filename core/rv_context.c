@@ -183,6 +183,7 @@ void rv_finalize(rv_context_t *ctx)
             free(ctx->handlers[i].arg);
     }
     free(ctx->handlers);
+    free(ctx->host_of);
     pthread_mutex_destroy(&ctx->lock);
     pthread_cond_destroy(&ctx->cond);
     /* The plugin is not dlclose'd: UCX keeps atexit handlers in it. */
@@ -213,6 +214,18 @@ int rv_threads(const rv_context_t *ctx)
 uint32_t rv_nworkers(const rv_context_t *ctx)
 {
     return (uint32_t)ctx->bs->size * (uint32_t)ctx->core->job.threads;
+}
+
+int rv_nhosts(const rv_context_t *ctx)
+{
+    return ctx->host_of != NULL ? ctx->nhosts : -1;
+}
+
+int rv_rank_host(const rv_context_t *ctx, rv_rank_t rank)
+{
+    if (ctx->host_of == NULL || rank < 0 || rank >= rv_size(ctx))
+        return -1;
+    return ctx->host_of[rank];
 }
 
 const rv_config_t *rv_context_config(const rv_context_t *ctx)

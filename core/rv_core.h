@@ -107,6 +107,9 @@ struct rv_context {
     size_t *addr_lens;
     uint8_t *all_addrs; /* job-wide table after allgather */
     size_t addr_slot;   /* bytes per worker in all_addrs */
+    int *host_of;       /* per rank: its host (rv_rank_host), from the
+                           first rv_job_run on */
+    int nhosts;
     int ndone;
     atomic_int stage_now; /* = stage, read by polling workers */
     rv_worker_fn job_fn;

@@ -20,11 +20,18 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rv_core.h"
 #include "rv_placement.h"
 
-enum { STAGE_CONNECT = 1, STAGE_START, STAGE_RUN, STAGE_DISCONNECT, STAGE_EXIT };
+enum {
+    STAGE_CONNECT = 1,
+    STAGE_START,
+    STAGE_RUN,
+    STAGE_DISCONNECT,
+    STAGE_EXIT
+};
 
 typedef struct {
     rv_worker_t *w;
@@ -59,8 +66,8 @@ static void *worker_main(void *p)
     rv_status_t status;
 
     rv_log_set_identity(rv_rank(ctx), w->local);
-    rv__placement_bind_thread(ctx->core->job.placement, ctx->bs->local_rank,
-                              T, w->local, &w->numa_node);
+    rv__placement_bind_thread(ctx->core->job.placement, ctx->bs->local_rank, T,
+                              w->local, &w->numa_node);
     rv__placement_describe(where, sizeof(where));
     rv_debug("worker %u runs on %s", w->tid, where);
 
@@ -148,25 +155,64 @@ static void job_step(rv_context_t *ctx, int *counter, int want, int stage)
     set_stage(ctx, stage);
 }
 
+/* What each process says of itself before the addresses: the longest
+ * address of its workers, and its host's name. */
+typedef struct {
+    uint64_t addr_len;
+    char host[RV_HOST_NAME_BYTES];
+} proc_info_t;
+
+/* Numbers the hosts of the job from the processes' host names: host 0 is
+ * the host of rank 0, and so on in the order of each host's lowest rank.
+ * Processes that share a host name share a host, as an MPI
+ * implementation's node-local communicator (MPI_COMM_TYPE_SHARED) has it
+ * under a launcher: two network namespaces with their own host names are
+ * two hosts. */
+static rv_status_t number_hosts(rv_context_t *ctx, const proc_info_t *info)
+{
+    int P = rv_size(ctx);
+    free(ctx->host_of);
+    ctx->host_of = calloc((size_t)P, sizeof(*ctx->host_of));
+    if (ctx->host_of == NULL)
+        return RV_ERR_NO_MEMORY;
+    ctx->nhosts = 0;
+    for (int p = 0; p < P; p++) {
+        int h = 0;
+        while (h < p &&
+               strncmp(info[h].host, info[p].host, sizeof(info[p].host)) != 0)
+            h++;
+        ctx->host_of[p] = h < p ? ctx->host_of[h] : ctx->nhosts++;
+    }
+    return RV_OK;
+}
+
 /* Allgathers the packed addresses of every worker of the job into
- * ctx->all_addrs: one slot per worker, [u64 len][address]. */
+ * ctx->all_addrs: one slot per worker, [u64 len][address]; the hosts of
+ * the processes come with the first round. */
 static rv_status_t exchange_addresses(rv_context_t *ctx)
 {
     int T = rv_threads(ctx), P = rv_size(ctx);
-    uint64_t mine = 0, *lens = calloc((size_t)P, sizeof(*lens));
+    proc_info_t mine = {0}, *info = calloc((size_t)P, sizeof(*info));
     rv_status_t status;
 
-    if (lens == NULL)
+    if (info == NULL)
         return RV_ERR_NO_MEMORY;
     for (int t = 0; t < T; t++)
-        if (ctx->addr_lens[t] > mine)
-            mine = ctx->addr_lens[t];
-    status = rv_bootstrap_allgather(ctx, lens, &mine, sizeof(mine));
+        if (ctx->addr_lens[t] > mine.addr_len)
+            mine.addr_len = ctx->addr_lens[t];
+    /* A name cut at the size keeps apart hosts whose names differ early,
+     * as cluster names do (node0017); gethostname leaves it unterminated
+     * then, which strncmp above tolerates. */
+    if (gethostname(mine.host, sizeof(mine.host)) != 0)
+        strcpy(mine.host, "localhost");
+    status = rv_bootstrap_allgather(ctx, info, &mine, sizeof(mine));
+    if (status == RV_OK)
+        status = number_hosts(ctx, info);
     if (status != RV_OK)
         goto out;
     uint64_t max = 0;
     for (int p = 0; p < P; p++)
-        max = lens[p] > max ? lens[p] : max;
+        max = info[p].addr_len > max ? info[p].addr_len : max;
     ctx->addr_slot = (size_t)(sizeof(uint64_t) + max + 7) & ~(size_t)7;
 
     size_t local_bytes = (size_t)T * ctx->addr_slot;
@@ -186,7 +232,7 @@ static rv_status_t exchange_addresses(rv_context_t *ctx)
     status = rv_bootstrap_allgather(ctx, ctx->all_addrs, local, local_bytes);
     free(local);
 out:
-    free(lens);
+    free(info);
     return status;
 }
 

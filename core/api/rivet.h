@@ -158,6 +158,31 @@ RV_EXPORT int rv_threads(const rv_context_t *ctx);
  * @note Any thread.
  */
 RV_EXPORT uint32_t rv_nworkers(const rv_context_t *ctx);
+
+/** Bytes of a host name that tell hosts apart (rv_rank_host). */
+#define RV_HOST_NAME_BYTES 56
+
+/**
+ * @brief The number of hosts the job's processes run on.
+ *
+ * Processes whose host names (gethostname, first RV_HOST_NAME_BYTES
+ * bytes) are equal share a host, as MPI_COMM_TYPE_SHARED has it.
+ * @param [in] ctx the context
+ * @return the hosts, at least 1; -1 before the first rv_job_run has
+ *         connected the workers (a layer's worker_start sees them)
+ * @note Any thread.
+ */
+RV_EXPORT int rv_nhosts(const rv_context_t *ctx);
+/**
+ * @brief The host of process @p rank: 0 .. rv_nhosts() - 1, numbered in
+ * the order of each host's lowest rank (rank 0's host is 0).
+ * @param [in] ctx  the context
+ * @param [in] rank a rank of the job
+ * @return its host; -1 for a rank out of range, or before the first
+ *         rv_job_run has connected the workers
+ * @note Any thread.
+ */
+RV_EXPORT int rv_rank_host(const rv_context_t *ctx, rv_rank_t rank);
 /**
  * @brief The context's configuration (its own copy; read a layer's keys
  * with rv_config_component, any key with rv_config_get).

@@ -53,6 +53,11 @@ enum { PH_START, PH_WARM_UP, PH_BURST, PH_STREAM, PH_SLEEP, PH_WAIT,
 typedef struct {
     report_t rep;
     uint64_t next[MAX_WORKERS];  /* sequence number expected, per source */
+    /* am.routing other than direct: the least sequence number the next
+     * routed call may have, per source (routed and direct calls keep
+     * their order each, not between them: rv_am.h) */
+    uint64_t next_routed[MAX_WORKERS];
+    uint64_t end_at[MAX_WORKERS]; /* calls a source's end marker counts */
     atomic_int phase;
     atomic_ullong calls_out, calls_in;
 } wstate_t;

@@ -331,6 +331,9 @@ static void sleep_then_drain(rv_worker_t *w, int job, long ms)
     set_phase(w, PH_WAIT);
     WAIT_UNTIL(w, state_of(w)->rep.ends == n - 1,
                "every sender's end marker");
+    for (uint32_t src = 0; src < n; src++)
+        WAIT_UNTIL(w, state_of(w)->rep.got[src] >= state_of(w)->end_at[src],
+                   "the calls each end marker counts");
 }
 
 /* Calls a sender streams at most looking for a full ring: twice the K
