@@ -249,6 +249,10 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
         } else {
             d->bufs = nb;
         }
+        if (!d->buffered) {
+            d->buffered = true;
+            aw->buffered_dests++;
+        }
         d->last = b = nb;
     }
     b->open = b->used;

@@ -142,10 +142,10 @@ static const rv_config_field_t am_fields[] = {
                 "the workers on a grid, a call goes first to the worker "
                 "of the sender's row and the destination's column, which "
                 "forwards it (Bale's two-hop conveyor): buffers per worker "
-                "grow as the square root of the job. host and twohop need "
-                "am.aggregation trad and route the calls without buffer "
-                "or notification (rv_call, rv_call_return); others go "
-                "direct.",
+                "grow as the square root of the job. Routed are the small "
+                "calls of rv_call (no synchronizer or flag) and "
+                "rv_call_return, batched as under am.aggregation trad "
+                "whatever it says; other calls go direct.",
     },
     {.name = NULL},
 };

@@ -403,7 +403,7 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
     if (r->rkind == AM_REC_RETRUN && r->rret_len > AM_FAST_RET)
         return 0; /* am_run_call builds its larger results */
     if (am_rec_routed(r->rkind))
-        return 0; /* am_run_call runs or forwards each call */
+        return am_route_run(aw, r);
     const rv_handler_info_t *e = aw->last_entry;
     if (e == NULL || e->id != r->rh) {
         e = rv_handler_find(aw->ctx, r->rh);

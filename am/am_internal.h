@@ -124,6 +124,7 @@ typedef struct am_dest {
     bool warned_limit;
     bool pushing; /* inside am_dest_push */
     bool warned_lost;
+    bool buffered; /* has had a batch buffer (job.stats) */
     am_oring_t ring;
     /* call completions gathered for it (am_reply.c) */
     uint8_t *rbuf;
@@ -367,14 +368,15 @@ typedef struct am_worker {
     bool streaming;      /* in am_stream_progress */
     rv_am_stats_t stats;
     /* am.routing (am_route.c) */
-    uint32_t host_index;  /* host: this worker's place among its host's */
-    uint32_t grid_cols;   /* twohop: columns of the grid of workers */
-    uint64_t routed_made; /* calls forwarded, and routed answers made:
-                             made by this worker for rv_quiesce */
-    bool warned_route;    /* a routed call naming no worker was dropped */
-    uint64_t bufs_made;   /* batch buffers allocated (never freed before
-                             the end: the most ever held) */
-    am_pend_t *pend;      /* calls to other processes awaiting answers */
+    uint32_t host_index;     /* host: this worker's place among its host's */
+    uint32_t grid_cols;      /* twohop: columns of the grid of workers */
+    uint64_t routed_made;    /* calls forwarded, and routed answers made:
+                                made by this worker for rv_quiesce */
+    bool warned_route;       /* a routed call naming no worker was dropped */
+    uint32_t buffered_dests; /* destinations that had a batch buffer */
+    uint64_t bufs_made;      /* batch buffers allocated (never freed before
+                                the end: the most ever held) */
+    am_pend_t *pend;         /* calls to other processes awaiting answers */
     uint32_t npend, pend_free;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
@@ -577,6 +579,9 @@ rv_tid_t am_route_next(const am_worker_t *aw, rv_tid_t dst);
 /* Appends the routed call @p e (AM_REC_FRUN or _FRET) to the batch for
  * worker @p hop (or its local block); false when out of memory. */
 bool am_route_put(am_worker_t *aw, rv_tid_t hop, const am_elem_t *e);
+/* Forwards, or runs, the calls of the routed run @p r from its cursor on,
+ * as far as it can without am_run_call; the calls taken. */
+unsigned am_route_run(am_worker_t *aw, am_run_t *r);
 /* A routed call that reached a worker other than its destination: handed
  * on, in order, never waiting. */
 void am_route_forward(am_worker_t *aw, const am_call_t *c);

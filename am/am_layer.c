@@ -266,7 +266,7 @@ static void print_stats(am_worker_t *aw)
                 s->ring_full, s->chunk_growths, s->chunks_granted,
                 s->max_aggregated_bytes, s->detours, s->calls_lost,
                 s->broadcasts_forwarded, s->max_nesting, aw->routed_made,
-                aw->nused, batch_bytes, reply_bytes);
+                aw->buffered_dests, batch_bytes, reply_bytes);
     else
         fprintf(stderr,
                 "[rivet r%d] worker %u: calls sent %" PRIu64 " (%" PRIu64
@@ -279,8 +279,8 @@ static void print_stats(am_worker_t *aw)
                 aw->rank, aw->me, s->calls_sent, s->bytes_sent, s->calls_local,
                 s->calls_received, s->bytes_received, s->flushes,
                 s->max_aggregated_bytes, s->ring_full, s->chunk_growths,
-                s->chunks_granted, s->detours, s->max_nesting, aw->nused,
-                (batch_bytes + reply_bytes) >> 10);
+                s->chunks_granted, s->detours, s->max_nesting,
+                aw->buffered_dests, (batch_bytes + reply_bytes) >> 10);
 }
 
 static void am_worker_stop(rv_worker_t *w)

@@ -189,6 +189,91 @@ void am_route_forward(am_worker_t *aw, const am_call_t *c)
     aw->routed_made++;
 }
 
+/* The routed call at @p p of run @p r, as a call record to write again
+ * (its route is @p route). */
+static am_elem_t run_elem(const am_run_t *r, const uint8_t *p,
+                          const uint32_t route[2])
+{
+    am_elem_t e = {.kind = r->rkind,
+                   .dst = route[0],
+                   .src = route[1],
+                   .h = r->rh,
+                   .alen = r->ralen,
+                   .ret_len = r->rret_len,
+                   .args = p + sizeof(uint32_t[2])};
+    if (r->rkind == AM_REC_FRET) {
+        memcpy(e.pre, e.args, sizeof(e.pre));
+        e.args = (const uint8_t *)e.args + sizeof(e.pre);
+    }
+    return e;
+}
+
+/* The handler of @p r's calls, or NULL when it is no call handler here
+ * (am_run_call then drops the call, saying why). */
+static const am_entry_t *run_entry(am_worker_t *aw, const am_run_t *r)
+{
+    const rv_handler_info_t *e = aw->last_entry;
+    if (e == NULL || e->id != r->rh) {
+        e = rv_handler_find(aw->ctx, r->rh);
+        if (e == NULL || e->fn != am_trampoline)
+            return NULL;
+        aw->last_entry = e;
+    }
+    return e->arg;
+}
+
+unsigned am_route_run(am_worker_t *aw, am_run_t *r)
+{
+    /* The calls of a routed run, without decoding each into an am_call_t:
+     * forwarded, or run when they are plain calls for this worker. A call
+     * that needs more (an answer to build, a route naming no worker, a
+     * handler not registered here) stops the loop: am_run_next and
+     * am_run_call take it. Each call's cursor is advanced before it runs,
+     * as everywhere. */
+    unsigned n = 0;
+    const am_entry_t *ae = NULL;
+    r->refs++;
+    while (r->rp < r->rend) {
+        const uint8_t *p = r->rp;
+        uint32_t route[2];
+        memcpy(route, p, sizeof(route));
+        if (route[0] >= aw->nworkers || route[1] >= aw->nworkers)
+            break;
+        if (route[0] != aw->me) {
+            am_elem_t e = run_elem(r, p, route);
+            r->rp += r->rstride;
+            if (am_route_put(aw, am_route_next(aw, route[0]), &e)) {
+                aw->routed_made++;
+            } else {
+                rv_error("out of memory forwarding a call from worker %u to "
+                         "worker %u: it is lost",
+                         route[1], route[0]);
+                aw->stats.calls_lost++;
+            }
+        } else {
+            if (r->rkind != AM_REC_FRUN ||
+                (ae == NULL && (ae = run_entry(aw, r)) == NULL))
+                break;
+            r->rp += r->rstride;
+            rv_call_t call = {.src = route[1],
+                              .args = p + sizeof(route),
+                              .args_len = r->ralen};
+            if (++aw->depth > aw->stats.max_nesting)
+                aw->stats.max_nesting = aw->depth;
+            rv_status_t st = ae->fn(aw->w, &call, ae->arg);
+            aw->depth--;
+            if (st < 0)
+                rv_warn("a call handler returned %s", rv_status_str(st));
+            aw->stats.calls_received++;
+            aw->stats.bytes_received += r->ralen;
+        }
+        aw->calls_done++;
+        n++;
+    }
+    r->refs--;
+    return n;
+}
+
 void am_route_answer(am_worker_t *aw, const am_call_t *c, const void *ret,
                      uint32_t len)
 {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench_util.h"
 #include "rivet.h"
@@ -197,11 +198,27 @@ static inline void bale_print(rv_context_t *ctx, const char *prog, long n,
     rv_config_get(rv_context_config(ctx), "am.path", path, sizeof(path));
     rv_config_get(rv_context_config(ctx), "am.aggregation", agg,
                   sizeof(agg));
+    char routing[RV_CONFIG_STR_MAX] = "?";
+    rv_config_get(rv_context_config(ctx), "am.routing", routing,
+                  sizeof(routing));
     printf("%s rate_per_worker=%.0f time_s=%.6f time_max_s=%.6f n=%ld T=%ld "
-           "workers=%u processes=%d threads=%d path=%s aggregation=%s\n",
+           "workers=%u processes=%d threads=%d path=%s aggregation=%s "
+           "routing=%s\n",
            prog, (double)n / mean, mean, max, n, T, nw, rv_size(ctx),
-           rv_threads(ctx), path, agg);
+           rv_threads(ctx), path, agg, routing);
     fflush(stdout);
+}
+
+/* With RV_BENCH_RSS=1 in the environment, each process says how much
+ * resident memory it held at most (bench/routing.sh reads it). */
+static inline void bale_print_rss(rv_rank_t rank)
+{
+    struct rusage ru;
+    const char *on = getenv("RV_BENCH_RSS");
+    if (on == NULL || strcmp(on, "1") != 0 || getrusage(RUSAGE_SELF, &ru))
+        return;
+    fprintf(stderr, "rv-bale: rank %d rss_kib=%ld\n", (int)rank,
+            ru.ru_maxrss);
 }
 
 #endif

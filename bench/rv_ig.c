@@ -193,6 +193,7 @@ int main(int argc, char **argv)
         return 1;
 
     rv_status_t status = rv_job_run(ctx, worker, NULL);
+    bale_print_rss(rv_rank(ctx));
     rv_finalize(ctx);
     for (int i = 0; i < threads; i++)
         free(table[i]);

@@ -395,7 +395,45 @@ def table_rma_bw(read):
 
 
 # name -> (CSV the table is generated from, function)
+def table_routing(read):
+    """am.routing across two hosts: batch memory and rates, each routing
+    beside direct at the same size."""
+    rows = read("routing.csv")
+    body = []
+    for r in rows:
+        workers = int(r["processes"]) * int(r["threads"])
+        d = one(rows, routing="direct", processes=r["processes"],
+                threads=r["threads"])
+        body.append([r["routing"], f"{workers} ({r['processes']} × "
+                     f"{r['threads']})", fmt_sig(r["dest_buffers_per_worker"]),
+                     fmt_int(float(r["buffer_bytes_per_worker"]) / 1024),
+                     ratio(r["buffer_bytes_per_worker"],
+                           d["buffer_bytes_per_worker"]),
+                     fmt_int(float(r["rss_kib"])),
+                     fmt_millions(r["histo_rate_per_worker"]),
+                     fmt_millions(r["ig_rate_per_worker"]),
+                     r["machine_state"]])
+    return markdown(["routing", "workers", "batch destinations per worker",
+                     "batch buffers per worker (KiB)", "÷ direct",
+                     "RSS per process (KiB)", "histogram (updates/s/worker)",
+                     "index-gather (requests/s/worker)", "machine"], body)
+
+
+def table_routing_model(read):
+    rows = read("routing-model.csv")
+    body = [[r["routing"], fmt_int(float(r["dest_buffers_per_worker"])),
+             fmt_int(float(r["bytes_per_dest_buffer"]) / 1024),
+             fmt_int(float(r["buffer_mib_per_worker"])),
+             fmt_sig(r["tables_mib_per_worker"], 2)] for r in rows]
+    return markdown(["routing", "batch destinations per worker",
+                     "KiB per destination (measured)",
+                     "batch buffers per worker (MiB)",
+                     "per-worker tables (MiB)"], body)
+
+
 TABLES = {
+    "routing": ("routing.csv", table_routing),
+    "routing-model": ("routing-model.csv", table_routing_model),
     "compare-ucx": ("compare-ucx.csv", table_compare_ucx),
     "seriema-table2": ("seriema-table2-ratios.csv", table_seriema_ratios),
     "bale": ("bale.csv", table_bale),

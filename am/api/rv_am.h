@@ -8,7 +8,7 @@
  * A call names a handler registered under a stable name on every process
  * (rv_am_register) and carries packed argument bytes, optionally followed
  * by a buffer in the same transfer. Calls from one worker to another run
- * in FIFO order. The target runs its calls when it progresses
+ * in FIFO order (with am.routing host or twohop, see Routing below). The target runs its calls when it progresses
  * (rv_progress); a handler may itself make calls and wait on
  * synchronizers. am.path, am.aggregation and am.on_full choose how calls
  * travel (Seriema, sections 3.1 and 4.3-4.4); calls between the threads of
@@ -25,6 +25,25 @@
  * calls of one handler with the same argument length share one record
  * header (8 bytes per 8-byte call), and rv_call_return calls with a
  * synchronizer take their arguments plus 16 bytes.
+ *
+ * Routing (am.routing). direct, the default: a worker batches calls per
+ * destination worker, which costs it a batch buffer per destination it
+ * calls, right for jobs of up to a few hundred workers. host: calls to
+ * the workers of another host are batched per host, for one worker there
+ * that hands them on; twohop: the workers on a grid, a call goes to the
+ * worker of the caller's row and the destination's column, which hands
+ * it on down the column (buffers per worker grow as the square root of
+ * the job). Routed are the calls of irregular traffic: rv_call with sync
+ * NULL, no flag and arguments of up to 256 bytes, and rv_call_return with
+ * arguments and result of up to 256 bytes and no flag but
+ * RV_NOTIFY_CONSUMED (its answer comes back routed too); they are
+ * batched as under am.aggregation trad whatever am.aggregation says.
+ * Other calls go direct. A routed call runs on its destination, once,
+ * with call->src its caller's, and rv_quiesce counts its hops. Order:
+ * the routed calls from one worker to another run in the order they were
+ * made, and so do the direct ones, but a routed call and a direct call
+ * between the same two workers may pass each other. rv_flush(w, dest)
+ * also pushes the batch for dest's first hop.
  *
  * Outstanding calls. With am.on_full retry a caller blocks (progressing)
  * while a destination holds more than am.ovfl_limit bytes its messenger
