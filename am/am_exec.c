@@ -443,13 +443,17 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
  * rv_quiesce compares with the calls made. */
 void am_run_call(am_worker_t *aw, const am_call_t *c)
 {
-    if (c->routed && (c->src >= aw->nworkers || c->dst >= aw->nworkers)) {
+    if (c->routed && (aw->cfg->routing == RV_ROUTE_DIRECT ||
+                      c->src >= aw->nworkers || c->dst >= aw->nworkers)) {
+        /* No worker of a job routes calls unless am.routing says so. */
         rv_worker_count_drop(aw->w, RV_DROP_MALFORMED);
         if (!aw->warned_route)
-            rv_warn("dropped a routed call naming worker %u to worker %u: "
-                    "the job has %u workers; later ones are counted in "
-                    "job.stats only",
-                    c->src, c->dst, aw->nworkers);
+            rv_warn("dropped a routed call from worker %u to worker %u: %s; "
+                    "later ones are counted in job.stats only",
+                    c->src, c->dst,
+                    aw->cfg->routing == RV_ROUTE_DIRECT
+                        ? "the job does not route calls (am.routing direct)"
+                        : "the job has no such worker");
         aw->warned_route = true;
     } else if (c->routed && c->dst != aw->me)
         am_route_forward(aw, c);

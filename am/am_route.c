@@ -232,6 +232,8 @@ unsigned am_route_run(am_worker_t *aw, am_run_t *r)
      * as everywhere. */
     unsigned n = 0;
     const am_entry_t *ae = NULL;
+    if (aw->cfg->routing == RV_ROUTE_DIRECT)
+        return 0; /* am_run_call drops them */
     r->refs++;
     while (r->rp < r->rend) {
         const uint8_t *p = r->rp;

@@ -217,7 +217,7 @@ def game_move():
 
 # am's records: am_rec_t {u32 seq, u32 handler, u32 len, u32 meta}, the
 # body, pad to 8, an 8-byte footer.
-CALL, RUN, RETRUN = 0, 4, 5
+CALL, RUN, RETRUN, FRUN, FRET = 0, 4, 5, 6, 7
 XHDR = 1 << 8
 
 
@@ -245,7 +245,14 @@ def am_batch():
     write(t, "xhdr-lies", rec(CALL, struct.pack("<IIQQIIQ", 1 << 30, 0, 0, 0,
                                                 0, 0, 0), flags=XHDR))
     write(t, "run-stride", rec(RUN, b"q" * 12, alen=8))
-    write(t, "unknown-kind", rec(7, b"????????"))
+    # am.routing's records: each call led by [destination][source], u32.
+    write(t, "frun", rec(FRUN, struct.pack("<II", 2, 1) + b"h" * 8 +
+                         struct.pack("<II", 3, 0) + b"i" * 8, alen=8))
+    write(t, "fret", rec(FRET, struct.pack("<II", 2, 1) + b"t" * 16 +
+                         b"x" * 8, alen=8, seq=8))
+    write(t, "frun-stride", rec(FRUN, struct.pack("<II", 2, 1) + b"q" * 12,
+                                alen=8))
+    write(t, "unknown-kind", rec(0x3f, b"????????"))
     write(t, "truncated", rec(CALL, b"args")[:20])
 
 

@@ -11,6 +11,8 @@
  *   place    an extended call placing its buffer at the canary (AM_XPLACE);
  *   ref      an extended call naming the canary as its buffer (AM_XREF);
  *   bcast    a broadcast naming a root that is no worker;
+ *   routed   a routed call record (am.routing's forwarding) in a job that
+ *            does not route, and one naming a worker that does not exist;
  *   aba      rivet.rma.aba on the canary (refused with RV_ERR_INVALID).
  *
  * An AM Long envelope whose landing word is far ahead of any payload the
@@ -53,8 +55,9 @@
 #include "rv_rma.h"
 #include "rv_store.h"
 
-/* The forgeries sent as calls, and the ABA operation. */
-#define FORGED_CALLS 4
+/* The forgeries sent as calls (four with a call header, two routed
+ * records: see forge_routed), and the ABA operation. */
+#define FORGED_CALLS 6
 #define FORGED_TOTAL (FORGED_CALLS + 1)
 #define CANARY 0x5afe5afe5afe5afeull
 
@@ -106,6 +109,27 @@ static void forge(rv_worker_t *w, rv_tid_t dest, am_hdr_t h, size_t n)
            "forged send");
 }
 
+/* A batch of one routed call record (AM_REC_FRUN) from worker @p src to
+ * worker @p dst, as a forwarding worker's batch carries it: dropped in a
+ * job that does not route calls (this one: am.routing direct), and in
+ * any job when it names no worker. */
+static void forge_routed(rv_worker_t *w, rv_tid_t dest, uint32_t dst,
+                         uint32_t src)
+{
+    uint8_t batch[sizeof(am_rec_t) + 16 + AM_REC_FOOTER] = {0};
+    am_rec_t rec = {.handler = victim_id,
+                    .len = 16,
+                    .meta = AM_REC_FRUN | 8u << AM_REC_ALEN_SHIFT};
+    uint32_t route[2] = {dst, src};
+    memcpy(batch, &rec, sizeof(rec));
+    memcpy(batch + sizeof(rec), route, sizeof(route));
+    memcpy(batch + sizeof(rec) + sizeof(route), "FORGED!", 8);
+    struct iovec iov = {.iov_base = batch, .iov_len = sizeof(batch)};
+    EXPECT(rv_send_raw(w, dest, rv_handler_id("rivet.am.batch"), NULL, 0,
+                       &iov, 1, RV_SEND_COPY, NULL, NULL) == RV_OK,
+           "forged routed batch");
+}
+
 static void forger(rv_worker_t *w)
 {
     rv_tid_t target = rv_tid_make(ctx, 1, 0);
@@ -118,6 +142,8 @@ static void forger(rv_worker_t *w)
     forge(w, target, (am_hdr_t){.flags = AM_XREF, .ret = at, .ret_len = 8},
           0);
     forge(w, target, (am_hdr_t){.flags = AM_BCAST, .root = 1000}, 0);
+    forge_routed(w, target, target, 0);
+    forge_routed(w, target, 1000, 0);
 
     rv_rptr_t obj = {.addr = at, .rank = 1, .region = 0};
     rv_gptr_aba_t old;
