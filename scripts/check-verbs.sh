@@ -29,8 +29,15 @@
 #   {am,rma,epoch}-ucx-rc-2x2  the layers' tests over the same
 #   demo-*-ucx-rc              rv-pingpong, rv-am-bw and rv-rma-bw over the
 #                              same configuration, briefly
-# and ends with ctest's summary. ctest's log is BUILD_DIR/Testing/Temporary/
-# LastTest.log; the guest's console output is in BUILD_DIR/check-verbs/.
+# Then it boots two such guests wired together (scripts/rdma-hosts.sh),
+# each with its own rxe0 on the link between them, and runs in the first
+# `ctest -L '^rdma-hosts$'`: jobs of 4 processes, 2 on each host, under
+# Open MPI's mpirun:
+#   {conformance,am,rma}-verbs-hosts-4x1     over rivet's verbs transport
+#   {conformance,am,rma}-ucx-rc-hosts-4x1    over UCX's rc_verbs
+# and ends with the summary of both. ctest's logs are BUILD_DIR/check-verbs/
+# LastTest-one-host.log and BUILD_DIR/Testing/Temporary/LastTest.log (the
+# two hosts'); the guests' output is in BUILD_DIR/check-verbs/.
 #
 #   scripts/check-verbs.sh [BUILD_DIR]        (default: build)
 #
@@ -49,6 +56,8 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
 
 # The ctest labels of the transport configurations that need the device.
 labels='^(verbs|ucx-rc)$'
+# ...and of the jobs across two RDMA hosts (scripts/rdma-hosts.sh).
+hosts_labels='^rdma-hosts$'
 # The device the guest brings up (scripts/rdma-vm.sh).
 guest_device=rxe0
 
@@ -65,6 +74,13 @@ if [ "${1:-}" = --in-guest ]; then
     cd "$build"
     RIVET_TEST_REQUIRE_RDMA=1 ctest -L "$labels" --no-tests=error \
         --output-on-failure 2>&1 | tee check-verbs/ctest.log
+    exit "${PIPESTATUS[0]}"
+fi
+if [ "${1:-}" = --in-hosts ]; then
+    cd "$2"
+    echo "=== ctest -L '$hosts_labels' (two hosts)"
+    RIVET_TEST_REQUIRE_RDMA=1 ctest -L "$hosts_labels" --no-tests=error \
+        --output-on-failure 2>&1 | tee check-verbs/ctest-hosts.log
     exit "${PIPESTATUS[0]}"
 fi
 
@@ -105,23 +121,33 @@ mkdir -p "$build/check-verbs"
 rm -f "$build/check-verbs/ctest.log"
 shares=(--share "$top")
 case $build/ in "$top"/*) ;; *) shares+=(--share "$build") ;; esac
-rc=0
+rm -f "$build/check-verbs/ctest-hosts.log"
+rc=0 rc2=0
 "$here/rdma-vm.sh" run "${shares[@]}" -- \
     "$top/scripts/check-verbs.sh" --in-guest "$build" || rc=$?
-# ctest's own summary is in the guest's output above; repeat it last, with
-# the time, so the run ends on one line saying how it went.
-log=$build/check-verbs/ctest.log
-sum=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' \
-    "$log" 2> /dev/null | tail -1 || true)
-echo "check-verbs: $(since "$t0") s in all (logs: $build/Testing/Temporary/LastTest.log)"
-if [ -z "$sum" ]; then
-    echo "check-verbs: the tests did not run in the guest (exit status $rc; see above)"
-    [ $rc -ne 0 ] || rc=1
-    exit $rc
-fi
-failed=$(echo "$sum" | sed -E 's/.*, ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
-total=$(echo "$sum" | sed -E 's/.* out of ([0-9]+).*/\1/')
-skipped=$(grep -c '(Skipped)$' "$log" || true)
-echo "check-verbs: $((total - failed - skipped)) passed, $failed failed," \
-     "$skipped skipped"
-exit $rc
+cp "$build/Testing/Temporary/LastTest.log" \
+    "$build/check-verbs/LastTest-one-host.log" 2> /dev/null || true
+"$here/rdma-hosts.sh" "${shares[@]}" -- \
+    "$top/scripts/check-verbs.sh" --in-hosts "$build" || rc2=$?
+# ctest's own summaries are in the guests' output above; repeat them last,
+# with the time, so the run ends on lines saying how it went.
+echo "check-verbs: $(since "$t0") s in all (logs: $build/check-verbs/)"
+summary() { # log what rc
+    local sum failed total skipped
+    sum=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' \
+        "$1" 2> /dev/null | tail -1 || true)
+    if [ -z "$sum" ]; then
+        echo "check-verbs: $2: the tests did not run (exit status $3; see above)"
+        return 1
+    fi
+    failed=$(echo "$sum" | sed -E 's/.*, ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
+    total=$(echo "$sum" | sed -E 's/.* out of ([0-9]+).*/\1/')
+    skipped=$(grep -c '(Skipped)$' "$1" || true)
+    echo "check-verbs: $2: $((total - failed - skipped)) passed, $failed" \
+         "failed, $skipped skipped"
+    [ "$3" -eq 0 ]
+}
+ok=0
+summary "$build/check-verbs/ctest.log" "one host" $rc || ok=1
+summary "$build/check-verbs/ctest-hosts.log" "two hosts" $rc2 || ok=1
+exit $ok

@@ -19,6 +19,13 @@
 #       output is printed as it runs; the exit status is CMD's. When the
 #       guest cannot be built or booted, it says why and exits non-zero
 #       (125 when CMD never ran).
+#   scripts/rdma-vm.sh run --host N listen=PORT|connect=PORT [...] CMD
+#       The same, as host N (1 or 2) of two guests wired together by
+#       qemu's socket network on 127.0.0.1:PORT (the first listens, the
+#       second connects): hostname rivet-rdma-vmN, 192.168.78.N on the
+#       virtio NIC, and rxe0 on that NIC instead of dummy0, so that the
+#       two guests' rxe devices reach each other as two machines' NICs do
+#       (scripts/rdma-hosts.sh boots the pair).
 #   scripts/rdma-vm.sh status
 #       Says whether the cached image is present and current.
 #
@@ -81,6 +88,8 @@ image_packages=(
     ucx-utils
     # what host-built rivet programs and tests link against, and ctest
     libyaml-0-2 libcmocka0 libhwloc15 libnuma1 libpmix2 libudev1 cmake
+    # mpirun, for jobs across two guests (scripts/rdma-hosts.sh)
+    openmpi-bin
 )
 
 # PID 1 of the guest. It mounts the control share (tag ctl) that the host
@@ -227,11 +236,31 @@ for i in "${!SHARES[@]}"; do
         fail "cannot mount the shared folder ${SHARES[$i]} (9p tag share$i)"
 done
 modprobe -a dummy rdma_rxe ib_uverbs rdma_ucm || fail "cannot load dummy, rdma_rxe, ib_uverbs, rdma_ucm"
+if [ -n "${HOST_INDEX:-}" ]; then
+    # One of two hosts: the virtio NIC wired to the other guest's.
+    modprobe virtio_net || fail "cannot load virtio_net"
+    hostname "rivet-rdma-vm$HOST_INDEX"
+    printf '127.0.0.1 localhost\n192.168.78.1 rivet-rdma-vm1\n192.168.78.2 rivet-rdma-vm2\n' > /etc/hosts
+    nic=
+    for t in $(seq 50); do
+        nic=$(ls /sys/class/net | grep -v -e '^lo$' -e '^dummy' | head -1)
+        [ -n "$nic" ] && break
+        sleep 0.1
+    done
+    [ -n "$nic" ] || fail "no network interface for the link to the other host"
+    addr=192.168.78.$HOST_INDEX
+    ip addr add $addr/24 dev "$nic" && ip link set "$nic" up ||
+        fail "cannot bring up $nic"
+    rdma link add rxe0 type rxe netdev "$nic" || fail "rdma link add rxe0 on $nic failed"
+    want=0000:0000:0000:0000:0000:ffff:c0a8:4e0$HOST_INDEX gid=
+else
 { ip link show dummy0 > /dev/null 2>&1 || ip link add dummy0 type dummy; } &&
     ip addr add 192.168.77.1/24 dev dummy0 &&
     ip link set dummy0 up || fail "cannot create the dummy0 netdev"
 rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0 failed"
+addr=192.168.77.1 nic=dummy0
 want=0000:0000:0000:0000:0000:ffff:c0a8:4d01 gid=
+fi
 for t in $(seq 50); do
     state=$(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)
     for g in 0 1 2 3; do
@@ -241,20 +270,22 @@ for t in $(seq 50); do
     sleep 0.2
 done
 case $state in *ACTIVE*) ;; *) fail "rxe0 port 1 is not active (state: ${state:-none})" ;; esac
-[ -n "$gid" ] || fail "rxe0 has no GID for 192.168.77.1"
+[ -n "$gid" ] || fail "rxe0 has no GID for $addr"
 [ -e /dev/infiniband/uverbs0 ] || fail "/dev/infiniband/uverbs0 is missing"
 export RIVET_RDMA_VM_DEVICE=rxe0 RIVET_RDMA_VM_IPV4_GID=$gid
 echo "[rdma-vm] guest $(uname -r), $(nproc) vCPUs, $(awk '/MemTotal/ { print int($2/1024) }' /proc/meminfo) MiB;" \
-     "rxe0 on dummy0 192.168.77.1/24: port 1 ${state#*: }, GID 0 link-local, GID $gid IPv4"
+     "rxe0 on $nic $addr/24: port 1 ${state#*: }, GID 0 link-local, GID $gid IPv4"
 cd "$WORKDIR" || fail "no working directory $WORKDIR"
 "${CMD[@]}"
 EOF
 }
 
 run_guest() {
-    local shares=() cmd=()
+    local shares=() cmd=() net="" host_index=""
     while [ $# -gt 0 ]; do
         case $1 in
+            --host) [ $# -ge 3 ] || die "--host needs an index (1, 2) and listen=PORT or connect=PORT"
+                    host_index=$2 net=$3; shift 3 ;;
             --share) [ $# -ge 2 ] || die "--share needs a folder"
                      shares+=("$2"); shift 2 ;;
             --share=*) shares+=("${1#--share=}"); shift ;;
@@ -292,6 +323,7 @@ run_guest() {
         printf 'SHARES=('; printf '%q ' "${shares[@]}"; printf ')\n'
         printf 'WORKDIR=%q\n' "$workdir"
         printf 'CMD=('; printf '%q ' "${cmd[@]}"; printf ')\n'
+        [ -z "$host_index" ] || printf 'HOST_INDEX=%q\n' "$host_index"
     } > "$ctl/env"
     write_stage2 "$ctl/stage2"
     : > "$ctl/out.log"
@@ -302,12 +334,20 @@ run_guest() {
         -accel "$accel" -cpu "$cpu" -smp "${RIVET_RDMA_VM_CPUS:-2}"
         -m "${RIVET_RDMA_VM_MEM:-3072}"
         -display none -monitor none -serial "file:$ctl/console.log"
-        -no-reboot -snapshot -nic none
+        -no-reboot -snapshot
         -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img"
         -append "$image_kernel_args"
         -drive "file=$cache/rootfs.img,format=raw,if=virtio"
         -virtfs "local,path=$ctl,mount_tag=ctl,security_model=none,id=ctl"
     )
+    if [ -n "$host_index" ]; then
+        # Two guests wired together by qemu's socket network (no root, no
+        # bridge): the first listens on a local port, the second connects.
+        qargs+=(-netdev "socket,id=wire,${net%%=*}=127.0.0.1:${net#*=}"
+                -device "virtio-net-pci,netdev=wire,mac=52:54:00:52:56:0$host_index")
+    else
+        qargs+=(-nic none)
+    fi
     for i in "${!shares[@]}"; do
         qargs+=(-virtfs "local,path=${shares[$i]},mount_tag=share$i,security_model=none,id=share$i")
     done

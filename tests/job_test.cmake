@@ -18,6 +18,9 @@
 #   verbs-shared  the same, queue pairs shared    test-verbs.yaml    verbs
 #                 by a process's threads
 #                 (transport.verbs.qp_sharing: process)
+#   verbs-hosts,  verbs and ucx-rc across two     as verbs, ucx-rc   rdma-hosts
+#   ucx-rc-hosts  Soft-RoCE hosts (scripts/
+#                 rdma-hosts.sh: two guests)
 #
 # ucx-hosts runs its jobs through scripts/multinode.sh instead of rivetrun
 # (same options): half the processes on each host. It needs root and
@@ -98,6 +101,19 @@ foreach(tp verbs verbs-shared)
 endforeach()
 list(APPEND rivet_tp_verbs_env RIVET_TRANSPORT_VERBS_QP_SHARING=thread)
 list(APPEND rivet_tp_verbs-shared_env RIVET_TRANSPORT_VERBS_QP_SHARING=process)
+# Two RDMA hosts: the same job files across the two Soft-RoCE guests of
+# scripts/rdma-hosts.sh (its launcher, under mpirun, half the processes
+# on each), which make check-verbs boots after its one-guest tests; label
+# rdma-hosts. Anywhere else the launcher reports them skipped.
+foreach(base verbs ucx-rc)
+  set(tp ${base}-hosts)
+  list(APPEND RIVET_TEST_TRANSPORTS ${tp})
+  foreach(what file env rdma timeout)
+    set(rivet_tp_${tp}_${what} ${rivet_tp_${base}_${what}})
+  endforeach()
+  set(rivet_tp_${tp}_label rdma-hosts)
+  set(rivet_tp_${tp}_launcher ${PROJECT_SOURCE_DIR}/scripts/rdma-hosts.sh)
+endforeach()
 
 # The progress engine's modes (progress.mode) over a transport: the same
 # configuration, named <transport>-<mode>, with the worker threads'
