@@ -273,14 +273,7 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
          * extend or answer. */
         rv_call_t call = {
             .src = c->src, .args = c->args, .args_len = c->args_len};
-        aw->stats.calls_received++;
-        aw->stats.bytes_received += c->args_len;
-        if (++aw->depth > aw->stats.max_nesting)
-            aw->stats.max_nesting = aw->depth;
-        rv_status_t st = ae->fn(aw->w, &call, ae->arg);
-        aw->depth--;
-        if (st < 0)
-            rv_warn("a call handler returned %s", rv_status_str(st));
+        am_call_handler(aw, ae, &call);
         return;
     }
     if (h->flags & AM_BCAST)

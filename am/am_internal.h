@@ -445,6 +445,21 @@ static inline void am_owe(am_worker_t *aw, rv_sync_t *s)
     aw->nowed++;
 }
 
+/* Runs the handler @p ae of a plain call (no result to build, buffer to
+ * extend or answer to make), counted and nested as every call. */
+static inline void am_call_handler(am_worker_t *aw, const am_entry_t *ae,
+                                   rv_call_t *call)
+{
+    aw->stats.calls_received++;
+    aw->stats.bytes_received += call->args_len;
+    if (++aw->depth > aw->stats.max_nesting)
+        aw->stats.max_nesting = aw->depth;
+    rv_status_t st = ae->fn(aw->w, call, ae->arg);
+    aw->depth--;
+    if (st < 0)
+        rv_warn("a call handler returned %s", rv_status_str(st));
+}
+
 /* Internal handler ids (registered by rv_am_init). */
 extern rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,
     am_ring_rep_id;

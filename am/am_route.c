@@ -260,14 +260,7 @@ unsigned am_route_run(am_worker_t *aw, am_run_t *r)
             rv_call_t call = {.src = route[1],
                               .args = p + sizeof(route),
                               .args_len = r->ralen};
-            if (++aw->depth > aw->stats.max_nesting)
-                aw->stats.max_nesting = aw->depth;
-            rv_status_t st = ae->fn(aw->w, &call, ae->arg);
-            aw->depth--;
-            if (st < 0)
-                rv_warn("a call handler returned %s", rv_status_str(st));
-            aw->stats.calls_received++;
-            aw->stats.bytes_received += r->ralen;
+            am_call_handler(aw, ae, &call);
         }
         aw->calls_done++;
         n++;
