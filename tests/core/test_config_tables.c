@@ -77,8 +77,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 16, am 10, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 7 */
-    assert_int_equal(rows, 55);
+    /* core 16, am 11, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 7 */
+    assert_int_equal(rows, 56);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
