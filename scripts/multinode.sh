@@ -64,20 +64,12 @@ if [ "${1:-}" = --inside ]; then
   exec "$@"
 fi
 
+. "$(dirname "$self")/launch-opts.sh"
 timeout=280
 np=4
 job=
-while [ $# -gt 0 ]; do
-  case $1 in
-    --timeout) timeout=$2; shift 2 ;;
-    -n) np=$2; shift 2 ;;
-    -c) job=$(readlink -f "$2"); shift 2 ;;
-    --) shift; break ;;
-    -*) echo "usage: $0 [--timeout S] [-n PROCESSES] [-c JOB.yaml] PROGRAM [ARGS...]" >&2
-        exit 2 ;;
-    *) break ;;
-  esac
-done
+launch_opts "$@"
+set -- "${launch_rest[@]}"
 [ $# -gt 0 ] || { echo "$0: no program" >&2; exit 2; }
 if [ $((np % 2)) -ne 0 ] || [ "$np" -lt 2 ]; then
   echo "$0: -n $np: two hosts need an even number of processes" >&2
@@ -125,10 +117,7 @@ printf '127.0.0.1 localhost\n10.231.0.1 %s\n10.231.0.2 %s\n' \
 export RIVET_MN_DIR=$dir
 export RIVET_MN_HOSTS="${hosts[0]}=${nss[0]} ${hosts[1]}=${nss[1]}"
 [ -z "$job" ] || export RIVET_CONFIG=$job
-pass=()
-for v in $(env | sed -n 's/^\(\(RIVET\|UCX\|ASAN\|UBSAN\|LSAN\|TSAN\)_[A-Za-z0-9_]*\)=.*/\1/p'); do
-  case $v in RIVET_MN_*) ;; *) pass+=(-x "$v") ;; esac
-done
+launch_pass RIVET_MN_
 echo "multinode: hosts ${hosts[0]} (10.231.0.1) and ${hosts[1]} (10.231.0.2)," \
   "$((np / 2)) processes each"
 

@@ -129,19 +129,12 @@ if [ "${1:-}" = --share ] || [ "${1:-}" = -- ]; then
 fi
 
 # --- guest 1: the test launcher ------------------------------------------
+. "$here/launch-opts.sh"
 timeout=900
 np=4
 job=
-while [ $# -gt 0 ]; do
-    case $1 in
-        --timeout) timeout=$2; shift 2 ;;
-        -n) np=$2; shift 2 ;;
-        -c) job=$(readlink -f "$2"); shift 2 ;;
-        -*) echo "usage: $0 [--timeout S] [-n PROCESSES] [-c JOB.yaml] PROGRAM [ARGS...]" >&2
-            exit 2 ;;
-        *) break ;;
-    esac
-done
+launch_opts "$@"
+set -- "${launch_rest[@]}"
 [ $# -gt 0 ] || { echo "$me: no program" >&2; exit 2; }
 if [ -z "${RIVET_RH_DIR:-}" ] || [ ! -e "$RIVET_RH_DIR/ready2" ]; then
     echo "$me: not inside the two guests of scripts/rdma-hosts.sh" \
@@ -153,10 +146,7 @@ if [ $((np % 2)) -ne 0 ]; then
     exit 2
 fi
 [ -z "$job" ] || export RIVET_CONFIG=$job
-pass=()
-for v in $(env | sed -n 's/^\(\(RIVET\|UCX\|ASAN\|UBSAN\|LSAN\|TSAN\)_[A-Za-z0-9_]*\)=.*/\1/p'); do
-    case $v in RIVET_RH_*) ;; *) pass+=(-x "$v") ;; esac
-done
+launch_pass RIVET_RH_
 exec mpirun --allow-run-as-root --timeout "$timeout" \
     --mca plm_rsh_agent "$self --agent" \
     --mca oob_tcp_if_include 192.168.78.0/24 \
