@@ -8,11 +8,11 @@
  * A call names a handler registered under a stable name on every process
  * (rv_am_register) and carries packed argument bytes, optionally followed
  * by a buffer in the same transfer. Calls from one worker to another run
- * in FIFO order (with am.routing host or twohop, see Routing below). The target runs its calls when it progresses
- * (rv_progress); a handler may itself make calls and wait on
- * synchronizers. am.path, am.aggregation and am.on_full choose how calls
- * travel (Seriema, sections 3.1 and 4.3-4.4); calls between the threads of
- * one process take a lockless in-memory queue (am.local_bypass).
+ * in FIFO order (with am.routing host or twohop, see Routing below). The target
+ * runs its calls when it progresses (rv_progress); a handler may itself make
+ * calls and wait on synchronizers. am.path, am.aggregation and am.on_full
+ * choose how calls travel (Seriema, sections 3.1 and 4.3-4.4); calls between
+ * the threads of one process take a lockless in-memory queue (am.local_bypass).
  *
  * Choosing a completion style. Arguments of up to 256 bytes are copied
  * when the call is made (into a batch, a ring record or a local block), so
@@ -79,17 +79,17 @@ extern "C" {
  * the memory it points to are valid until the handler returns.
  * @note Single-threaded: the target worker's thread. */
 typedef struct rv_call {
-    rv_tid_t src;           /**< calling worker (a broadcast's root) */
-    const void *args;       /**< argument bytes (no alignment promised) */
-    size_t args_len;        /**< bytes of @c args */
-    const void *buf;        /**< rv_call_buffer's buffer, or NULL */
-    size_t buf_len;         /**< bytes of @c buf */
-    void *ret;              /**< rv_call_return: where the result goes
-                                 (zeroed before the handler runs); NULL
-                                 for other calls */
-    size_t ret_len;         /**< its size; the handler may lower it to the
-                                 bytes it wrote */
-    bool broadcast;         /**< delivered by rv_broadcast* */
+    rv_tid_t src;     /**< calling worker (a broadcast's root) */
+    const void *args; /**< argument bytes (no alignment promised) */
+    size_t args_len;  /**< bytes of @c args */
+    const void *buf;  /**< rv_call_buffer's buffer, or NULL */
+    size_t buf_len;   /**< bytes of @c buf */
+    void *ret;        /**< rv_call_return: where the result goes
+                           (zeroed before the handler runs); NULL
+                           for other calls */
+    size_t ret_len;   /**< its size; the handler may lower it to the
+                           bytes it wrote */
+    bool broadcast;   /**< delivered by rv_broadcast* */
 } rv_call_t;
 
 /**
@@ -155,7 +155,8 @@ RV_EXPORT rv_status_t rv_am_init(rv_context_t *ctx);
  *       names).
  */
 RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
-                           rv_call_fn fn, void *arg, rv_handler_id_t *id_p);
+                                     rv_call_fn fn, void *arg,
+                                     rv_handler_id_t *id_p);
 
 /**
  * @brief Worker @p dest runs handler @p h on @p args.
@@ -199,8 +200,8 @@ RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
  *       handler's calls never progress.
  */
 RV_EXPORT rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                    const void *args, size_t len, rv_sync_t *sync,
-                    unsigned flags);
+                              const void *args, size_t len, rv_sync_t *sync,
+                              unsigned flags);
 
 /**
  * @brief As rv_call; @p buf travels with the arguments in one transfer
@@ -217,9 +218,10 @@ RV_EXPORT rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * @return as rv_call
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                           const void *args, size_t len, const void *buf,
-                           size_t n, rv_sync_t *sync, unsigned flags);
+RV_EXPORT rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest,
+                                     rv_handler_id_t h, const void *args,
+                                     size_t len, const void *buf, size_t n,
+                                     rv_sync_t *sync, unsigned flags);
 
 /**
  * @brief As rv_call; the handler's result (call->ret, up to @p ret_len
@@ -245,9 +247,10 @@ RV_EXPORT rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_i
  * @return as rv_call; RV_ERR_INVALID (not logged) for a NULL @p ret
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                           const void *args, size_t len, void *ret,
-                           size_t ret_len, rv_sync_t *sync, unsigned flags);
+RV_EXPORT rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest,
+                                     rv_handler_id_t h, const void *args,
+                                     size_t len, void *ret, size_t ret_len,
+                                     rv_sync_t *sync, unsigned flags);
 
 /**
  * @brief Every worker of the job, the caller included, runs @p h on
@@ -269,8 +272,9 @@ RV_EXPORT rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_i
  * @note From @p w's own thread. Broadcasts always travel as transport
  *       messages (no aggregation, no local bypass).
  */
-RV_EXPORT rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h, const void *args,
-                         size_t len, rv_sync_t *sync, unsigned flags);
+RV_EXPORT rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h,
+                                   const void *args, size_t len,
+                                   rv_sync_t *sync, unsigned flags);
 
 /**
  * @brief rv_broadcast with a buffer, as rv_call_buffer.
@@ -286,9 +290,9 @@ RV_EXPORT rv_status_t rv_broadcast(rv_worker_t *w, rv_handler_id_t h, const void
  * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_broadcast_buffer(rv_worker_t *w, rv_handler_id_t h,
-                                const void *args, size_t len,
-                                const void *buf, size_t n, rv_sync_t *sync,
-                                unsigned flags);
+                                          const void *args, size_t len,
+                                          const void *buf, size_t n,
+                                          rv_sync_t *sync, unsigned flags);
 
 /**
  * @brief Sends every call batched for @p dest (RV_TID_ALL: for every
@@ -345,7 +349,7 @@ typedef struct rv_am_stats {
                                               and calls it ran */
     /** @} */
     /** @{ */
-    uint64_t bytes_sent, bytes_received;   /**< arguments + buffers */
+    uint64_t bytes_sent, bytes_received; /**< arguments + buffers */
     /** @} */
     uint64_t calls_local;          /**< sent through the local bypass */
     uint64_t flushes;              /**< transmissions of call records */

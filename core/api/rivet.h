@@ -104,7 +104,8 @@ RV_EXPORT rv_status_t rv_init(int *argc, char ***argv, rv_context_t **ctx_p);
  * @return as rv_init; RV_ERR_INVALID (not logged) when @p cfg is NULL
  * @note Call once per process, from the main thread.
  */
-RV_EXPORT rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p);
+RV_EXPORT rv_status_t rv_init_config(const rv_config_t *cfg,
+                                     rv_context_t **ctx_p);
 
 /**
  * @brief Leaves the job and frees the context: the layers' per-context
@@ -279,15 +280,15 @@ RV_EXPORT rv_status_t rv_bootstrap_allgather(rv_context_t *ctx, void *out,
  * @note Single-threaded: the destination worker's thread.
  */
 typedef struct rv_msg {
-    rv_tid_t src;           /**< sending worker */
+    rv_tid_t src;            /**< sending worker */
     rv_handler_id_t handler; /**< the id the message was sent to */
-    void *data;             /**< payload (no alignment promised) */
-    size_t len;             /**< payload bytes, as the sender sent them */
-    const void *xhdr;       /**< rv_sendx's header extension, 8-aligned;
-                                 NULL when there is none */
-    size_t xhdr_len;        /**< bytes of @c xhdr, at most
-                                 RV_MSG_XHDR_MAX */
-    void *desc_;            /**< private: how to release a kept payload */
+    void *data;              /**< payload (no alignment promised) */
+    size_t len;              /**< payload bytes, as the sender sent them */
+    const void *xhdr;        /**< rv_sendx's header extension, 8-aligned;
+                                  NULL when there is none */
+    size_t xhdr_len;         /**< bytes of @c xhdr, at most
+                                  RV_MSG_XHDR_MAX */
+    void *desc_;             /**< private: how to release a kept payload */
 } rv_msg_t;
 
 /**
@@ -354,8 +355,9 @@ enum {
  *       while the job runs.
  */
 RV_EXPORT rv_status_t rv_handler_register(rv_context_t *ctx, const char *name,
-                                rv_handler_fn fn, void *arg, unsigned flags,
-                                rv_handler_id_t *id_p);
+                                          rv_handler_fn fn, void *arg,
+                                          unsigned flags,
+                                          rv_handler_id_t *id_p);
 
 /**
  * @brief The id a name hashes to (what rv_handler_register assigns).
@@ -391,8 +393,8 @@ RV_EXPORT void rv_msg_release(rv_worker_t *w, rv_msg_t *msg);
  *       waiter is one worker.
  */
 typedef struct rv_sync {
-    atomic_long pending;    /**< operations not yet completed; done at 0 */
-    atomic_int status;      /**< first error seen, else RV_OK */
+    atomic_long pending; /**< operations not yet completed; done at 0 */
+    atomic_int status;   /**< first error seen, else RV_OK */
 } rv_sync_t;
 
 /**
@@ -478,7 +480,7 @@ RV_EXPORT rv_status_t rv_sync_wait(rv_worker_t *w, rv_sync_t *s);
  * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                    const void *buf, size_t len, rv_sync_t *sync);
+                              const void *buf, size_t len, rv_sync_t *sync);
 
 /**
  * @brief As rv_send, with a payload gathered from @p iovcnt pieces (the
@@ -494,7 +496,8 @@ RV_EXPORT rv_status_t rv_send(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
+                               const struct iovec *iov, size_t iovcnt,
+                               rv_sync_t *sync);
 
 /** Largest header extension rv_sendx carries, in bytes. */
 #define RV_MSG_XHDR_MAX 48
@@ -517,8 +520,9 @@ RV_EXPORT rv_status_t rv_sendv(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
  * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_sendx(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                     const void *xhdr, size_t xhdr_len,
-                     const struct iovec *iov, size_t iovcnt, rv_sync_t *sync);
+                               const void *xhdr, size_t xhdr_len,
+                               const struct iovec *iov, size_t iovcnt,
+                               rv_sync_t *sync);
 
 /**
  * @brief Runs handlers of arrived messages and completes operations: the
@@ -628,7 +632,7 @@ RV_EXPORT rv_tworker_t *rv_worker_tworker(rv_worker_t *w);
  *       thread-safe (rv_transport.h).
  */
 RV_EXPORT const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
-                                               rv_transport_t **tp_p);
+                                                         rv_transport_t **tp_p);
 
 /** @brief Counters of one worker (messages of core's send calls, all
  * layers' messages included). */
