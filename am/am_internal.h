@@ -588,9 +588,15 @@ void am_local_drop(am_proc_t *proc);
 /* Makes the routing tables and the worker's place in them. */
 rv_status_t am_route_start(am_worker_t *aw);
 void am_route_fini(am_proc_t *proc);
-/* The worker a call from this one to @p dst goes to first: @p dst
- * itself when it goes direct. */
-rv_tid_t am_route_next(const am_worker_t *aw, rv_tid_t dst);
+/* The worker a call from this one to @p dst goes to first under
+ * am.routing host or twohop: @p dst itself when it goes direct. */
+rv_tid_t am_route_hop(const am_worker_t *aw, rv_tid_t dst);
+/* The same for any routing; inline, so that a job that routes nothing
+ * pays one test per call. */
+static inline rv_tid_t am_route_next(const am_worker_t *aw, rv_tid_t dst)
+{
+    return aw->cfg->routing == RV_ROUTE_DIRECT ? dst : am_route_hop(aw, dst);
+}
 /* Appends the routed call @p e (AM_REC_FRUN or _FRET) to the batch for
  * worker @p hop (or its local block); false when out of memory. */
 bool am_route_put(am_worker_t *aw, rv_tid_t hop, const am_elem_t *e);

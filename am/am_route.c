@@ -121,7 +121,7 @@ void am_route_fini(am_proc_t *proc)
     proc->route_made = false;
 }
 
-rv_tid_t am_route_next(const am_worker_t *aw, rv_tid_t dst)
+rv_tid_t am_route_hop(const am_worker_t *aw, rv_tid_t dst)
 {
     rv_tid_t hop;
     switch (aw->cfg->routing) {
@@ -162,6 +162,19 @@ bool am_route_put(am_worker_t *aw, rv_tid_t hop, const am_elem_t *e)
     return am_trad_put(aw, d, e);
 }
 
+/* Hands the routed call @p e on to its next hop, counted as a call made
+ * here (rv_quiesce); @p what names it in the error when memory is out. */
+static void route_send(am_worker_t *aw, const am_elem_t *e, const char *what)
+{
+    if (!am_route_put(aw, am_route_next(aw, e->dst), e)) {
+        rv_error("out of memory %s of worker %u for worker %u: it is lost",
+                 what, e->src, e->dst);
+        aw->stats.calls_lost++;
+        return;
+    }
+    aw->routed_made++;
+}
+
 /* The routed call @p c as a call record to write again. */
 static am_elem_t route_elem(const am_call_t *c)
 {
@@ -179,14 +192,7 @@ static am_elem_t route_elem(const am_call_t *c)
 void am_route_forward(am_worker_t *aw, const am_call_t *c)
 {
     am_elem_t e = route_elem(c);
-    if (!am_route_put(aw, am_route_next(aw, c->dst), &e)) {
-        rv_error("out of memory forwarding a call from worker %u to "
-                 "worker %u: it is lost",
-                 c->src, c->dst);
-        aw->stats.calls_lost++;
-        return;
-    }
-    aw->routed_made++;
+    route_send(aw, &e, "forwarding a call");
 }
 
 /* The routed call at @p p of run @p r, as a call record to write again
@@ -244,14 +250,7 @@ unsigned am_route_run(am_worker_t *aw, am_run_t *r)
         if (route[0] != aw->me) {
             am_elem_t e = run_elem(r, p, route);
             r->rp += r->rstride;
-            if (am_route_put(aw, am_route_next(aw, route[0]), &e)) {
-                aw->routed_made++;
-            } else {
-                rv_error("out of memory forwarding a call from worker %u to "
-                         "worker %u: it is lost",
-                         route[1], route[0]);
-                aw->stats.calls_lost++;
-            }
+            route_send(aw, &e, "forwarding a call");
         } else {
             if (r->rkind != AM_REC_FRUN ||
                 (ae == NULL && (ae = run_entry(aw, r)) == NULL))
@@ -286,14 +285,7 @@ void am_route_answer(am_worker_t *aw, const am_call_t *c, const void *ret,
                    .h = am_answer_id,
                    .alen = (uint32_t)sizeof(uint64_t) + len,
                    .args = args};
-    if (!am_route_put(aw, am_route_next(aw, c->src), &e)) {
-        rv_error("out of memory answering a call of worker %u: the answer "
-                 "is lost",
-                 c->src);
-        aw->stats.calls_lost++;
-        return;
-    }
-    aw->routed_made++;
+    route_send(aw, &e, "answering a call");
 }
 
 rv_status_t am_on_answer(rv_worker_t *w, rv_call_t *call, void *arg)

@@ -162,27 +162,52 @@ typedef struct {
     char host[RV_HOST_NAME_BYTES];
 } proc_info_t;
 
+/* A process's host name and rank, sorted to find who shares a host. */
+typedef struct {
+    const char *host;
+    int rank;
+} host_key_t;
+
+static int host_key_cmp(const void *a, const void *b)
+{
+    const host_key_t *x = a, *y = b;
+    int c = strncmp(x->host, y->host, RV_HOST_NAME_BYTES);
+    return c != 0 ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
 /* Numbers the hosts of the job from the processes' host names: host 0 is
  * the host of rank 0, and so on in the order of each host's lowest rank.
  * Processes that share a host name share a host, as an MPI
  * implementation's node-local communicator (MPI_COMM_TYPE_SHARED) has it
  * under a launcher: two network namespaces with their own host names are
- * two hosts. */
+ * two hosts. Sorted, not compared pairwise: start-up stays O(P log P). */
 static rv_status_t number_hosts(rv_context_t *ctx, const proc_info_t *info)
 {
     int P = rv_size(ctx);
+    host_key_t *keys = calloc((size_t)P, sizeof(*keys));
+    int *leader = calloc((size_t)P, sizeof(*leader));
     free(ctx->host_of);
     ctx->host_of = calloc((size_t)P, sizeof(*ctx->host_of));
-    if (ctx->host_of == NULL)
+    if (keys == NULL || leader == NULL || ctx->host_of == NULL) {
+        free(keys);
+        free(leader);
         return RV_ERR_NO_MEMORY;
-    ctx->nhosts = 0;
-    for (int p = 0; p < P; p++) {
-        int h = 0;
-        while (h < p &&
-               strncmp(info[h].host, info[p].host, sizeof(info[p].host)) != 0)
-            h++;
-        ctx->host_of[p] = h < p ? ctx->host_of[h] : ctx->nhosts++;
     }
+    for (int p = 0; p < P; p++)
+        keys[p] = (host_key_t){.host = info[p].host, .rank = p};
+    qsort(keys, (size_t)P, sizeof(*keys), host_key_cmp);
+    /* leader[rank]: the lowest rank of its host, the first of its run. */
+    for (int k = 0; k < P; k++) {
+        bool same = k > 0 && strncmp(keys[k - 1].host, keys[k].host,
+                                     RV_HOST_NAME_BYTES) == 0;
+        leader[keys[k].rank] = same ? leader[keys[k - 1].rank] : keys[k].rank;
+    }
+    ctx->nhosts = 0;
+    for (int p = 0; p < P; p++)
+        ctx->host_of[p] =
+            leader[p] == p ? ctx->nhosts++ : ctx->host_of[leader[p]];
+    free(keys);
+    free(leader);
     return RV_OK;
 }
 
