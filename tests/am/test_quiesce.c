@@ -45,6 +45,9 @@ typedef struct {
     _Alignas(64) char pad[48];
 } counter_t;
 static counter_t *counters;
+/* Calls each worker starts per round: CALLS_PER_ROUND, or the program's
+ * second argument (the emulated RDMA guest runs fewer). */
+static int calls_per_round = CALLS_PER_ROUND;
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -92,16 +95,17 @@ static int body_allreduce(rv_worker_t *w, void *arg)
         uint64_t usum[3], umin[3], umax[3];
         int64_t i[2] = {(int64_t)me - (int64_t)r, -(int64_t)me}, imin[2];
         double d[2] = {0.5 * (double)me, -(double)r}, dmax[2];
-        EXPECT(rv_allreduce(w, u, usum, 3, RV_COLL_U64, RV_COLL_SUM) ==
-                   RV_OK, "u64 sum");
-        EXPECT(rv_allreduce(w, u, umin, 3, RV_COLL_U64, RV_COLL_MIN) ==
-                   RV_OK, "u64 min");
-        EXPECT(rv_allreduce(w, u, umax, 3, RV_COLL_U64, RV_COLL_MAX) ==
-                   RV_OK, "u64 max");
-        EXPECT(rv_allreduce(w, i, imin, 2, RV_COLL_I64, RV_COLL_MIN) ==
-                   RV_OK, "i64 min");
+        EXPECT(rv_allreduce(w, u, usum, 3, RV_COLL_U64, RV_COLL_SUM) == RV_OK,
+               "u64 sum");
+        EXPECT(rv_allreduce(w, u, umin, 3, RV_COLL_U64, RV_COLL_MIN) == RV_OK,
+               "u64 min");
+        EXPECT(rv_allreduce(w, u, umax, 3, RV_COLL_U64, RV_COLL_MAX) == RV_OK,
+               "u64 max");
+        EXPECT(rv_allreduce(w, i, imin, 2, RV_COLL_I64, RV_COLL_MIN) == RV_OK,
+               "i64 min");
         EXPECT(rv_allreduce(w, d, dmax, 2, RV_COLL_DOUBLE, RV_COLL_MAX) ==
-                   RV_OK, "double max");
+                   RV_OK,
+               "double max");
         uint64_t tri = n * (n - 1) / 2;
         EXPECT(usum[0] == tri + n * r && usum[1] == 3 * tri + n * r &&
                    usum[2] == n * n - tri,
@@ -109,16 +113,16 @@ static int body_allreduce(rv_worker_t *w, void *arg)
                usum[0], usum[1], usum[2]);
         EXPECT(umin[0] == r && umin[1] == r && umin[2] == 1,
                "round %" PRIu64 ": u64 minima", r);
-        EXPECT(umax[0] == n - 1 + r && umax[2] == n, "round %" PRIu64
-               ": u64 maxima", r);
+        EXPECT(umax[0] == n - 1 + r && umax[2] == n,
+               "round %" PRIu64 ": u64 maxima", r);
         EXPECT(imin[0] == -(int64_t)r && imin[1] == -(int64_t)(n - 1),
                "round %" PRIu64 ": i64 minima", r);
         EXPECT(dmax[0] == 0.5 * (double)(n - 1) && dmax[1] == -(double)r,
                "round %" PRIu64 ": double maxima", r);
         /* The same value in place (out == in). */
         double dsum = (double)me;
-        EXPECT(rv_allreduce(w, &dsum, &dsum, 1, RV_COLL_DOUBLE,
-                            RV_COLL_SUM) == RV_OK &&
+        EXPECT(rv_allreduce(w, &dsum, &dsum, 1, RV_COLL_DOUBLE, RV_COLL_SUM) ==
+                       RV_OK &&
                    dsum == (double)tri,
                "double sum in place: %g", dsum);
     }
@@ -133,7 +137,8 @@ static int body_allreduce(rv_worker_t *w, void *arg)
     free(all);
     uint64_t x = 0;
     EXPECT(rv_allreduce(w, &x, &x, 0, RV_COLL_U64, RV_COLL_SUM) ==
-               RV_ERR_INVALID, "a count of 0 is refused");
+               RV_ERR_INVALID,
+           "a count of 0 is refused");
     return 0;
 }
 
@@ -144,10 +149,9 @@ static int body_quiesce(rv_worker_t *w, void *arg)
     c->rng = 0x9e3779b97f4a7c15ull * (rv_worker_tid(w) + 1);
     uint64_t made = 0;
     for (int r = 0; r < QUIESCE_ROUNDS; r++) {
-        for (int i = 0; i < CALLS_PER_ROUND; i++) {
+        for (int i = 0; i < calls_per_round; i++) {
             uint32_t hops = (uint32_t)(next_rand(&c->rng) % (MAX_HOPS + 1));
-            rv_tid_t dest = (rv_tid_t)(next_rand(&c->rng) %
-                                       rv_nworkers(ctx));
+            rv_tid_t dest = (rv_tid_t)(next_rand(&c->rng) % rv_nworkers(ctx));
             rv_status_t st;
             while ((st = rv_call(w, dest, hop_id, &hops, sizeof(hops), NULL,
                                  0)) == RV_ERR_AGAIN)
@@ -160,13 +164,17 @@ static int body_quiesce(rv_worker_t *w, void *arg)
          * has run already. */
         uint64_t counts[2] = {made, c->ran}, sums[2];
         EXPECT(rv_allreduce(w, counts, sums, 2, RV_COLL_U64, RV_COLL_SUM) ==
-                   RV_OK, "allreduce");
-        EXPECT(sums[0] == sums[1], "round %d: %" PRIu64 " calls made, %"
-               PRIu64 " run when rv_quiesce returned", r, sums[0], sums[1]);
+                   RV_OK,
+               "allreduce");
+        EXPECT(sums[0] == sums[1],
+               "round %d: %" PRIu64 " calls made, %" PRIu64
+               " run when rv_quiesce returned",
+               r, sums[0], sums[1]);
     }
     if (rv_worker_tid(w) == 0)
         EXPECT(rv_call(w, rv_nworkers(ctx) - 1, refuse_id, NULL, 0, NULL,
-                       RV_NOTIFY_CONSUMED) == RV_OK, "the refusing call");
+                       RV_NOTIFY_CONSUMED) == RV_OK,
+               "the refusing call");
     EXPECT(rv_quiesce(w) == RV_OK, "the last rv_quiesce");
     return 0;
 }
@@ -192,6 +200,8 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 1)
         group = argv[1];
+    if (argc > 2)
+        calls_per_round = atoi(argv[2]);
     counters = calloc((size_t)rv_threads(ctx), sizeof(*counters));
     if (counters == NULL ||
         rv_am_register(ctx, "test.hop", on_hop, NULL, &hop_id) != RV_OK ||

@@ -53,8 +53,8 @@ static void check_table(const rv_config_table_t *t)
 void test_tables(void **state)
 {
     static const char *const expected[] = {
-        "", "am", "mcts", "rma", "store", "testlayer", "transport.ucx",
-        "transport.verbs",
+        "",      "am",        "mcts",          "rma",
+        "store", "testlayer", "transport.ucx", "transport.verbs",
     };
     const rv_config_table_t *tables[RV_CFG_MAX_TABLES];
     size_t n = rv__config_tables(tables, true), rows = 0;
@@ -77,8 +77,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 16, am 11, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 7 */
-    assert_int_equal(rows, 56);
+    /* core 16, am 11, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 8 */
+    assert_int_equal(rows, 57);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
@@ -111,9 +111,9 @@ void test_tables(void **state)
                         "process");
     assert_string_equal(
         rv_config_enum_name("memory.huge_pages", RV_HUGE_REQUIRE), "require");
-    assert_string_equal(rv_config_enum_name("transport.ucx.rma_emulation",
-                                            RV_RMA_EMU_OFF),
-                        "off");
+    assert_string_equal(
+        rv_config_enum_name("transport.ucx.rma_emulation", RV_RMA_EMU_OFF),
+        "off");
     assert_string_equal(
         rv_config_enum_name("testlayer.flavour", FLAVOUR_CHOCOLATE),
         "chocolate");
@@ -127,23 +127,35 @@ void test_tables(void **state)
 void test_registration(void **state)
 {
     static const rv_config_field_t late_fields[] = {
-        {.name = "depth", .type = RV_CFG_INT, .offset = 0, .def = "1",
-         .min = 0, .max = 9, .help = "A key registered after a load."},
+        {.name = "depth",
+         .type = RV_CFG_INT,
+         .offset = 0,
+         .def = "1",
+         .min = 0,
+         .max = 9,
+         .help = "A key registered after a load."},
         {.name = NULL},
     };
-    static const rv_config_table_t late = {
-        .prefix = "latelayer", .help = "Registered late.",
-        .fields = late_fields, .size = sizeof(int64_t)};
+    static const rv_config_table_t late = {.prefix = "latelayer",
+                                           .help = "Registered late.",
+                                           .fields = late_fields,
+                                           .size = sizeof(int64_t)};
     static const rv_config_table_t twin = {
-        .prefix = "testlayer", .help = "Another table with a taken prefix.",
-        .fields = late_fields, .size = sizeof(int64_t)};
+        .prefix = "testlayer",
+        .help = "Another table with a taken prefix.",
+        .fields = late_fields,
+        .size = sizeof(int64_t)};
     static const rv_config_table_t bad[] = {
         {.prefix = "", .help = "core's", .fields = late_fields, .size = 8},
         {.prefix = "job", .help = "core's", .fields = late_fields, .size = 8},
-        {.prefix = "memory.x", .help = "core's", .fields = late_fields,
+        {.prefix = "memory.x",
+         .help = "core's",
+         .fields = late_fields,
          .size = 8},
-        {.prefix = "transport.mine", .help = "a plugin's",
-         .fields = late_fields, .size = 8},
+        {.prefix = "transport.mine",
+         .help = "a plugin's",
+         .fields = late_fields,
+         .size = 8},
     };
     const testlayer_config_t *tl;
     rv_config_t *cfg, *before;
@@ -210,6 +222,7 @@ void test_plugin_tables(void **state)
     assert_int_equal(verbs(cfg)->signal_interval, 64);
     assert_int_equal(verbs(cfg)->timeout, 18);
     assert_int_equal(verbs(cfg)->retry_count, 6);
+    assert_int_equal(verbs(cfg)->max_message, (uint64_t)1 << 31);
     assert_null(rv_config_component(cfg, "transport.ucx"));
     rv_config_free(cfg);
 

@@ -28,7 +28,7 @@
 /* ---------------------------------------------------------------------- */
 /* Stubs of the rest of the plugin                                         */
 
-static uint8_t sent[VB_RXBUF];  /* the last message posted */
+static uint8_t sent[VB_RXBUF]; /* the last message posted */
 static size_t sent_len;
 static uint32_t sent_peer;
 static uint8_t bounce[VB_RXBUF];
@@ -131,8 +131,11 @@ static rv_status_t no_general_alloc(struct rv_mem_general *gen, size_t len,
 /* A worker made by hand: worker 0 of a job of two                         */
 
 static rv_transport_services_t svc = {.mem_general_alloc = no_general_alloc};
-static struct rv_transport tp = {.svc = &svc, .rank = 0, .size = 2,
-                                 .threads = 1};
+static struct rv_transport tp = {.svc = &svc,
+                                 .rank = 0,
+                                 .size = 2,
+                                 .threads = 1,
+                                 .max_message = VB_MAX_AM_SIZE};
 static struct ibv_context ibctx;
 static struct ibv_srq srq = {.context = &ibctx};
 static struct ibv_mr rx_mr;
@@ -183,9 +186,9 @@ static uint64_t rndv_send(size_t len)
     uint64_t hdr = 42;
     struct iovec iov = {.iov_base = payload, .iov_len = len};
     assert_true(len <= sizeof(payload));
-    assert_int_equal(vb_am_send(tw, 1, &hdr, sizeof(hdr), &iov, 1, 0,
-                                on_complete, NULL),
-                     RV_INPROGRESS);
+    assert_int_equal(
+        vb_am_send(tw, 1, &hdr, sizeof(hdr), &iov, 1, 0, on_complete, NULL),
+        RV_INPROGRESS);
     vb_wire_t m;
     vb_rts_t rts;
     memcpy(&m, sent, sizeof(m));
@@ -260,15 +263,15 @@ static void test_malformed(void **state)
     uint8_t msg[64] = {0};
     vb_wire_t m = {.src = 1, .type = 9};
 
-    receive_fin(1, cookie, 0);         /* a FIN without its cookie */
-    receive_fin(1, cookie, 4);         /* with half of it */
-    receive(msg, 4);                   /* shorter than a header */
+    receive_fin(1, cookie, 0); /* a FIN without its cookie */
+    receive_fin(1, cookie, 4); /* with half of it */
+    receive(msg, 4);           /* shorter than a header */
     memcpy(msg, &m, sizeof(m));
-    receive(msg, sizeof(m));           /* of an unknown type */
+    receive(msg, sizeof(m)); /* of an unknown type */
     m.type = VB_EAGER;
     m.src = 7;
     memcpy(msg, &m, sizeof(m));
-    receive(msg, sizeof(m));           /* from no worker of the job */
+    receive(msg, sizeof(m)); /* from no worker of the job */
     /* An RTS announcing more than any message may hold: dropped before
      * the receiver allocates and registers it. */
     m = (vb_wire_t){.src = 1, .type = VB_RTS, .len = UINT32_MAX};
@@ -282,6 +285,33 @@ static void test_malformed(void **state)
 
     receive_fin(1, cookie, 8);
     assert_int_equal(completions, 1);
+}
+
+/* transport.verbs.max_message bounds both ends: an RTS announcing one
+ * byte more is dropped before the receiver allocates it, a send of one
+ * byte more is refused, and a message of exactly the bound goes. */
+static void test_max_message(void **state)
+{
+    (void)state;
+    tp.max_message = 2 * VB_RXBUF;
+    uint8_t msg[64] = {0};
+    vb_wire_t m = {.src = 1, .type = VB_RTS, .len = 2 * VB_RXBUF + 1};
+    vb_rts_t rts = {0};
+    memcpy(msg, &m, sizeof(m));
+    memcpy(msg + sizeof(m), &rts, sizeof(rts));
+    receive(msg, sizeof(m) + sizeof(rts));
+    assert_int_equal(tw->drops[VB_DROP_MALFORMED], 1);
+
+    static uint8_t payload[2 * VB_RXBUF + 1];
+    uint64_t hdr = 42;
+    struct iovec iov = {.iov_base = payload, .iov_len = sizeof(payload)};
+    assert_int_equal(
+        vb_am_send(tw, 1, &hdr, sizeof(hdr), &iov, 1, 0, on_complete, NULL),
+        RV_ERR_INVALID);
+    uint64_t cookie = rndv_send(2 * VB_RXBUF);
+    receive_fin(1, cookie, 8);
+    assert_int_equal(completions, 1);
+    tp.max_message = VB_MAX_AM_SIZE;
 }
 
 /* More sends in flight than the table's first size: it grows, and every
@@ -307,6 +337,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_forged_fins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_grows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_message, setup, teardown),
     };
     return cmocka_run_group_tests_name("verbs_am", tests, NULL, NULL);
 }

@@ -406,9 +406,9 @@ static bool wire_valid(const rv_tworker_t *tw, const vb_wire_t *m, size_t have)
     if (m->type == VB_EAGER && have - m->hdr_len != m->len)
         return false;
     /* An RTS makes the receiver allocate and register its length: no
-     * more than a sender may send (VB_MAX_AM_SIZE). */
+     * more than a sender may send (transport.verbs.max_message). */
     if (m->type == VB_RTS &&
-        (have - m->hdr_len != sizeof(vb_rts_t) || m->len > VB_MAX_AM_SIZE))
+        (have - m->hdr_len != sizeof(vb_rts_t) || m->len > tw->tp->max_message))
         return false;
     if (m->type == VB_FIN && m->hdr_len != sizeof(uint64_t))
         return false;
@@ -592,10 +592,11 @@ rv_status_t vb_am_send(rv_tworker_t *tw, uint32_t peer, const void *hdr,
                           len, false);
     /* The receiver drops an RTS announcing more (wire_valid): such a send
      * would never see its FIN. */
-    if (len > VB_MAX_AM_SIZE) {
+    if (len > tw->tp->max_message) {
         rv_error("verbs: a %zu-byte message to worker %u is over the "
-                 "largest one the transport carries (%zu bytes)",
-                 len, peer, VB_MAX_AM_SIZE);
+                 "largest one the job allows (%zu bytes: "
+                 "transport.verbs.max_message)",
+                 len, peer, tw->tp->max_message);
         return RV_ERR_INVALID;
     }
     if (flags & RV_AM_SEND_IMMEDIATE)

@@ -85,6 +85,19 @@ static const rv_config_field_t verbs_fields[] = {
                 "(retry_count + 1) x timeout. At most 6: Soft-RoCE takes 7 "
                 "as retry for ever, and a dead peer would hang its senders.",
     },
+    {
+        .name = "max_message",
+        .type = RV_CFG_SIZE,
+        .offset = OFF(max_message),
+        .def = "2GiB",
+        .min = 64 * 1024,
+        .max = (int64_t)1 << 31,
+        .help = "Largest message a worker sends or receives. A receiver "
+                "allocates and registers what a rendezvous request "
+                "announces, so one announcing more is dropped and counted "
+                "(malformed), and a send of more is refused (invalid); "
+                "every process of a job reads the same value.",
+    },
     {.name = NULL},
 };
 

@@ -21,6 +21,7 @@ typedef struct rv_verbs_config {
     int64_t signal_interval;    /* one send in this many is signaled */
     int64_t timeout;            /* local ACK timeout, IB encoding */
     int64_t retry_count;        /* resends before "retry exceeded" */
+    uint64_t max_message;       /* largest message, bytes (RTS bound) */
 } rv_verbs_config_t;
 
 extern const rv_config_table_t rv_verbs_config_table;

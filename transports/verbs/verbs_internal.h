@@ -128,6 +128,7 @@ struct rv_transport {
     bool roce;
     int rank, size, threads;
     uint32_t signal_interval;
+    size_t max_message; /* transport.verbs.max_message, <= VB_MAX_AM_SIZE */
     void (*peer_failed)(void *arg, uint32_t peer, const char *why);
     void *peer_failed_arg;
     rv_verbs_config_t config;

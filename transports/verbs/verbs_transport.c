@@ -232,6 +232,7 @@ static void transport_setup(rv_transport_t *tp,
     tp->peer_failed_arg = params->peer_failed_arg;
     tp->port = tp->config.port;
     tp->signal_interval = (uint32_t)tp->config.signal_interval;
+    tp->max_message = (size_t)tp->config.max_message;
     tp->shared_qps = tp->config.qp_sharing == RV_QP_SHARING_PROCESS;
     tp->nworkers = (uint32_t)(tp->size * tp->threads);
 }
@@ -292,7 +293,7 @@ static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
 {
     memset(caps, 0, sizeof(*caps));
     caps->max_am_header = VB_MAX_HDR;
-    caps->max_am_size = VB_MAX_AM_SIZE;
+    caps->max_am_size = tp->max_message;
     caps->eager_limit = VB_RXBUF - sizeof(vb_wire_t) - VB_MAX_HDR;
     caps->ordered_am = true;
     caps->ordered_puts = true; /* RC executes writes in order */
