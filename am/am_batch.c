@@ -222,6 +222,26 @@ size_t am_run_max(const am_worker_t *aw)
     return m;
 }
 
+/* @p d's only buffer is full: transmits what it holds, and when every
+ * run of it has left and completed (a send the transport copied, a ring
+ * write done), starts it again from the top instead of taking a second
+ * buffer. A destination that many calls go to (a hop of am.routing) would
+ * otherwise hold two buffers whenever it crosses from one to the next.
+ * The push may run handlers that call d: the caller looks at d->last
+ * again after it. */
+static void buf_recycle(am_worker_t *aw, am_dest_t *d)
+{
+    am_buf_t *b = d->last;
+    if (d->bufs != b || d->pushing)
+        return;
+    am_dest_push(aw, d, false, true);
+    b = d->last;
+    if (d->bufs != b || b->sent != b->used || b->inflight != 0)
+        return;
+    b->used = b->sent = 0;
+    b->open = SIZE_MAX;
+}
+
 /* Room for a record of @p size bytes: in the open run when @p join and it
  * fits, else in a new run. Returns where the record goes. */
 uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
@@ -239,6 +259,10 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
         }
     }
     size_t need = sizeof(am_rec_t) + size + AM_REC_FOOTER;
+    if (b != NULL && b->used + need > b->cap) {
+        buf_recycle(aw, d);
+        b = d->last;
+    }
     if (b == NULL || b->used + need > b->cap) {
         am_buf_t *nb = am_buf_get(aw);
         if (nb == NULL)

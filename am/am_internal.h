@@ -369,7 +369,7 @@ typedef struct am_worker {
     rv_am_stats_t stats;
     /* am.routing (am_route.c) */
     uint32_t host_index;     /* host: this worker's place among its host's */
-    uint32_t grid_cols;      /* twohop: columns of the grid of workers */
+    uint32_t grid_cols;      /* twohop: columns of the grid of processes */
     uint64_t routed_made;    /* calls forwarded, and routed answers made:
                                 made by this worker for rv_quiesce */
     bool warned_route;       /* a routed call naming no worker was dropped */

@@ -11,12 +11,17 @@
  *           3.2). The proxy of host H for this worker is the worker of H
  *           at this worker's place among its own host's workers, so the
  *           workers of a host spread their proxies over H's workers;
- *   twohop  the workers on a grid of C columns (C near the square root
- *           of the workers, a multiple of job.threads so that a row holds
- *           whole processes): a call goes first to the worker in the
- *           sender's row and the destination's column, which forwards it
- *           down its column (Bale's two-hop conveyor: "Conveyors for
- *           Streaming Many-To-Many Communication", section 3).
+ *   twohop  the processes on a grid of C = ceil(sqrt(P)) columns, each
+ *           thread index a plane of its own: a call from thread t goes
+ *           first to thread t of the process in the sender's row and the
+ *           destination's column, which forwards it down its column to
+ *           thread t of the destination's process, which hands it to the
+ *           destination thread by the local bypass (Bale's two-hop
+ *           conveyor, "Conveyors for Streaming Many-To-Many
+ *           Communication", section 3, with the threads of a process as
+ *           a third dimension that costs no buffer, as its tensor
+ *           conveyor's local one). A worker batches for (C - 1) + (R - 1)
+ *           workers of R rows, whatever job.threads is.
  *
  * What is routed: the calls of the fast path, rv_call without buffer,
  * synchronizer or flags, and rv_call_return with small arguments and
@@ -77,24 +82,20 @@ static rv_status_t route_make_hosts(am_proc_t *proc, rv_context_t *ctx)
     return RV_OK;
 }
 
-/* The grid's columns: the square root of the workers, rounded up, then
- * up to a multiple of job.threads (a row then holds whole processes, and
- * a first hop within the process is the local bypass), at most all. */
-static uint32_t grid_cols(uint32_t n, uint32_t threads)
+/* The grid's columns: the square root of the processes, rounded up. */
+static uint32_t grid_cols(uint32_t nprocs)
 {
     uint32_t c = 1;
-    while (c * c < n)
+    while (c * c < nprocs)
         c++;
-    if (threads > 1)
-        c = (c + threads - 1) / threads * threads;
-    return c > n ? n : c;
+    return c;
 }
 
 rv_status_t am_route_start(am_worker_t *aw)
 {
     am_proc_t *proc = aw->proc;
     rv_status_t st = RV_OK;
-    aw->grid_cols = grid_cols(aw->nworkers, (uint32_t)aw->threads);
+    aw->grid_cols = grid_cols(aw->nworkers / (uint32_t)aw->threads);
     if (aw->cfg->routing != RV_ROUTE_HOST)
         return RV_OK;
     pthread_mutex_lock(&proc->route_lock);
@@ -135,12 +136,18 @@ rv_tid_t am_route_hop(const am_worker_t *aw, rv_tid_t dst)
         break;
     }
     case RV_ROUTE_TWOHOP: {
-        uint32_t c = aw->grid_cols;
-        hop = aw->me / c * c + dst % c;
-        /* The last row may be short: its workers go through the row
+        uint32_t T = (uint32_t)aw->threads, c = aw->grid_cols;
+        uint32_t p = (uint32_t)aw->rank, q = dst / T;
+        if (q == p) /* the destination's process: the local bypass */
+            return dst;
+        uint32_t m = p / c * c + q % c;
+        /* The last row may be short: its processes go through the row
          * above, which forwards down the same column. */
-        if (hop >= aw->nworkers)
-            hop -= c;
+        if (m >= aw->nworkers / T)
+            m -= c;
+        /* In the destination's column already: down it to the
+         * destination's process, on this worker's plane. */
+        hop = (m == p ? q : m) * T + aw->me % T;
         break;
     }
     default:

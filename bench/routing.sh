@@ -151,9 +151,9 @@ cat "$csv"
 #           it reaches by the local bypass, with no buffer);
 #   host    1,023: one proxy per other host (its own host's workers are
 #           in its process);
-#   twohop  C = 192 columns (sqrt(N) = 181, up to a multiple of 32), so
-#           a row is 6 processes: 192 - 32 row destinations outside the
-#           process, and N / C - 1 = 170 in its column (329 in all).
+#   twohop  the 1,024 processes on a grid of C = 32 columns and 32
+#           rows, each thread its own plane: C - 1 destinations in its
+#           row and 31 in its column (62 in all).
 # Beside the buffers, the invocation layer keeps 116 B per worker of the
 # job whatever the routing (five pointer tables and an append cursor:
 # 3.6 MiB at N = 32,768) and a 240-byte am_dest_t per destination; the
@@ -162,9 +162,9 @@ awk -F, -v OFS=, '
   NR > 1 && $2 * $3 >= big[$1] && $4 > 0 {
     big[$1] = $2 * $3; per[$1] = $5 / $4 }
   END {
-    N = 32768; T = 32; H = 1024; C = 192
+    N = 32768; T = 32; H = 1024; C = 32
     print "routing,hosts,workers_per_host,dest_buffers_per_worker,bytes_per_dest_buffer,buffer_mib_per_worker,tables_mib_per_worker"
-    d["direct"] = N - T; d["host"] = H - 1; d["twohop"] = (C - T) + int(N / C)
+    d["direct"] = N - T; d["host"] = H - 1; d["twohop"] = (C - 1) + (H / C - 1)
     split("direct host twohop", names, " ")
     for (i = 1; i <= 3; i++) {
       r = names[i]

@@ -30,20 +30,20 @@
  * destination worker, which costs it a batch buffer per destination it
  * calls, right for jobs of up to a few hundred workers. host: calls to
  * the workers of another host are batched per host, for one worker there
- * that hands them on; twohop: the workers on a grid, a call goes to the
- * worker of the caller's row and the destination's column, which hands
- * it on down the column (buffers per worker grow as the square root of
- * the job). Routed are the calls of irregular traffic: rv_call with sync
- * NULL, no flag and arguments of up to 256 bytes, and rv_call_return with
- * arguments and result of up to 256 bytes and no flag but
- * RV_NOTIFY_CONSUMED (its answer comes back routed too); they are
- * batched as under am.aggregation trad whatever am.aggregation says.
- * Other calls go direct. A routed call runs on its destination, once,
- * with call->src its caller's, and rv_quiesce counts its hops. Order:
- * the routed calls from one worker to another run in the order they were
- * made, and so do the direct ones, but a routed call and a direct call
- * between the same two workers may pass each other. rv_flush(w, dest)
- * also pushes the batch for dest's first hop.
+ * that hands them on; twohop: the processes on a grid, a call goes to
+ * the caller's thread in the process of the caller's row and the
+ * destination's column, which hands it on down the column, and the
+ * destination's process to the destination thread (buffers per worker
+ * grow as the square root of the processes). Routed are the calls of irregular
+ * traffic: rv_call with sync NULL, no flag and arguments of up to 256 bytes,
+ * and rv_call_return with arguments and result of up to 256 bytes and no flag
+ * but RV_NOTIFY_CONSUMED (its answer comes back routed too); they are batched
+ * as under am.aggregation trad whatever am.aggregation says. Other calls go
+ * direct. A routed call runs on its destination, once, with call->src its
+ * caller's, and rv_quiesce counts its hops. Order: the routed calls from one
+ * worker to another run in the order they were made, and so do the direct ones,
+ * but a routed call and a direct call between the same two workers may pass
+ * each other. rv_flush(w, dest) also pushes the batch for dest's first hop.
  *
  * Outstanding calls. With am.on_full retry a caller blocks (progressing)
  * while a destination holds more than am.ovfl_limit bytes its messenger
