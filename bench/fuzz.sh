@@ -3,7 +3,7 @@
 # from outside the process) with libFuzzer, ASan and UBSan, in a clang
 # build of their own:
 #
-#   bench/fuzz.sh [-b BUILD_DIR] [-n RUNS] [-t SECONDS] [-o CSV] [-s] [TARGET...]
+#   bench/fuzz.sh [-b BUILD_DIR] [-n RUNS] [-t SECONDS] [-o CSV] [-m] [-s] [TARGET...]
 #
 #   -b  the clang build (default build-fuzz), configured and built here
 #   -n  executions per target (default 10000000)
@@ -15,6 +15,8 @@
 #       (libFuzzer stops at the first; it is saved in the build as
 #       BUILD_DIR/tests/fuzz/NAME-crash-...); coverage_edges: the edges
 #       libFuzzer's instrumentation saw covered at the end.
+#   -m  merge: the CSV keeps its lines of the targets not run now (runs of
+#       a few targets at a time, each line from the run that wrote it)
 #   -s  the smoke of make check: every target for 2 s from its seeds, no
 #       CSV; exits 77 (skipped) where clang or its libFuzzer is missing
 #
@@ -30,14 +32,16 @@ runs=10000000
 secs=1800
 csv=$here/results/fuzz.csv
 smoke=0
-while getopts "b:n:t:o:sh" o; do
+merge=0
+while getopts "b:n:t:o:msh" o; do
   case $o in
     b) build=$OPTARG ;;
     n) runs=$OPTARG ;;
     t) secs=$OPTARG ;;
     o) csv=$OPTARG ;;
+    m) merge=1 ;;
     s) smoke=1 ;;
-    *) sed -n "2,26p" "$0"; exit 2 ;;
+    *) sed -n "2,28p" "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -124,8 +128,15 @@ done
 
 if [ $smoke -eq 0 ]; then
   mkdir -p "$(dirname "$csv")"
+  kept=()
+  if [ $merge -eq 1 ] && [ -f "$csv" ]; then
+    ran=" ${targets[*]} "
+    while IFS= read -r l; do
+      case "$ran" in *" ${l%%,*} "*) ;; *) kept+=("$l") ;; esac
+    done < <(tail -n +2 "$csv")
+  fi
   { echo "target,execs,execs_per_s,crashes,coverage_edges"
-    printf '%s\n' "${lines[@]}"; } > "$csv"
+    printf '%s\n' "${kept[@]}" "${lines[@]}" | sort; } > "$csv"
   say "wrote $csv"
 fi
 exit $failed
