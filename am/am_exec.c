@@ -29,97 +29,7 @@ am_src_t *am_src(am_worker_t *aw, rv_tid_t src)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Decoding and running calls                                              */
-
-bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
-                    const uint8_t *body)
-{
-    c->src = src;
-    c->handler = rec->handler;
-    c->local = false;
-    c->routed = false;
-    size_t len = rec->len;
-    if (rec->meta & AM_REC_XHDR) {
-        if (len < sizeof(am_hdr_t))
-            return false;
-        memcpy(&c->hdr, body, sizeof(am_hdr_t));
-        body += sizeof(am_hdr_t);
-        len -= sizeof(am_hdr_t);
-        if (c->hdr.args_len > len)
-            return false;
-    } else {
-        c->hdr = (am_hdr_t){.args_len = (uint32_t)len};
-    }
-    c->args = body;
-    c->args_len = c->hdr.args_len;
-    c->buf_len = len - c->args_len;
-    c->buf = c->buf_len ? body + c->args_len : NULL;
-    return true;
-}
-
-int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c)
-{
-    while (r->rp >= r->rend) {
-        am_rec_t rec;
-        size_t left = (size_t)(r->end - r->p);
-        if (left == 0)
-            return 1;
-        if (left < sizeof(rec))
-            return -1;
-        memcpy(&rec, r->p, sizeof(rec));
-        size_t size = sizeof(rec) + AM_ALIGN8(rec.len) + footer;
-        const uint8_t *body = r->p + sizeof(rec);
-        if (size > left)
-            return -1;
-        if ((rec.meta & AM_REC_KIND_MASK) == AM_REC_CALL) {
-            if (!am_call_decode(c, src, &rec, body))
-                return -1;
-            c->local = r->local;
-            r->p += size;
-            return 0;
-        }
-        uint32_t kind = rec.meta & AM_REC_KIND_MASK;
-        uint32_t alen = rec.meta >> AM_REC_ALEN_SHIFT;
-        size_t stride = am_elem_stride(kind, alen);
-        if (!am_rec_is_run(kind) || rec.len % stride != 0)
-            return -1;
-        r->rp = body;
-        r->rend = body + rec.len;
-        r->rh = rec.handler;
-        r->ralen = alen;
-        r->rstride = (uint32_t)stride;
-        r->rkind = kind;
-        r->rret_len = rec.seq;
-        r->p += size;
-    }
-    const uint8_t *p = r->rp;
-    bool routed = am_rec_routed(r->rkind);
-    *c = (am_call_t){.src = src,
-                     .handler = r->rh,
-                     .hdr = {.args_len = r->ralen},
-                     .args_len = r->ralen,
-                     .local = r->local && !routed,
-                     .routed = routed};
-    if (routed) {
-        /* A routed call's source is the one its record names, whoever
-         * forwarded it; its tokens are that source's, never pointers. */
-        uint32_t route[2];
-        memcpy(route, p, sizeof(route));
-        c->dst = route[0];
-        c->src = route[1];
-        p += sizeof(route);
-    }
-    if (r->rkind == AM_REC_RETRUN || r->rkind == AM_REC_FRET) {
-        memcpy(&c->hdr.sync, p, sizeof(c->hdr.sync));
-        memcpy(&c->hdr.ret, p + 8, sizeof(c->hdr.ret));
-        c->hdr.ret_len = r->rret_len;
-        c->hdr.flags = AM_NOTIFY | AM_RETURN | (c->local ? AM_LOCAL : 0);
-        p += 16;
-    }
-    c->args = p;
-    r->rp += r->rstride;
-    return 0;
-}
+/* Running calls (decoding them is am_wire.c's)                            */
 
 /* Sends a message from inside a call's execution without ever waiting
  * (RV_SEND_COPY): a handler's reply or forward that waited would
@@ -357,28 +267,28 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
 {
     unsigned n = 0;
     uint64_t small[AM_FAST_RET / 8];
-    size_t ret_len = r->rret_len;
-    while (r->rp < r->rend) {
-        const uint8_t *p = r->rp;
-        r->rp += r->rstride;
+    size_t ret_len = r->cur.rret_len;
+    while (r->cur.rp < r->cur.rend) {
+        const uint8_t *p = r->cur.rp;
+        r->cur.rp += r->cur.rstride;
         am_done_t done = {.ret_len = (uint32_t)ret_len};
         memcpy(&done.sync, p, 8);
         memcpy(&done.ret, p + 8, 8);
-        void *reply = r->local ? (void *)(uintptr_t)done.ret : small;
+        void *reply = r->cur.local ? (void *)(uintptr_t)done.ret : small;
         if (ret_len == 8)
             memset(reply, 0, 8);
         else
             memset(reply, 0, ret_len);
         rv_call_t call = {.src = src,
                           .args = p + 16,
-                          .args_len = r->ralen,
+                          .args_len = r->cur.ralen,
                           .ret = reply,
                           .ret_len = ret_len};
         rv_status_t st = ae->fn(aw->w, &call, ae->arg);
         if (st < 0)
             rv_warn("a call handler returned %s", rv_status_str(st));
         n++;
-        if (r->local) {
+        if (r->cur.local) {
             am_owe(aw, (rv_sync_t *)(uintptr_t)done.sync);
             continue;
         }
@@ -393,13 +303,13 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
 
 unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
 {
-    if (r->rkind == AM_REC_RETRUN && r->rret_len > AM_FAST_RET)
+    if (r->cur.rkind == AM_REC_RETRUN && r->cur.rret_len > AM_FAST_RET)
         return 0; /* am_run_call builds its larger results */
-    if (am_rec_routed(r->rkind))
+    if (am_rec_routed(r->cur.rkind))
         return am_route_run(aw, r);
     const rv_handler_info_t *e = aw->last_entry;
-    if (e == NULL || e->id != r->rh) {
-        e = rv_handler_find(aw->ctx, r->rh);
+    if (e == NULL || e->id != r->cur.rh) {
+        e = rv_handler_find(aw->ctx, r->cur.rh);
         if (e == NULL || e->fn != am_trampoline)
             return 0; /* am_run_call drops it, saying why */
         aw->last_entry = e;
@@ -412,12 +322,13 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
      * before it runs, as everywhere, so a handler that progresses
      * continues this run in order. */
     r->refs++;
-    if (r->rkind == AM_REC_RETRUN) {
+    if (r->cur.rkind == AM_REC_RETRUN) {
         n = run_retrun(aw, r, src, ae);
     } else {
-        while (r->rp < r->rend) {
-            rv_call_t call = {.src = src, .args = r->rp, .args_len = r->ralen};
-            r->rp += r->rstride;
+        while (r->cur.rp < r->cur.rend) {
+            rv_call_t call = {
+                .src = src, .args = r->cur.rp, .args_len = r->cur.ralen};
+            r->cur.rp += r->cur.rstride;
             rv_status_t st = ae->fn(aw->w, &call, ae->arg);
             if (st < 0)
                 rv_warn("a call handler returned %s", rv_status_str(st));
@@ -427,7 +338,7 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
     r->refs--;
     aw->depth--;
     aw->stats.calls_received += n;
-    aw->stats.bytes_received += (uint64_t)n * r->ralen;
+    aw->stats.bytes_received += (uint64_t)n * r->cur.ralen;
     aw->calls_done += n;
     return n;
 }
@@ -480,7 +391,7 @@ unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
             rv_warn("dropped the rest of a malformed batch of calls from "
                     "worker %u",
                     src);
-            r->p = r->end;
+            r->cur.p = r->cur.end;
             continue;
         }
         r->refs++;
@@ -525,12 +436,12 @@ static am_run_t *run_keep(rv_worker_t *w, rv_msg_t *msg, bool kept)
     if (kept) {
         r->has_msg = true;
         r->msg = *msg;
-        r->p = msg->data;
+        r->cur.p = msg->data;
     } else {
         memcpy(r + 1, msg->data, msg->len);
-        r->p = (const uint8_t *)(r + 1);
+        r->cur.p = (const uint8_t *)(r + 1);
     }
-    r->end = r->p + msg->len;
+    r->cur.end = r->cur.p + msg->len;
     (void)w;
     return r;
 }
@@ -596,8 +507,8 @@ rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
         memcpy(p, &rec, sizeof(rec));
         memcpy(p + sizeof(rec), &c.hdr, sizeof(c.hdr));
         memcpy(p + sizeof(rec) + sizeof(c.hdr), msg->data, msg->len);
-        r->p = p;
-        r->end = p + size;
+        r->cur.p = p;
+        r->cur.end = p + size;
         if (c.hdr.flags & AM_DETOUR) {
             r->detour = true;
             r->token = c.hdr.token;
@@ -628,8 +539,8 @@ bool am_src_detour_match(am_worker_t *aw, am_src_t *s, rv_tid_t src,
         *pp = r->next;
         am_rec_t rec;
         am_call_t c;
-        memcpy(&rec, r->p, sizeof(rec));
-        if (am_call_decode(&c, src, &rec, r->p + sizeof(rec))) {
+        memcpy(&rec, r->cur.p, sizeof(rec));
+        if (am_call_decode(&c, src, &rec, r->cur.p + sizeof(rec))) {
             c.hdr.flags &= ~(uint32_t)AM_DETOUR;
             am_run_call(aw, &c);
         }

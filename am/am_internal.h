@@ -31,26 +31,6 @@ typedef struct {
     rv_handler_id_t id;
 } am_entry_t;
 
-/* A call decoded, before it runs. */
-typedef struct am_call {
-    rv_tid_t src;
-    rv_handler_id_t handler;
-    am_hdr_t hdr; /* zero but args_len when the record had none */
-    const uint8_t *args;
-    size_t args_len;
-    const uint8_t *buf;
-    size_t buf_len;
-    bool local;  /* from a thread of this process (the local bypass): its
-                    header's pointers are this process's own */
-    bool routed; /* from a routed run: src is what the record says, and
-                    dst may be another worker (am_route_forward) */
-    rv_tid_t dst;
-} am_call_t;
-
-/* Decodes a call record's body; false if malformed. */
-bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
-                    const uint8_t *body);
-
 /* ---------------------------------------------------------------------- */
 /* Sender side                                                             */
 
@@ -141,14 +121,7 @@ typedef struct am_dest {
  * advanced first, so that a handler that progresses continues the run
  * in order instead of overtaking it. */
 typedef struct am_run {
-    const uint8_t *p, *end;
-    /* the calls of the run record being taken (AM_REC_RUN): they come
-     * before the record at p */
-    const uint8_t *rp, *rend;
-    rv_handler_id_t rh;
-    uint32_t ralen, rstride;
-    uint32_t rkind, rret_len;
-    bool local;    /* a local block: results go straight back */
+    am_cur_t cur;  /* the records (am_wire.h) */
     unsigned refs; /* calls of the run still executing */
     bool has_msg;
     rv_msg_t msg;   /* released when the run is done */
@@ -160,19 +133,21 @@ typedef struct am_run {
 /* Whether @p r has calls left to take. */
 static inline bool am_run_more(const am_run_t *r)
 {
-    return r->rp < r->rend || r->p < r->end;
+    return am_cur_more(&r->cur);
 }
 
 /* Whether @p r is inside a run record (AM_REC_RUN or AM_REC_RETRUN). */
 static inline bool am_run_in_plain(const am_run_t *r)
 {
-    return r->rp < r->rend;
+    return am_cur_in_run(&r->cur);
 }
 
-/* Takes the next call of @p r (records of @p footer bytes of footer):
- * 0 with *c decoded and the cursor past it, 1 when none is left, -1 when
- * the next record is malformed (the cursor is not moved). */
-int am_run_next(am_run_t *r, rv_tid_t src, size_t footer, am_call_t *c);
+/* Takes the next call of @p r (am_cur_next). */
+static inline int am_run_next(am_run_t *r, rv_tid_t src, size_t footer,
+                              am_call_t *c)
+{
+    return am_cur_next(&r->cur, src, footer, c);
+}
 
 typedef struct am_ichunk {
     uint8_t *addr;

@@ -132,7 +132,7 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
             b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
             RV_TSAN_ACQUIRE(b);
             b->run = (am_run_t){
-                .p = b->data, .end = b->data + b->tail, .local = true};
+                .cur = {.p = b->data, .end = b->data + b->tail, .local = true}};
         }
         am_call_t c;
         int k = 0;
@@ -154,7 +154,7 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
             rv_warn("dropped the rest of a malformed block of local calls "
                     "from worker %u",
                     src);
-            b->run.p = b->run.end;
+            b->run.cur.p = b->run.cur.end;
         }
         if (am_run_more(&b->run))
             return n; /* at am.max_nesting */

@@ -420,7 +420,7 @@ static unsigned batch_step(am_worker_t *aw, am_iring_t *r)
             rv_warn("dropped the rest of a malformed batch from worker %u",
                     r->src);
         }
-        b->p = b->end;
+        b->cur.p = b->cur.end;
         return 0;
     }
     b->refs++;
@@ -491,8 +491,8 @@ static int ring_step(am_worker_t *aw, am_iring_t *r, am_src_t *s)
         return 1;
     case AM_REC_BATCH:
         ring_advance(r, size);
-        r->batch.p = body;
-        r->batch.end = body + hdr.len;
+        r->batch.cur.p = body;
+        r->batch.cur.end = body + hdr.len;
         return 0;
     case AM_REC_ROTATE:
         return ring_rotate_in(r, body) ? 0 : RING_STOP;

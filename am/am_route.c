@@ -207,14 +207,14 @@ void am_route_forward(am_worker_t *aw, const am_call_t *c)
 static am_elem_t run_elem(const am_run_t *r, const uint8_t *p,
                           const uint32_t route[2])
 {
-    am_elem_t e = {.kind = r->rkind,
+    am_elem_t e = {.kind = r->cur.rkind,
                    .dst = route[0],
                    .src = route[1],
-                   .h = r->rh,
-                   .alen = r->ralen,
-                   .ret_len = r->rret_len,
+                   .h = r->cur.rh,
+                   .alen = r->cur.ralen,
+                   .ret_len = r->cur.rret_len,
                    .args = p + sizeof(uint32_t[2])};
-    if (r->rkind == AM_REC_FRET) {
+    if (r->cur.rkind == AM_REC_FRET) {
         memcpy(e.pre, e.args, sizeof(e.pre));
         e.args = (const uint8_t *)e.args + sizeof(e.pre);
     }
@@ -226,8 +226,8 @@ static am_elem_t run_elem(const am_run_t *r, const uint8_t *p,
 static const am_entry_t *run_entry(am_worker_t *aw, const am_run_t *r)
 {
     const rv_handler_info_t *e = aw->last_entry;
-    if (e == NULL || e->id != r->rh) {
-        e = rv_handler_find(aw->ctx, r->rh);
+    if (e == NULL || e->id != r->cur.rh) {
+        e = rv_handler_find(aw->ctx, r->cur.rh);
         if (e == NULL || e->fn != am_trampoline)
             return NULL;
         aw->last_entry = e;
@@ -248,24 +248,24 @@ unsigned am_route_run(am_worker_t *aw, am_run_t *r)
     if (aw->cfg->routing == RV_ROUTE_DIRECT)
         return 0; /* am_run_call drops them */
     r->refs++;
-    while (r->rp < r->rend) {
-        const uint8_t *p = r->rp;
+    while (r->cur.rp < r->cur.rend) {
+        const uint8_t *p = r->cur.rp;
         uint32_t route[2];
         memcpy(route, p, sizeof(route));
         if (route[0] >= aw->nworkers || route[1] >= aw->nworkers)
             break;
         if (route[0] != aw->me) {
             am_elem_t e = run_elem(r, p, route);
-            r->rp += r->rstride;
+            r->cur.rp += r->cur.rstride;
             route_send(aw, &e, "forwarding a call");
         } else {
-            if (r->rkind != AM_REC_FRUN ||
+            if (r->cur.rkind != AM_REC_FRUN ||
                 (ae == NULL && (ae = run_entry(aw, r)) == NULL))
                 break;
-            r->rp += r->rstride;
+            r->cur.rp += r->cur.rstride;
             rv_call_t call = {.src = route[1],
                               .args = p + sizeof(route),
-                              .args_len = r->ralen};
+                              .args_len = r->cur.ralen};
             am_call_handler(aw, ae, &call);
         }
         aw->calls_done++;

@@ -232,4 +232,66 @@ static inline void am_rec_write(uint8_t *at, rv_handler_id_t h,
         memset(p + len + n, 0, pad);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Decoding (am_wire.c)                                                    */
+
+/* A call decoded, before it runs: what its record says, pointing into
+ * the record (nothing is copied). */
+typedef struct am_call {
+    rv_tid_t src;
+    rv_handler_id_t handler;
+    am_hdr_t hdr; /* zero but args_len when the record had none */
+    const uint8_t *args;
+    size_t args_len;
+    const uint8_t *buf;
+    size_t buf_len;
+    bool local;  /* from a thread of this process (the local bypass): its
+                    header's pointers are this process's own */
+    bool routed; /* from a routed run: src is what the record says, and
+                    dst may be another worker (am_route_forward) */
+    rv_tid_t dst;
+} am_call_t;
+
+/* A cursor over records (a batch's body, a ring's batch, a local block),
+ * taken one call at a time: the records not yet opened are [p, end); the
+ * calls of the run record opened last, [rp, rend), come before them. */
+typedef struct am_cur {
+    const uint8_t *p, *end;
+    const uint8_t *rp, *rend;
+    rv_handler_id_t rh; /* the open run record's handler, */
+    uint32_t ralen;     /* argument length, */
+    uint32_t rstride;   /* bytes per call, */
+    uint32_t rkind;     /* kind (AM_REC_RUN, ...) */
+    uint32_t rret_len;  /* and result length (RETRUN, FRET) */
+    bool local;         /* a local block: pointers are this process's */
+} am_cur_t;
+
+/* Whether @p r has calls left to take. */
+static inline bool am_cur_more(const am_cur_t *r)
+{
+    return r->rp < r->rend || r->p < r->end;
+}
+
+/* Whether @p r is inside a run record. */
+static inline bool am_cur_in_run(const am_cur_t *r)
+{
+    return r->rp < r->rend;
+}
+
+/* Decodes the body of the call record @p rec (AM_REC_CALL), whose
+ * rec->len bytes are at @p body, into @p c from worker @p src; false if
+ * the record is malformed (a call header longer than the body, arguments
+ * longer than what follows it). */
+bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
+                    const uint8_t *body);
+
+/* Takes the next call of @p r, whose records carry @p footer bytes of
+ * footer each (AM_REC_FOOTER in batches and rings, 0 in local blocks):
+ * 0 with *c decoded and the cursor past the call, 1 when no record is
+ * left, -1 when the next record is malformed (shorter than its header,
+ * a length past the end, a run whose length is not a whole number of
+ * calls, an unknown kind); the cursor is then not moved. Calls from
+ * worker @p src; a routed call's src and dst are its record's. */
+int am_cur_next(am_cur_t *r, rv_tid_t src, size_t footer, am_call_t *c);
+
 #endif

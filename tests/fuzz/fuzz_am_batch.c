@@ -1,7 +1,7 @@
 /*
  * Fuzz target: am's call records and aggregated batches, as the target of
- * the calls decodes them (am_run_next and am_call_decode in
- * am/am_exec.c): the payload of a "rivet.am.batch" message, which is also
+ * the calls decodes them (am_cur_next and am_call_decode in
+ * am/am_wire.c): the payload of a "rivet.am.batch" message, which is also
  * the body of a ring's BATCH record. Records are
  *
  *     am_rec_t (16 B) | body (len bytes) | pad to 8 | footer (8 B)
@@ -33,14 +33,14 @@ static void touch(const uint8_t *p, size_t len)
 /* The calls of the run record @p r is in, as am_run_plain runs them. */
 static void take_plain(am_run_t *r)
 {
-    while (r->rp < r->rend) {
-        const uint8_t *p = r->rp;
-        r->rp += r->rstride;
-        if (r->rkind == AM_REC_RETRUN) {
+    while (r->cur.rp < r->cur.rend) {
+        const uint8_t *p = r->cur.rp;
+        r->cur.rp += r->cur.rstride;
+        if (r->cur.rkind == AM_REC_RETRUN) {
             touch(p, 16); /* the caller's synchronizer and result */
-            touch(p + 16, r->ralen);
+            touch(p + 16, r->cur.ralen);
         } else {
-            touch(p, r->ralen);
+            touch(p, r->cur.ralen);
         }
     }
 }
@@ -53,12 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     am_call_t c;
     int k;
 
-    r.p = payload;
-    r.end = payload + size;
+    r.cur.p = payload;
+    r.cur.end = payload + size;
     for (;;) {
         /* Routed runs are taken a call at a time (am_route_run reads
          * each call's route first, as am_run_next does). */
-        if (am_run_in_plain(&r) && !am_rec_routed(r.rkind)) {
+        if (am_run_in_plain(&r) && !am_rec_routed(r.cur.rkind)) {
             take_plain(&r);
             continue;
         }
