@@ -22,10 +22,10 @@
 #include "rv_bootstrap.h"
 
 typedef struct rv_bootstrap_pmix {
-    rv_bootstrap_t super;   /* first: the provider is a bootstrap */
-    pmix_proc_t self;       /* namespace and rank */
-    pmix_proc_t wildcard;   /* the whole namespace */
-    uint64_t seq;           /* allgather rounds so far */
+    rv_bootstrap_t super; /* first: the provider is a bootstrap */
+    pmix_proc_t self;     /* namespace and rank */
+    pmix_proc_t wildcard; /* the whole namespace */
+    uint64_t seq;         /* allgather rounds so far */
 } rv_bootstrap_pmix_t;
 
 static rv_bootstrap_pmix_t *to_pmix(rv_bootstrap_t *bs)
@@ -44,13 +44,27 @@ static pmix_status_t pmix_get_int(const pmix_proc_t *proc, const char *key,
     if (rc != PMIX_SUCCESS)
         return rc;
     switch (val->type) {
-    case PMIX_UINT8:  *value_p = val->data.uint8; break;
-    case PMIX_UINT16: *value_p = val->data.uint16; break;
-    case PMIX_UINT32: *value_p = val->data.uint32; break;
-    case PMIX_UINT64: *value_p = val->data.uint64; break;
-    case PMIX_SIZE:   *value_p = val->data.size; break;
-    case PMIX_UINT:   *value_p = val->data.uint; break;
-    case PMIX_PROC_RANK: *value_p = val->data.rank; break;
+    case PMIX_UINT8:
+        *value_p = val->data.uint8;
+        break;
+    case PMIX_UINT16:
+        *value_p = val->data.uint16;
+        break;
+    case PMIX_UINT32:
+        *value_p = val->data.uint32;
+        break;
+    case PMIX_UINT64:
+        *value_p = val->data.uint64;
+        break;
+    case PMIX_SIZE:
+        *value_p = val->data.size;
+        break;
+    case PMIX_UINT:
+        *value_p = val->data.uint;
+        break;
+    case PMIX_PROC_RANK:
+        *value_p = val->data.rank;
+        break;
     case PMIX_INT:
         rc = val->data.integer < 0 ? PMIX_ERR_BAD_PARAM : PMIX_SUCCESS;
         *value_p = (uint64_t)val->data.integer;
@@ -95,8 +109,8 @@ static rv_status_t pmix_barrier(rv_bootstrap_t *bs)
     return pmix_fence(to_pmix(bs), false, "barrier");
 }
 
-static rv_status_t pmix_allgather(rv_bootstrap_t *bs, const void *in,
-                                  void *out, size_t len)
+static rv_status_t pmix_allgather(rv_bootstrap_t *bs, const void *in, void *out,
+                                  size_t len)
 {
     rv_bootstrap_pmix_t *pbs = to_pmix(bs);
     char key[PMIX_MAX_KEYLEN + 1];
@@ -107,8 +121,7 @@ static rv_status_t pmix_allgather(rv_bootstrap_t *bs, const void *in,
     if (len == 0)
         return pmix_fence(pbs, false, "allgather of 0 bytes");
 
-    snprintf(key, sizeof(key), "rivet.ag.%llu",
-             (unsigned long long)pbs->seq++);
+    snprintf(key, sizeof(key), "rivet.ag.%llu", (unsigned long long)pbs->seq++);
     PMIX_VALUE_CONSTRUCT(&value);
     value.type = PMIX_BYTE_OBJECT;
     value.data.bo.bytes = (char *)(uintptr_t)in;
@@ -143,8 +156,8 @@ static rv_status_t pmix_allgather(rv_bootstrap_t *bs, const void *in,
         if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size != len) {
             rv_error("bootstrap: rank %d contributed %zu bytes to allgather "
                      "%s, expected %zu (do all ranks call the same "
-                     "collectives?)", r,
-                     val->type == PMIX_BYTE_OBJECT ? val->data.bo.size : 0,
+                     "collectives?)",
+                     r, val->type == PMIX_BYTE_OBJECT ? val->data.bo.size : 0,
                      key, len);
             PMIX_VALUE_RELEASE(val);
             return RV_ERR_BOOTSTRAP;
@@ -202,7 +215,8 @@ rv_status_t rv__bootstrap_pmix_create(rv_bootstrap_t **bs_p)
     if (rc != PMIX_SUCCESS) {
         rv_error("bootstrap: PMIx_Init failed: %s (PMIX_RANK or "
                  "PMIX_NAMESPACE is set, but no PMIx server answers; unset "
-                 "them to run as a single process)", PMIx_Error_string(rc));
+                 "them to run as a single process)",
+                 PMIx_Error_string(rc));
         goto err_free;
     }
     PMIX_LOAD_PROCID(&pbs->wildcard, pbs->self.nspace, PMIX_RANK_WILDCARD);

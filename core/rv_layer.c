@@ -14,7 +14,8 @@ rv_status_t rv_layer_install(rv_context_t *ctx, const rv_layer_ops_t *ops,
     }
     if (ctx->workers != NULL) {
         rv_error("layer '%s' installed while the job runs; install every "
-                 "layer before rv_job_run", ops->name);
+                 "layer before rv_job_run",
+                 ops->name);
         return RV_ERR_INVALID;
     }
     if (ctx->nlayers == RV_LAYER_MAX) {
@@ -60,10 +61,10 @@ rv_status_t rv__layers_start(rv_worker_t *w)
 
 /* The later stages run from the top layer down: a layer still has the
  * layers it is built on while it quiesces, drains and stops. */
-#define LAYERS_DOWN(ctx, hook, arg)                                         \
-    for (int i_ = (ctx)->nlayers - 1; i_ >= 0; i_--)                        \
-        if ((ctx)->layers[i_].ops->hook != NULL)                            \
-            (ctx)->layers[i_].ops->hook(arg)
+#define LAYERS_DOWN(ctx, hook, arg)                                            \
+    for (int i_ = (ctx)->nlayers - 1; i_ >= 0; i_--)                           \
+        if ((ctx)->layers[i_].ops->hook != NULL)                               \
+    (ctx)->layers[i_].ops->hook(arg)
 
 void rv__layers_quiesce(rv_worker_t *w)
 {
@@ -86,17 +87,25 @@ void rv__layers_fini(rv_context_t *ctx)
     ctx->nlayers = 0;
 }
 
+int rv_worker_numa_node(const rv_worker_t *w)
+{
+    return w->numa_node;
+}
 
-int rv_worker_numa_node(const rv_worker_t *w) { return w->numa_node; }
-
-bool rv_worker_in_callback(const rv_worker_t *w) { return w->in_callback; }
+bool rv_worker_in_callback(const rv_worker_t *w)
+{
+    return w->in_callback;
+}
 
 unsigned rv_worker_progress_depth(const rv_worker_t *w)
 {
     return w->progress_depth;
 }
 
-unsigned rv_worker_idle_polls(const rv_worker_t *w) { return w->idle_polls; }
+unsigned rv_worker_idle_polls(const rv_worker_t *w)
+{
+    return w->idle_polls;
+}
 
 void rv_worker_count_drop(rv_worker_t *w, rv_drop_t why)
 {

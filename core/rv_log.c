@@ -41,8 +41,10 @@ static void rv_log_init_level(void)
     }
     if (strcasecmp(env, "warning") == 0)
         return;
-    fprintf(stderr, "rivet: warning: RIVET_LOG_LEVEL=%s is not one of "
-                    "fatal, error, warn, info, debug, trace; using warn\n", env);
+    fprintf(stderr,
+            "rivet: warning: RIVET_LOG_LEVEL=%s is not one of "
+            "fatal, error, warn, info, debug, trace; using warn\n",
+            env);
 }
 
 void rv_log_set_identity(int rank, int thread)

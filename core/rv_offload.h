@@ -65,7 +65,7 @@ typedef struct off_wire {
 } off_wire_t;
 
 typedef enum off_op {
-    OFF_AM,            /* am_send */
+    OFF_AM, /* am_send */
     OFF_PUT,
     OFF_GET,
     OFF_FADD,
@@ -75,12 +75,12 @@ typedef enum off_op {
     OFF_RKEY_DESTROY,
     /* Synchronous: the requester waits for the executor's answer. */
     OFF_RKEY_UNPACK,
-    OFF_CREATE,        /* a requester attaches: the first makes the worker */
+    OFF_CREATE, /* a requester attaches: the first makes the worker */
     OFF_ADDRESS,
     OFF_CONNECT,
-    OFF_DISCONNECT,    /* the last attached requester's disconnects */
-    OFF_DESTROY,       /* a requester detaches: the last destroys */
-    OFF_EXIT,          /* the executor thread ends (transport fini) */
+    OFF_DISCONNECT, /* the last attached requester's disconnects */
+    OFF_DESTROY,    /* a requester detaches: the last destroys */
+    OFF_EXIT,       /* the executor thread ends (transport fini) */
 } off_op_t;
 
 typedef struct off_req off_req_t;
@@ -97,11 +97,11 @@ typedef struct off_answer {
 typedef struct off_item {
     struct cds_wfcq_node node;
     off_req_t *req;
-    off_exec_t *exec;       /* completion: counted outstanding there */
-    rv_completion_fn cb;    /* NULL for a received message */
+    off_exec_t *exec;    /* completion: counted outstanding there */
+    rv_completion_fn cb; /* NULL for a received message */
     void *arg;
     rv_status_t status;
-    off_wire_t wire;        /* a send's prefix: lives until completion */
+    off_wire_t wire; /* a send's prefix: lives until completion */
     uint32_t hdr_len;
     size_t len;
     uint8_t hdr[OFF_HDR_MAX];
@@ -110,19 +110,19 @@ typedef struct off_item {
 
 /* A command in an executor's queue. */
 typedef struct off_cmd {
-    offq_slot_t slot;       /* first: the queue's sequence */
-    uint8_t op;             /* off_op_t */
-    uint8_t iovcnt;         /* OFF_AM by reference: pieces in iov */
+    offq_slot_t slot; /* first: the queue's sequence */
+    uint8_t op;       /* off_op_t */
+    uint8_t iovcnt;   /* OFF_AM by reference: pieces in iov */
     uint16_t hdr_len;
-    uint32_t peer;          /* the job id of the peer worker */
+    uint32_t peer; /* the job id of the peer worker */
     off_req_t *req;
     rv_completion_fn cb;
     void *arg;
     union {
         struct {
-            uint32_t inline_len;    /* payload bytes in wire_data */
-            bool by_ref;            /* payload in iov */
-            void *owned;            /* a copy the executor frees */
+            uint32_t inline_len; /* payload bytes in wire_data */
+            bool by_ref;         /* payload in iov */
+            void *owned;         /* a copy the executor frees */
             struct iovec iov[OFF_IOV_MAX];
         } am;
         struct {
@@ -156,11 +156,11 @@ struct off_exec {
     offq_t q;
     off_tp_t *off;
     int index;
-    off_cmd_t *ring;            /* OFFQ_SIZE commands */
-    rv_tworker_t *tw;           /* the plugin's worker */
-    int users, disconnects;     /* attached requesters; their disconnects */
-    _Atomic long outstanding;   /* operations whose completion is due */
-    _Atomic long copies;        /* of those, sends from copies */
+    off_cmd_t *ring;          /* OFFQ_SIZE commands */
+    rv_tworker_t *tw;         /* the plugin's worker */
+    int users, disconnects;   /* attached requesters; their disconnects */
+    _Atomic long outstanding; /* operations whose completion is due */
+    _Atomic long copies;      /* of those, sends from copies */
     _Atomic bool exit;
     bool has_thread;
     pthread_t thread;
@@ -184,17 +184,17 @@ struct off_req {
     void *am_arg;
     struct cds_wfcq_head head;
     struct cds_wfcq_tail tail;
-    _Atomic long pending;       /* messages in the inbox */
+    _Atomic long pending; /* messages in the inbox */
 };
 
 /* The offloading transport. */
 struct off_tp {
     rv_context_t *ctx;
-    rv_transport_ops_t vtable;  /* rv_offload.c's, named as the plugin */
-    const rv_transport_ops_t *ops;  /* the plugin's */
+    rv_transport_ops_t vtable;     /* rv_offload.c's, named as the plugin */
+    const rv_transport_ops_t *ops; /* the plugin's */
     rv_transport_t *tp;
     rv_progress_mode_t mode;
-    bool completers;            /* progress.completers: threads */
+    bool completers; /* progress.completers: threads */
     int K, T;
     uint32_t rank, size;
     long spin_ns, sleep_us;
@@ -207,8 +207,7 @@ struct off_tp {
 /* rv_offload.c: wraps the plugin @p ops. @p params are the job's (threads
  * = T); the plugin is started with K. On success *ops_p and *tp_p are
  * the offloading transport's, which core uses in place of the plugin's. */
-rv_status_t rv__offload_init(rv_context_t *ctx,
-                             const rv_transport_ops_t *ops,
+rv_status_t rv__offload_init(rv_context_t *ctx, const rv_transport_ops_t *ops,
                              const rv_transport_params_t *params,
                              const rv_transport_ops_t **ops_p,
                              rv_transport_t **tp_p);

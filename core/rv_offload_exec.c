@@ -308,13 +308,6 @@ rv_status_t off_exec_recv(void *arg, const rv_am_rx_t *rx, void *desc)
 /* ---------------------------------------------------------------------- */
 /* The executor thread                                                     */
 
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 /* Posts the commands waiting in the queue, up to a batch, so that polling
  * the network is never starved by a stream of commands. With a completer
  * thread the batch is posted under the lock they share, and the completer
@@ -376,7 +369,7 @@ static long idle_poll(const off_tp_t *off, off_idle_t *s)
         sched_yield();
     if (off->mode != RV_PROGRESS_DYNAMIC)
         return 0;
-    long now = now_ns();
+    int64_t now = rv_time_ns();
     if (s->since == 0)
         s->since = now;
     if (s->timeouts == 0 && now - s->since < off->spin_ns)

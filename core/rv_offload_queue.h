@@ -51,7 +51,7 @@ typedef struct offq {
     /* Commands consumed, published by the executor for the requesters'
      * full-queue test. */
     _Alignas(64) _Atomic uint32_t head;
-    uint32_t next;      /* the executor's own copy of head */
+    uint32_t next; /* the executor's own copy of head */
 } offq_t;
 
 static inline void offq_init(offq_t *q)
@@ -65,8 +65,7 @@ static inline void offq_init(offq_t *q)
 
 static inline void offq_futex_wake(_Atomic uint32_t *word)
 {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
-            0);
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /*
@@ -96,9 +95,9 @@ static inline void offw_signal(_Atomic uint32_t *w)
 static inline void offw_nudge(_Atomic uint32_t *w)
 {
     uint32_t t = atomic_load_explicit(w, memory_order_relaxed);
-    if (!(t & 1u) && atomic_compare_exchange_strong_explicit(
-                         w, &t, t | 1u, memory_order_acq_rel,
-                         memory_order_relaxed))
+    if (!(t & 1u) &&
+        atomic_compare_exchange_strong_explicit(
+            w, &t, t | 1u, memory_order_acq_rel, memory_order_relaxed))
         offq_futex_wake(w);
 }
 
@@ -122,8 +121,8 @@ static inline int offw_sleep(_Atomic uint32_t *w, uint32_t t, long timeout_us)
     /* model: "sleep": only while the word is still [count, 0] */
     struct timespec ts = {.tv_sec = timeout_us / 1000000,
                           .tv_nsec = (timeout_us % 1000000) * 1000};
-    long rc = syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, t, &ts,
-                      NULL, 0);
+    long rc =
+        syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, t, &ts, NULL, 0);
     return rc != 0 && errno == ETIMEDOUT ? OFFQ_TIMED_OUT : OFFQ_WOKEN;
 }
 

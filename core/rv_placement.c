@@ -52,9 +52,12 @@ struct hwloc_topology *rv__placement_topology(void)
 static const char *placement_name(rv_placement_t placement)
 {
     switch (placement) {
-    case RV_PLACEMENT_NONE: return "none";
-    case RV_PLACEMENT_CORE: return "core";
-    case RV_PLACEMENT_NUMA: return "numa";
+    case RV_PLACEMENT_NONE:
+        return "none";
+    case RV_PLACEMENT_CORE:
+        return "core";
+    case RV_PLACEMENT_NUMA:
+        return "numa";
     }
     return "?";
 }
@@ -72,16 +75,16 @@ static hwloc_obj_t numa_zone(int idx)
     int nzones = 0, n;
     hwloc_obj_t obj = NULL;
 
-    while ((obj = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE,
-                                             obj)) != NULL) {
+    while ((obj = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, obj)) !=
+           NULL) {
         if (!hwloc_bitmap_iszero(obj->cpuset))
             nzones++;
     }
     if (nzones == 0)
         return NULL;
     n = idx % nzones;
-    while ((obj = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE,
-                                             obj)) != NULL) {
+    while ((obj = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, obj)) !=
+           NULL) {
         if (!hwloc_bitmap_iszero(obj->cpuset) && n-- == 0)
             return obj;
     }
@@ -93,8 +96,7 @@ static hwloc_obj_t numa_zone(int idx)
  * @p local_rank, or of all its workers when @p thread is -1.
  */
 static rv_status_t placement_cpuset(rv_placement_t placement, int local_rank,
-                                    int threads, int thread,
-                                    hwloc_bitmap_t set)
+                                    int threads, int thread, hwloc_bitmap_t set)
 {
     if (placement == RV_PLACEMENT_CORE) {
         hwloc_obj_type_t type = core_type();
@@ -130,8 +132,8 @@ static int numa_of_cpuset(hwloc_const_bitmap_t set)
 
     if (hwloc_bitmap_iszero(set))
         return -1;
-    while ((obj = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE,
-                                             obj)) != NULL) {
+    while ((obj = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, obj)) !=
+           NULL) {
         if (!hwloc_bitmap_iszero(obj->cpuset) &&
             hwloc_bitmap_isincluded(set, obj->cpuset))
             return (int)obj->os_index;
@@ -179,8 +181,8 @@ static rv_status_t placement_bind(rv_placement_t placement, int local_rank,
         } else if (hwloc_set_cpubind(topo, set, flags) != 0) {
             hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), set);
             rv_warn("placement: cannot bind %s to cpus %s (job.placement "
-                    "%s): %m; running unbound", what, cpus,
-                    placement_name(placement));
+                    "%s): %m; running unbound",
+                    what, cpus, placement_name(placement));
         } else {
             hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), set);
             rv_debug("placement: bound %s to cpus %s", what, cpus);
@@ -197,16 +199,15 @@ static rv_status_t placement_bind(rv_placement_t placement, int local_rank,
     return RV_OK;
 }
 
-rv_status_t rv__placement_bind_process(rv_placement_t placement,
-                                       int local_rank, int threads)
+rv_status_t rv__placement_bind_process(rv_placement_t placement, int local_rank,
+                                       int threads)
 {
     return placement_bind(placement, local_rank, threads, -1,
                           HWLOC_CPUBIND_PROCESS, NULL);
 }
 
-rv_status_t rv__placement_bind_thread(rv_placement_t placement,
-                                      int local_rank, int threads, int thread,
-                                      int *numa_node_p)
+rv_status_t rv__placement_bind_thread(rv_placement_t placement, int local_rank,
+                                      int threads, int thread, int *numa_node_p)
 {
     int numa_node;
     rv_status_t status;

@@ -17,12 +17,12 @@
 #include "rv_status.h"
 
 /* Binds the calling process (used by rivetrun in the child before exec). */
-rv_status_t rv__placement_bind_process(rv_placement_t placement,
-                                       int local_rank, int threads);
+rv_status_t rv__placement_bind_process(rv_placement_t placement, int local_rank,
+                                       int threads);
 
 /* Binds the calling thread; *numa_node_p receives its NUMA zone (or -1). */
-rv_status_t rv__placement_bind_thread(rv_placement_t placement,
-                                      int local_rank, int threads, int thread,
+rv_status_t rv__placement_bind_thread(rv_placement_t placement, int local_rank,
+                                      int threads, int thread,
                                       int *numa_node_p);
 
 /* Describes where the calling thread may run, e.g. "core 1 (numa 0)". */

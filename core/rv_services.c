@@ -13,8 +13,8 @@
 #include <hwloc/linux.h>
 
 #include "rv_core.h"
-#include "rv_regmem.h"
 #include "rv_placement.h"
+#include "rv_regmem.h"
 
 /* The file of a PCI device's sysfs folder that lists its local CPUs. */
 #define LOCAL_CPUS_FILE "local_cpus"
@@ -50,8 +50,7 @@ static rv_locality_t device_locality(const char *sysfs_dir)
          * network devices. */
         if (hwloc_linux_read_path_as_cpumask(path, near) < 0 ||
             hwloc_bitmap_iszero(near))
-            hwloc_bitmap_copy(near,
-                              hwloc_topology_get_complete_cpuset(topo));
+            hwloc_bitmap_copy(near, hwloc_topology_get_complete_cpuset(topo));
         loc = locality_of(mine, near);
     }
     hwloc_bitmap_free(near);

@@ -21,7 +21,7 @@ typedef enum mc_owner_mode {
 /* The effective mcts.* keys of a job. */
 typedef struct rv_mcts_config {
     mc_owner_mode_t owner;
-    char c[RV_CONFIG_STR_MAX];  /* a decimal number */
+    char c[RV_CONFIG_STR_MAX]; /* a decimal number */
     int64_t simulations_per_leaf;
     int64_t rollouts_per_move;
     bool remote_only;

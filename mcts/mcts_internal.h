@@ -59,30 +59,30 @@ typedef struct mc_defer {
  * of the selections in flight), and where its child lives. */
 typedef struct mc_edge {
     _Atomic uint64_t visits;
-    _Atomic uint64_t wins;          /* for the player to move at the parent,
-                                       in MC_WIN units per playout */
-    _Atomic rv_gptr_t child;        /* 0 until the child's owner notifies */
-    _Atomic uint32_t owner;         /* the child's owner, once claimed */
+    _Atomic uint64_t wins;   /* for the player to move at the parent,
+                                in MC_WIN units per playout */
+    _Atomic rv_gptr_t child; /* 0 until the child's owner notifies */
+    _Atomic uint32_t owner;  /* the child's owner, once claimed */
     rv_move_t move;
     _Atomic(mc_defer_t *) deferred; /* selections waiting for the child */
 } mc_edge_t;
 
 typedef struct mc_node {
-    UT_hash_handle hh;          /* the owner's table (mcts.owner hash) */
+    UT_hash_handle hh; /* the owner's table (mcts.owner hash) */
     uint64_t hash;
-    _Atomic uint64_t visits;    /* selections made here */
-    _Atomic uint32_t next_claim;/* edges [0, next_claim) are claimed */
+    _Atomic uint64_t visits;     /* selections made here */
+    _Atomic uint32_t next_claim; /* edges [0, next_claim) are claimed */
     uint32_t nedges;
-    uint32_t owner;             /* the worker owning the node */
-    _Atomic uint32_t mark;      /* reachability generation (mcts_tree.c) */
-    int8_t winner;              /* RV_GAME_NONE, or the game is over */
+    uint32_t owner;        /* the worker owning the node */
+    _Atomic uint32_t mark; /* reachability generation (mcts_tree.c) */
+    int8_t winner;         /* RV_GAME_NONE, or the game is over */
     uint8_t to_play;
     uint16_t state_len;
-    rv_move_t *moves;           /* the legal moves, in a random order: the
-                                   order their edges are claimed in */
+    rv_move_t *moves;             /* the legal moves, in a random order: the
+                                     order their edges are claimed in */
     _Atomic(mc_edge_t *) *blocks; /* edges in blocks of MC_BLOCK, made
                                    when their first edge is claimed */
-    uint8_t *state;             /* the position */
+    uint8_t *state;               /* the position */
 } mc_node_t;
 
 /* Edges of a node are made MC_BLOCK at a time as they are claimed: most
@@ -93,8 +93,8 @@ typedef struct mc_node {
 /* Edge @p i of @p n, or NULL while its block is not made yet. */
 static inline mc_edge_t *mc_edge(const mc_node_t *n, uint32_t i)
 {
-    mc_edge_t *b = atomic_load_explicit(&n->blocks[i / MC_BLOCK],
-                                        memory_order_acquire);
+    mc_edge_t *b =
+        atomic_load_explicit(&n->blocks[i / MC_BLOCK], memory_order_acquire);
     return b != NULL ? &b[i % MC_BLOCK] : NULL;
 }
 
@@ -123,10 +123,10 @@ typedef enum mc_op {
 
 typedef struct mc_cmd {
     struct mc_cmd *next;
-    uint32_t op;        /* mc_op_t */
+    uint32_t op; /* mc_op_t */
     uint32_t seq;
-    uint64_t arg;       /* rollouts, or the move */
-    uint8_t state[];    /* MC_OP_POSITION: the position */
+    uint64_t arg;    /* rollouts, or the move */
+    uint8_t state[]; /* MC_OP_POSITION: the position */
 } mc_cmd_t;
 
 /* Counters of a process, summed over the job by rv_mcts_stats. */
@@ -138,11 +138,11 @@ typedef struct mc_counters {
 typedef struct mc_proc {
     const rv_game_t *game;
     const rv_mcts_config_t *cfg;
-    double c;                    /* mcts.c */
+    double c; /* mcts.c */
     rv_rank_t rank;
     int threads;
     uint32_t nworkers;
-    struct mc_worker **workers;  /* this process's, by local index */
+    struct mc_worker **workers; /* this process's, by local index */
     mc_counters_t count;
     /* The current search, in the root's process. */
     _Atomic uint64_t started, done, target;
@@ -156,7 +156,7 @@ typedef struct mc_worker {
     rv_tid_t tid;
     int local;
     uint64_t rng;
-    rv_epoch_manager_t *em;      /* the process's instance */
+    rv_epoch_manager_t *em; /* the process's instance */
     rv_epoch_token_t *tok;
     /* The leaves handed to this worker to simulate. */
     struct __cds_wfcq_head sim_head;
@@ -176,7 +176,7 @@ typedef struct mc_worker {
     uint32_t cmd_seq, stop_seq, next_seq;
     unsigned idle;
     bool quit, begun;
-    uint8_t *scratch;            /* a position, for playouts */
+    uint8_t *scratch; /* a position, for playouts */
 } mc_worker_t;
 
 typedef struct mc_handlers {
@@ -210,8 +210,7 @@ static inline bool mc_local(const mc_worker_t *mw, rv_gptr_t g)
 
 /* Whether a node of process @p rank may be entered directly by @p mw
  * (mcts.remote_only sends everything not its own through calls). */
-static inline bool mc_direct(const mc_worker_t *mw, rv_gptr_t g,
-                             uint32_t owner)
+static inline bool mc_direct(const mc_worker_t *mw, rv_gptr_t g, uint32_t owner)
 {
     if (owner == mw->tid)
         return true;

@@ -36,9 +36,7 @@ typedef struct mc_cmd_wire {
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (double)rv_time_ns() * 1e-9;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -54,8 +52,7 @@ static rv_status_t on_cmd(rv_worker_t *w, rv_call_t *call, void *arg)
     mc_cmd_wire_t c;
     if (mw == NULL || call->args_len != sizeof(c) || call->src != 0 ||
         !call->broadcast || call->buf_len > mw->proc->game->state_max) {
-        rv_error("mcts: a malformed command from worker %u dropped",
-                 call->src);
+        rv_error("mcts: a malformed command from worker %u dropped", call->src);
         return RV_ERR_INVALID;
     }
     memcpy(&c, call->args, sizeof(c));
@@ -188,8 +185,8 @@ static rv_status_t worker_begin(mc_worker_t *mw)
     if (mw->begun)
         return RV_OK;
     rv_epoch_manager_t *em;
-    rv_status_t st = rv_epoch_manager_create(mw->w, mc_tree_free_fn(),
-                                             mw->proc, &em);
+    rv_status_t st =
+        rv_epoch_manager_create(mw->w, mc_tree_free_fn(), mw->proc, &em);
     if (st != RV_OK)
         return st;
     mw->em = em;
@@ -208,8 +205,8 @@ rv_status_t rv_mcts_serve(rv_worker_t *w)
     mc_worker_t *mw = mc_of(w);
     if (mw == NULL || mw->tid == 0) {
         rv_error("rv_mcts_serve on %s: the other workers serve while worker "
-                 "0 controls", mw == NULL ? "a job without rv_mcts_init"
-                                          : "worker 0");
+                 "0 controls",
+                 mw == NULL ? "a job without rv_mcts_init" : "worker 0");
         return RV_ERR_INVALID;
     }
     rv_status_t st = worker_begin(mw);
@@ -243,9 +240,9 @@ static rv_status_t control(rv_worker_t *w, const char *what, mc_op_t op,
     mc_worker_t *mw = mc_of(w);
     if (mw == NULL || mw->tid != 0 || mw->quit) {
         rv_error("%s: %s", what,
-                 mw == NULL   ? "the job has no search layer (rv_mcts_init)"
-                 : mw->quit   ? "the search was shut down"
-                              : "only worker 0 controls the search");
+                 mw == NULL ? "the job has no search layer (rv_mcts_init)"
+                 : mw->quit ? "the search was shut down"
+                            : "only worker 0 controls the search");
         return RV_ERR_INVALID;
     }
     rv_status_t st = worker_begin(mw);
@@ -270,8 +267,7 @@ rv_status_t rv_mcts_position(rv_worker_t *w, const void *state)
 {
     if (state == NULL)
         return RV_ERR_INVALID;
-    return control(w, "rv_mcts_position", MC_OP_POSITION, 0, state, NULL,
-                   NULL);
+    return control(w, "rv_mcts_position", MC_OP_POSITION, 0, state, NULL, NULL);
 }
 
 /* Whether @p m is a legal move of the controller's root position. */
@@ -310,8 +306,8 @@ rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
     if (rollouts == 0 && mw != NULL)
         rollouts = (uint64_t)mw->proc->cfg->rollouts_per_move;
     double t0 = now_s();
-    rv_status_t st = control(w, "rv_mcts_search", MC_OP_SEARCH, rollouts, NULL,
-                             NULL, res);
+    rv_status_t st =
+        control(w, "rv_mcts_search", MC_OP_SEARCH, rollouts, NULL, NULL, res);
     res->seconds = now_s() - t0;
     res->rollouts = st == RV_OK ? rollouts : 0;
     return st;
@@ -373,8 +369,9 @@ static rv_status_t mcts_worker_start(rv_worker_t *w)
         worker_free(mw);
         return RV_ERR_NO_MEMORY;
     }
-    uint64_t seed = p->cfg->seed ? (uint64_t)p->cfg->seed
-                                 : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
+    uint64_t seed = p->cfg->seed
+                        ? (uint64_t)p->cfg->seed
+                        : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
     mw->rng = mc_rng_seed(seed + mw->tid);
     __cds_wfcq_init(&mw->sim_head, &mw->sim_tail);
     p->workers[mw->local] = mw;
@@ -390,8 +387,8 @@ static void mcts_worker_stop(rv_worker_t *w)
     if (mw == NULL)
         return;
     struct cds_wfcq_node *q;
-    while ((q = __cds_wfcq_dequeue_nonblocking(&mw->sim_head,
-                                               &mw->sim_tail)) != NULL &&
+    while ((q = __cds_wfcq_dequeue_nonblocking(&mw->sim_head, &mw->sim_tail)) !=
+               NULL &&
            q != CDS_WFCQ_WOULDBLOCK)
         free(caa_container_of(q, mc_sim_t, qnode));
     HASH_CLEAR(hh, mw->table);

@@ -107,8 +107,8 @@ static void sweep(mc_worker_t *mw, uint32_t gen)
     rv_epoch_pin(mw->tok);
     for (size_t i = 0; i < mw->nnodes; i++) {
         mc_node_t *n = mw->nodes[i];
-        if (gen != 0 && atomic_load_explicit(&n->mark, memory_order_relaxed) ==
-                            gen) {
+        if (gen != 0 &&
+            atomic_load_explicit(&n->mark, memory_order_relaxed) == gen) {
             mw->nodes[kept++] = n;
             continue;
         }
@@ -231,7 +231,8 @@ static void check_child(mc_proc_t *p, const mc_node_t *n, uint64_t edge_visits)
     bool ok = n->winner != RV_GAME_NONE ? v == 0 : v + 1 == edge_visits;
     if (!ok) {
         rv_error("mcts: a node was entered %" PRIu64 " times through an "
-                 "edge of %" PRIu64 " visits", v, edge_visits);
+                 "edge of %" PRIu64 " visits",
+                 v, edge_visits);
         atomic_fetch_add(&p->count.inconsistent, 1);
     }
 }
@@ -341,21 +342,27 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
         return RV_ERR_NO_MEMORY;
     }
     v[len - 1] = sum_fill(mw, v);
-    rv_status_t st = rv_allreduce(mw->w, v, v + len, len, RV_COLL_U64,
-                                  RV_COLL_SUM);
+    rv_status_t st =
+        rv_allreduce(mw->w, v, v + len, len, RV_COLL_U64, RV_COLL_SUM);
     const uint64_t *r = v + len;
     if (st == RV_OK && stats != NULL)
-        *stats = (rv_mcts_stats_t){
-            .nodes_alive = r[0], .nodes_created = r[1], .nodes_freed = r[2],
-            .transpositions = r[3], .playouts = r[4], .inconsistent = r[6],
-            .rollouts_done = r[7], .visits_total = r[8]};
+        *stats = (rv_mcts_stats_t){.nodes_alive = r[0],
+                                   .nodes_created = r[1],
+                                   .nodes_freed = r[2],
+                                   .transpositions = r[3],
+                                   .playouts = r[4],
+                                   .inconsistent = r[6],
+                                   .rollouts_done = r[7],
+                                   .visits_total = r[8]};
     if (st == RV_OK && res != NULL) {
-        double scale = (double)MC_WIN * (double)mw->proc->cfg->simulations_per_leaf;
+        double scale =
+            (double)MC_WIN * (double)mw->proc->cfg->simulations_per_leaf;
         res->nmoves = (int)r[len - 1];
         for (int k = 0; k < res->nmoves; k++) {
             const uint64_t *m = r + MC_SUM_COUNTERS + 3 * k;
             res->moves[k] = (rv_mcts_move_t){
-                .move = (rv_move_t)m[0], .visits = m[1],
+                .move = (rv_move_t)m[0],
+                .visits = m[1],
                 .win_rate = m[1] ? (double)m[2] / (scale * (double)m[1]) : 0};
         }
         qsort(res->moves, (size_t)res->nmoves, sizeof(res->moves[0]),
@@ -371,8 +378,8 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
 
 rv_status_t mc_tree_register(rv_context_t *ctx)
 {
-    rv_status_t st = rv_am_register(ctx, "mcts.mark", on_mark, NULL,
-                                    &mc_h.mark);
+    rv_status_t st =
+        rv_am_register(ctx, "mcts.mark", on_mark, NULL, &mc_h.mark);
     if (st == RV_OK)
         st = rv_am_register(ctx, "mcts.check", on_check, NULL, &mc_h.check);
     return st;

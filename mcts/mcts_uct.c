@@ -233,9 +233,7 @@ static void uct_report(const rv_uct_tree_t *u, const uct_node_t *root,
 
 static double uct_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)rv_time_ns() * 1e-9;
 }
 
 static void uct_result_clear(rv_mcts_result_t *res)

@@ -13,11 +13,11 @@
 typedef struct app {
     const rv_game_t *game;
     rv_worker_t *w;
-    int size;                        /* Hex: the board's size */
-    uint64_t rollouts;               /* per move (0: mcts.rollouts_per_move) */
-    double resign_below;             /* genmove resigns under this win rate */
-    uint8_t start[1024];             /* the empty board */
-    uint8_t state[1024];             /* the position now */
+    int size;            /* Hex: the board's size */
+    uint64_t rollouts;   /* per move (0: mcts.rollouts_per_move) */
+    double resign_below; /* genmove resigns under this win rate */
+    uint8_t start[1024]; /* the empty board */
+    uint8_t state[1024]; /* the position now */
     rv_move_t history[RV_GAME_MAX_MOVES];
     int nhistory;
 } app_t;

@@ -20,7 +20,7 @@
 typedef struct gtp {
     app_t *a;
     FILE *out;
-    const char *id;     /* the command's id, or "" */
+    const char *id; /* the command's id, or "" */
     bool quit;
 } gtp_t;
 
@@ -52,9 +52,9 @@ static int colour_of(const char *s)
 static const char *const colour_name[2] = {"black", "white"};
 
 static const char *const commands[] = {
-    "boardsize", "clear_board", "genmove",       "known_command",
-    "list_commands", "name",    "play",          "protocol_version",
-    "quit",      "showboard",   "undo",          "version",
+    "boardsize",     "clear_board", "genmove", "known_command",
+    "list_commands", "name",        "play",    "protocol_version",
+    "quit",          "showboard",   "undo",    "version",
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -22,6 +22,8 @@
  * Worker 0 of the job talks to the person or the controller; every other
  * worker serves the search (rv_mcts_serve).
  */
+#include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,17 +39,17 @@ typedef struct opts {
     mode_t_ mode;
     const char *moves;
     const char *game;
-    int size;            /* 0: mcts.size */
-    int64_t rollouts;    /* 0: mcts.rollouts_per_move */
-    int human;           /* --play: the person's colour */
+    int size;         /* 0: mcts.size */
+    int64_t rollouts; /* 0: mcts.rollouts_per_move */
+    int human;        /* --play: the person's colour */
     int top;
     bool check;
-    bool uct;            /* --uct: the sequential baseline analyses */
-    int64_t playouts;    /* --playouts N: time N playouts, nothing else */
+    bool uct;         /* --uct: the sequential baseline analyses */
+    int64_t playouts; /* --playouts N: time N playouts, nothing else */
 } opts_t;
 
-static opts_t opt = {.mode = MODE_ANALYSE, .moves = "", .game = "hex",
-                     .top = 10};
+static opts_t opt = {
+    .mode = MODE_ANALYSE, .moves = "", .game = "hex", .top = 10};
 
 /* ---------------------------------------------------------------------- */
 /* The game                                                                */
@@ -111,9 +113,10 @@ rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
     /* The plain sequential UCT with the same playouts, in this thread:
      * the framework's baseline. */
     rv_context_t *ctx = rv_worker_context(a->w);
-    uint64_t n = a->rollouts ? a->rollouts
-                             : (uint64_t)config_int(ctx, "mcts.rollouts_per_move",
-                                                    20000);
+    uint64_t n =
+        a->rollouts
+            ? a->rollouts
+            : (uint64_t)config_int(ctx, "mcts.rollouts_per_move", 20000);
     uint64_t seed = (uint64_t)config_int(ctx, "mcts.seed", 0);
     return rv_uct_search(a->game, a->state, n,
                          (int)config_int(ctx, "mcts.simulations_per_leaf", 16),
@@ -131,8 +134,9 @@ void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f)
                 a->game->move_text(a->state, m->move, cell, sizeof(cell)),
                 m->visits, 100.0 * m->win_rate);
     }
-    fprintf(f, "%" PRIu64 " rollouts in %.3f s: %.0f rollouts/s; %" PRIu64
-               " nodes, %" PRIu64 " selections deferred\n",
+    fprintf(f,
+            "%" PRIu64 " rollouts in %.3f s: %.0f rollouts/s; %" PRIu64
+            " nodes, %" PRIu64 " selections deferred\n",
             res->rollouts, res->seconds,
             res->seconds > 0 ? (double)res->rollouts / res->seconds : 0.0,
             res->nodes, res->deferred);
@@ -143,8 +147,10 @@ static void announce_winner(const app_t *a, FILE *f)
     static const char *const names[] = {"black", "white", "nobody"};
     int win = a->game->winner(a->state);
     if (a->game == rv_game_tictactoe())
-        fprintf(f, "%s\n", win == RV_GAME_DRAW ? "draw"
-                           : win == RV_GAME_FIRST ? "X wins" : "O wins");
+        fprintf(f, "%s\n",
+                win == RV_GAME_DRAW    ? "draw"
+                : win == RV_GAME_FIRST ? "X wins"
+                                       : "O wins");
     else
         fprintf(f, "%s wins\n", names[win == RV_GAME_DRAW ? 2 : win]);
 }
@@ -204,15 +210,12 @@ static int playout_rate(app_t *a)
     uint8_t s[sizeof(a->state)];
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     int64_t wins[3] = {0, 0, 0};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rv_time_ns();
     for (int64_t i = 0; i < opt.playouts; i++) {
         memcpy(s, a->state, a->game->state_len(a->state));
         wins[a->game->playout(s, &rng)]++;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double sec = (double)(t1.tv_sec - t0.tv_sec) +
-                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double sec = 1e-9 * (double)(rv_time_ns() - t0);
     printf("%" PRId64 " playouts in %.3f s: %.0f playouts/s on one core; "
            "the first player won %.1f%%\n",
            opt.playouts, sec, (double)opt.playouts / sec,
@@ -317,9 +320,15 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
         case MODE_ANALYSE:
             rc = opt.playouts > 0 ? playout_rate(a) : analyse(a);
             break;
-        case MODE_PLAY: rc = play_person(a); break;
-        case MODE_SELF: rc = self_play(a); break;
-        case MODE_GTP: rc = gtp_run(a, stdin, stdout); break;
+        case MODE_PLAY:
+            rc = play_person(a);
+            break;
+        case MODE_SELF:
+            rc = self_play(a);
+            break;
+        case MODE_GTP:
+            rc = gtp_run(a, stdin, stdout);
+            break;
         }
     }
     fflush(stdout);
@@ -327,41 +336,137 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     return rc != 0 ? RV_ERR_INVALID : st;
 }
 
-static int usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr,
-            "usage: rivet-mcts [--size N] [--rollouts R] [--game hex|tictactoe]\n"
-            "                  [--top K] [--check] [--uct] [--playouts N]\n"
-            "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
-            "                   --self-play | --gtp]\n"
-            "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
-            "build/bin/rivet-mcts --size 7 --moves \"d4\"\n");
-    return 2;
+    fprintf(
+        f,
+        "usage: rivet-mcts [--size N] [--rollouts R] [--game hex|tictactoe]\n"
+        "                  [--top K] [--check] [--uct] [--playouts N]\n"
+        "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
+        "                   --self-play | --gtp] [--help]\n"
+        "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
+        "build/bin/rivet-mcts --size 7 --moves \"d4\"\n");
 }
 
-static bool parse_args(int argc, char **argv)
+/* The integer of option @p name in [min, max], or false, saying why. */
+static bool int_arg(const char *name, const char *v, long long min,
+                    long long max, long long *out)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = true;
-        if (strcmp(o, "--play") == 0) opt.mode = MODE_PLAY, takes = false;
-        else if (strcmp(o, "--self-play") == 0) opt.mode = MODE_SELF, takes = false;
-        else if (strcmp(o, "--gtp") == 0) opt.mode = MODE_GTP, takes = false;
-        else if (strcmp(o, "--check") == 0) opt.check = true, takes = false;
-        else if (strcmp(o, "--uct") == 0) opt.uct = true, takes = false;
-        else if (v == NULL) return false;
-        else if (strcmp(o, "--moves") == 0) opt.moves = v;
-        else if (strcmp(o, "--size") == 0) opt.size = atoi(v);
-        else if (strcmp(o, "--rollouts") == 0) opt.rollouts = atoll(v);
-        else if (strcmp(o, "--game") == 0) opt.game = v;
-        else if (strcmp(o, "--top") == 0) opt.top = atoi(v);
-        else if (strcmp(o, "--playouts") == 0) opt.playouts = atoll(v);
-        else if (strcmp(o, "--human") == 0)
-            opt.human = v[0] == 'w' || v[0] == 'W';
-        else return false;
-        i += takes;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || x < min || x > max) {
+        fprintf(stderr,
+                "rivet-mcts: --%s '%s': expected an integer from %lld to "
+                "%lld\n",
+                name, v, min, max);
+        return false;
     }
-    return opt.rollouts >= 0 && opt.top > 0;
+    *out = x;
+    return true;
+}
+
+enum {
+    O_PLAY = 256,
+    O_SELF,
+    O_GTP,
+    O_CHECK,
+    O_UCT,
+    O_MOVES,
+    O_SIZE,
+    O_ROLLOUTS,
+    O_GAME,
+    O_TOP,
+    O_PLAYOUTS,
+    O_HUMAN,
+};
+
+/* The command line into opt: 0, or the exit status (0 after --help). */
+static int parse_args(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"play", no_argument, NULL, O_PLAY},
+        {"self-play", no_argument, NULL, O_SELF},
+        {"gtp", no_argument, NULL, O_GTP},
+        {"check", no_argument, NULL, O_CHECK},
+        {"uct", no_argument, NULL, O_UCT},
+        {"moves", required_argument, NULL, O_MOVES},
+        {"size", required_argument, NULL, O_SIZE},
+        {"rollouts", required_argument, NULL, O_ROLLOUTS},
+        {"game", required_argument, NULL, O_GAME},
+        {"top", required_argument, NULL, O_TOP},
+        {"playouts", required_argument, NULL, O_PLAYOUTS},
+        {"human", required_argument, NULL, O_HUMAN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long long x;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (c) {
+        case O_PLAY:
+            opt.mode = MODE_PLAY;
+            break;
+        case O_SELF:
+            opt.mode = MODE_SELF;
+            break;
+        case O_GTP:
+            opt.mode = MODE_GTP;
+            break;
+        case O_CHECK:
+            opt.check = true;
+            break;
+        case O_UCT:
+            opt.uct = true;
+            break;
+        case O_MOVES:
+            opt.moves = optarg;
+            break;
+        case O_SIZE:
+            if (!int_arg("size", optarg, 2, RV_HEX_MAX, &x))
+                return 2;
+            opt.size = (int)x;
+            break;
+        case O_ROLLOUTS:
+            if (!int_arg("rollouts", optarg, 0, INT64_MAX, &x))
+                return 2;
+            opt.rollouts = x;
+            break;
+        case O_GAME:
+            opt.game = optarg;
+            break;
+        case O_TOP:
+            if (!int_arg("top", optarg, 1, INT32_MAX, &x))
+                return 2;
+            opt.top = (int)x;
+            break;
+        case O_PLAYOUTS:
+            if (!int_arg("playouts", optarg, 0, INT64_MAX, &x))
+                return 2;
+            opt.playouts = x;
+            break;
+        case O_HUMAN:
+            if (strcmp(optarg, "b") != 0 && strcmp(optarg, "w") != 0 &&
+                strcmp(optarg, "B") != 0 && strcmp(optarg, "W") != 0) {
+                fprintf(stderr, "rivet-mcts: --human '%s': b or w\n", optarg);
+                return 2;
+            }
+            opt.human = optarg[0] == 'w' || optarg[0] == 'W';
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default: /* getopt_long said what was wrong */
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rivet-mcts: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -369,8 +474,11 @@ int main(int argc, char **argv)
     rv_context_t *ctx;
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
-    if (!parse_args(argc, argv))
-        return usage();
+    int rc = parse_args(argc, argv);
+    if (rc != 0) {
+        rv_finalize(ctx);
+        return rc < 0 ? 0 : rc;
+    }
     static app_t app = {.resign_below = 0.03};
     if (strcmp(opt.game, "hex") == 0) {
         app.game = rv_game_hex();

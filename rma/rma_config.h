@@ -9,7 +9,10 @@
 
 #define RMA_CONFIG_PREFIX "rma"
 
-typedef enum { RV_AMLONG_REASSEMBLY, RV_AMLONG_PUT_SYNC_SEND } rv_am_long_protocol_t;
+typedef enum {
+    RV_AMLONG_REASSEMBLY,
+    RV_AMLONG_PUT_SYNC_SEND
+} rv_am_long_protocol_t;
 
 /* The effective rma.* keys of a job. */
 typedef struct rv_rma_config {

@@ -41,10 +41,10 @@
 #include "rma_internal.h"
 #include "rv_epoch.h"
 
-#define EM_MAX 64           /* managers alive at once in a process */
-#define BLOCK_OBJS 61       /* objects per block: 512-byte blocks */
-#define BULK_OBJS 8192      /* objects per bulk delete call (64 KiB) */
-#define NLIMBO 4        /* freed NLIMBO-1 advances after deferral */
+#define EM_MAX 64      /* managers alive at once in a process */
+#define BLOCK_OBJS 61  /* objects per block: 512-byte blocks */
+#define BULK_OBJS 8192 /* objects per bulk delete call (64 KiB) */
+#define NLIMBO 4       /* freed NLIMBO-1 advances after deferral */
 #define UNLINKED ((em_block_t *)(uintptr_t)1)
 
 typedef struct em_block {
@@ -57,9 +57,9 @@ typedef struct em_block {
 struct rv_epoch_token {
     _Alignas(64) _Atomic uint64_t epoch; /* 0: not pinned */
     rv_epoch_manager_t *em;
-    em_block_t *block;          /* being filled, for block_epoch */
+    em_block_t *block; /* being filled, for block_epoch */
     uint64_t block_epoch;
-    em_block_t *spare;          /* this thread's free blocks */
+    em_block_t *spare;              /* this thread's free blocks */
     _Atomic(em_block_t *) returned; /* given back by reclaimers */
     _Atomic uint64_t pins, deferred;
     struct rv_epoch_token *all_next; /* every token, never unlinked */
@@ -75,13 +75,13 @@ struct rv_epoch_manager {
     _Alignas(64) _Atomic(em_block_t *) limbo[NLIMBO];
     _Alignas(64) atomic_flag setting; /* this process's election */
     _Atomic(rv_epoch_token_t *) tokens;
-    pthread_mutex_t lock;       /* free_tokens */
+    pthread_mutex_t lock; /* free_tokens */
     rv_epoch_token_t *free_tokens;
     /* the job-wide election word, in rank 0 */
     rv_rptr_t flag;
     _Atomic bool flag_known;
-    uint64_t *flag_mem;         /* rank 0: rv_mem_alloc'd by local 0 */
-    uint64_t *scan;             /* the reclaimer's scan answers */
+    uint64_t *flag_mem; /* rank 0: rv_mem_alloc'd by local 0 */
+    uint64_t *scan;     /* the reclaimer's scan answers */
     _Atomic uint64_t attempts, elected, advanced, freed, bulk_sent;
 };
 
@@ -96,8 +96,7 @@ static rv_epoch_manager_t *lookup(const void *args, size_t len)
     if (len < sizeof(id))
         return NULL;
     memcpy(&id, args, sizeof(id));
-    return id < EM_MAX ? atomic_load_explicit(&table[id],
-                                              memory_order_acquire)
+    return id < EM_MAX ? atomic_load_explicit(&table[id], memory_order_acquire)
                        : NULL;
 }
 
@@ -207,10 +206,9 @@ void rv_epoch_pin(rv_epoch_token_t *tok)
             break;
         e = now;
     }
-    atomic_store_explicit(&tok->pins,
-                          atomic_load_explicit(&tok->pins,
-                                               memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    atomic_store_explicit(
+        &tok->pins, atomic_load_explicit(&tok->pins, memory_order_relaxed) + 1,
+        memory_order_relaxed);
 }
 
 void rv_epoch_unpin(rv_epoch_token_t *tok)
@@ -220,8 +218,8 @@ void rv_epoch_unpin(rv_epoch_token_t *tok)
      * should be in it (a token that idles otherwise keeps at most one
      * block until it pins again, deregisters or rv_epoch_clear) */
     if (tok->block != NULL &&
-        tok->block_epoch != atomic_load_explicit(&tok->em->epoch,
-                                                 memory_order_relaxed))
+        tok->block_epoch !=
+            atomic_load_explicit(&tok->em->epoch, memory_order_relaxed))
         publish(tok);
 }
 
@@ -247,10 +245,10 @@ void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj)
         }
     }
     tok->block->obj[tok->block->n++] = obj;
-    atomic_store_explicit(&tok->deferred,
-                          atomic_load_explicit(&tok->deferred,
-                                               memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    atomic_store_explicit(
+        &tok->deferred,
+        atomic_load_explicit(&tok->deferred, memory_order_relaxed) + 1,
+        memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -258,7 +256,7 @@ void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj)
 
 typedef struct {
     uint32_t id;
-    uint32_t all;       /* clear: every list and partial block */
+    uint32_t all; /* clear: every list and partial block */
     uint64_t epoch;
 } em_args_t;
 
@@ -308,8 +306,8 @@ static rv_status_t reclaim_list(rv_worker_t *w, rv_epoch_manager_t *em,
             }
             if (r >= np) {
                 rv_error("rv_epoch: deferred object %#llx names rank %d of "
-                         "%d; not freed", (unsigned long long)b->obj[i], r,
-                         np);
+                         "%d; not freed",
+                         (unsigned long long)b->obj[i], r, np);
                 continue;
             }
             em_bucket_t *k = &bucket[r];
@@ -334,8 +332,8 @@ static rv_status_t reclaim_list(rv_worker_t *w, rv_epoch_manager_t *em,
         rv_tid_t to = rv_tid_make(ctx, r, rv_worker_local(w));
         for (size_t off = 0; off < bucket[r].n && st == RV_OK;
              off += BULK_OBJS) {
-            size_t n = bucket[r].n - off < BULK_OBJS ? bucket[r].n - off
-                                                     : BULK_OBJS;
+            size_t n =
+                bucket[r].n - off < BULK_OBJS ? bucket[r].n - off : BULK_OBJS;
             st = rv_call_buffer(w, to, delete_id, &a, sizeof(a),
                                 bucket[r].obj + off, n * sizeof(rv_gptr_t),
                                 &sync, RV_NOTIFY_CONSUMED);
@@ -371,8 +369,8 @@ static rv_status_t advance_local(rv_worker_t *w, rv_epoch_manager_t *em,
         publish(t);
     rv_status_t st = RV_OK;
     for (int i = 0; i < NLIMBO; i++) {
-        rv_status_t s = reclaim_list(w, em,
-                                     atomic_exchange(&em->limbo[i], NULL));
+        rv_status_t s =
+            reclaim_list(w, em, atomic_exchange(&em->limbo[i], NULL));
         if (st == RV_OK)
             st = s;
     }
@@ -427,8 +425,7 @@ static rv_status_t on_global(rv_worker_t *w, rv_call_t *call, void *arg)
     rv_epoch_manager_t *em = lookup(call->args, call->args_len);
     (void)w;
     (void)arg;
-    if (em == NULL || em->flag_mem == NULL ||
-        call->ret_len < sizeof(rv_rptr_t))
+    if (em == NULL || em->flag_mem == NULL || call->ret_len < sizeof(rv_rptr_t))
         return RV_ERR_INVALID;
     memcpy(call->ret, &em->flag, sizeof(rv_rptr_t));
     call->ret_len = sizeof(rv_rptr_t);
@@ -437,11 +434,10 @@ static rv_status_t on_global(rv_worker_t *w, rv_call_t *call, void *arg)
 
 rv_status_t rma_epoch_register(rv_context_t *ctx)
 {
-    rv_status_t st = rv_am_register(ctx, "rivet.epoch.global", on_global,
-                                    NULL, &global_id);
+    rv_status_t st =
+        rv_am_register(ctx, "rivet.epoch.global", on_global, NULL, &global_id);
     if (st == RV_OK)
-        st = rv_am_register(ctx, "rivet.epoch.scan", on_scan, NULL,
-                            &scan_id);
+        st = rv_am_register(ctx, "rivet.epoch.scan", on_scan, NULL, &scan_id);
     if (st == RV_OK)
         st = rv_am_register(ctx, "rivet.epoch.advance", on_advance, NULL,
                             &advance_id);
@@ -460,9 +456,9 @@ static rv_status_t global_flag(rv_worker_t *w, rv_epoch_manager_t *em)
         return RV_OK;
     rv_rptr_t p = {0};
     em_args_t a = {.id = em->id};
-    rv_status_t st = rv_call_return(
-        w, rv_tid_make(em->ctx, 0, rv_worker_local(w)), global_id, &a,
-        sizeof(a), &p, sizeof(p), NULL, 0);
+    rv_status_t st =
+        rv_call_return(w, rv_tid_make(em->ctx, 0, rv_worker_local(w)),
+                       global_id, &a, sizeof(a), &p, sizeof(p), NULL, 0);
     if (st == RV_OK && p.addr == 0)
         st = RV_ERR_NOT_FOUND;
     if (st != RV_OK)
@@ -523,9 +519,8 @@ static rv_status_t advance_all(rv_worker_t *w, rv_epoch_manager_t *em,
     rv_status_t st = RV_OK;
     for (int r = 0; r < rv_size(ctx) && st == RV_OK; r++)
         if (r != me)
-            st = rv_call(w, rv_tid_make(ctx, r, rv_worker_local(w)),
-                         advance_id, &a, sizeof(a), &sync,
-                         RV_NOTIFY_CONSUMED);
+            st = rv_call(w, rv_tid_make(ctx, r, rv_worker_local(w)), advance_id,
+                         &a, sizeof(a), &sync, RV_NOTIFY_CONSUMED);
     rv_status_t lst = advance_local(w, em, epoch, all);
     rv_status_t wst = rv_sync_wait(w, &sync);
     return st != RV_OK ? st : lst != RV_OK ? lst : wst;
@@ -567,8 +562,7 @@ rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *em,
     if (st == RV_OK && safe) {
         st = advance_all(w, em, epoch + 1, false);
         if (st == RV_OK) {
-            atomic_fetch_add_explicit(&em->advanced, 1,
-                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&em->advanced, 1, memory_order_relaxed);
             if (epoch_p != NULL)
                 *epoch_p = epoch + 1;
         }
@@ -630,7 +624,8 @@ rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn free_fn,
     }
     if (rv_size(ctx) - 1 > (int)RV_GPTR_MAX_RANK) {
         rv_error("rv_epoch_manager_create: %d processes; global pointers "
-                 "name at most %u", rv_size(ctx), RV_GPTR_MAX_RANK + 1);
+                 "name at most %u",
+                 rv_size(ctx), RV_GPTR_MAX_RANK + 1);
         return RV_ERR_UNSUPPORTED;
     }
     int local = rv_worker_local(w);
@@ -706,8 +701,7 @@ void rv_epoch_stats(rv_epoch_manager_t *em, rv_epoch_stats_t *s)
     for (rv_epoch_token_t *t = atomic_load(&em->tokens); t != NULL;
          t = t->all_next) {
         s->pins += atomic_load_explicit(&t->pins, memory_order_relaxed);
-        s->deferred += atomic_load_explicit(&t->deferred,
-                                            memory_order_relaxed);
+        s->deferred += atomic_load_explicit(&t->deferred, memory_order_relaxed);
     }
     s->attempts = atomic_load(&em->attempts);
     s->elected = atomic_load(&em->elected);

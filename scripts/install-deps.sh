@@ -14,7 +14,7 @@ pkgs=("$@")
   nettle-dev
   gnuplot-nox procps doxygen python3
   spin
-  clang libclang-rt-dev
+  clang libclang-rt-dev clang-format
 )
 
 missing=()

@@ -11,14 +11,16 @@
  * time and throughput. The job fails when a fetched object's digest
  * differs from the one rank 0 computed.
  *
- *   rivet-store get [-t TIMEOUT_MS] NAME...
+ *   rivet-store get [-t|--timeout TIMEOUT_MS] NAME...
  *
  * Every rank gets the objects named (put by an earlier `put` in the same
  * job is not possible across jobs: a job's store ends with it), waiting
  * up to TIMEOUT_MS for each (default: forever) -- useful beside a
  * program that puts them.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
@@ -42,9 +44,7 @@ static opts_t opt = {.timeout_ms = RV_STORE_WAIT_FOREVER};
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)rv_time_ns() * 1e-9;
 }
 
 static const char *base_name(const char *path)
@@ -87,13 +87,15 @@ static rv_status_t put_file(rv_worker_t *w, const char *path, int k)
     }
     object_id(name, &id, idhex);
     void *data;
-    rv_status_t st = rv_store_create(w, &id, (size_t)sb.st_size, name,
-                                     strlen(name), &data);
+    rv_status_t st =
+        rv_store_create(w, &id, (size_t)sb.st_size, name, strlen(name), &data);
     for (off_t done = 0; st == RV_OK && done < sb.st_size;) {
         ssize_t r = read(fd, (char *)data + done, (size_t)(sb.st_size - done));
         if (r <= 0) {
-            fprintf(stderr, "rivet-store: %s: read failed or the file "
-                            "shrank\n", path);
+            fprintf(stderr,
+                    "rivet-store: %s: read failed or the file "
+                    "shrank\n",
+                    path);
             rv_store_abort(w, &id);
             st = RV_ERR_IO;
         }
@@ -105,8 +107,8 @@ static rv_status_t put_file(rv_worker_t *w, const char *path, int k)
     sha256_hex(data, (size_t)sb.st_size, opt.digests[k], dhex);
     st = rv_store_seal(w, &id);
     if (st == RV_OK)
-        printf("put %s %s %jd B sha256 %s\n", idhex, name,
-               (intmax_t)sb.st_size, dhex);
+        printf("put %s %s %jd B sha256 %s\n", idhex, name, (intmax_t)sb.st_size,
+               dhex);
     return st;
 }
 
@@ -133,8 +135,10 @@ static rv_status_t get_file(rv_worker_t *w, const char *path, int k)
            t > 0 ? (double)b.data_size / t / 1e6 : 0.0);
     if (!opt.get_only &&
         memcmp(digest, opt.digests[k], SHA256_DIGEST_SIZE) != 0) {
-        fprintf(stderr, "rivet-store: %s: the bytes fetched differ from "
-                        "the bytes put\n", name);
+        fprintf(stderr,
+                "rivet-store: %s: the bytes fetched differ from "
+                "the bytes put\n",
+                name);
         st = RV_ERR_INVALID;
     }
     rv_store_release(w, &id);
@@ -165,8 +169,8 @@ static int worker(rv_worker_t *w, void *arg)
         for (int k = 0; k < opt.nfiles; k++) {
             rec[0] = putter && k < put_done;
             memcpy(rec + 8, opt.digests[k], 32);
-            rv_status_t gst = all ? rv_allgather(w, rec, sizeof(rec), all)
-                                  : RV_ERR_NO_MEMORY;
+            rv_status_t gst =
+                all ? rv_allgather(w, rec, sizeof(rec), all) : RV_ERR_NO_MEMORY;
             if (gst != RV_OK)
                 rv_abort(ctx, 1, "rivet-store: gathering the digests failed");
             if (mine && put_ok != NULL) {
@@ -191,14 +195,69 @@ static int worker(rv_worker_t *w, void *arg)
     return st == RV_OK ? 0 : 1;
 }
 
-static int usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr,
-            "usage: rivet-store put FILE...\n"
-            "       rivet-store get [-t TIMEOUT_MS] NAME...\n"
-            "under rivetrun, e.g. rivetrun -c configs/store.yaml "
-            "build/bin/rivet-store put FILE...\n");
-    return 2;
+    fprintf(f, "usage: rivet-store put FILE...\n"
+               "       rivet-store get [-t|--timeout TIMEOUT_MS] NAME...\n"
+               "       rivet-store --help\n"
+               "under rivetrun, e.g. rivetrun -c configs/store.yaml "
+               "build/bin/rivet-store put FILE...\n");
+}
+
+/* The command line into opt: 0, or the exit status (0 after --help). */
+static int parse_args(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc > 1 &&
+        (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return -1;
+    }
+    if (argc < 2 ||
+        (strcmp(argv[1], "get") != 0 && strcmp(argv[1], "put") != 0)) {
+        usage(stderr);
+        return 2;
+    }
+    opt.get_only = strcmp(argv[1], "get") == 0;
+    /* The options after the command: getopt_long over argv[1..]. */
+    int c;
+    char *end;
+    while ((c = getopt_long(argc - 1, argv + 1, opt.get_only ? "t:h" : "h",
+                            longs, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            errno = 0;
+            opt.timeout_ms = strtoll(optarg, &end, 10);
+            if (!opt.get_only || errno != 0 || end == optarg || *end != '\0' ||
+                opt.timeout_ms < 0) {
+                fprintf(stderr,
+                        "rivet-store: --timeout '%s': expected a number of "
+                        "milliseconds, 0 or more (get only)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default: /* getopt_long said what was wrong */
+            usage(stderr);
+            return 2;
+        }
+    }
+    opt.files = argv + 1 + optind;
+    opt.nfiles = argc - 1 - optind;
+    if (opt.nfiles <= 0) {
+        fprintf(stderr, "rivet-store: %s: no %s named\n", argv[1],
+                opt.get_only ? "object" : "file");
+        usage(stderr);
+        return 2;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -206,25 +265,11 @@ int main(int argc, char **argv)
     rv_context_t *ctx;
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
-    int a = 1;
-    if (argc < 3)
-        return usage();
-    if (strcmp(argv[a], "get") == 0) {
-        opt.get_only = true;
-        a++;
-        if (a + 1 < argc && strcmp(argv[a], "-t") == 0) {
-            opt.timeout_ms = atoll(argv[a + 1]);
-            a += 2;
-        }
-    } else if (strcmp(argv[a], "put") == 0) {
-        a++;
-    } else {
-        return usage();
+    int rc = parse_args(argc, argv);
+    if (rc != 0) {
+        rv_finalize(ctx);
+        return rc < 0 ? 0 : rc;
     }
-    opt.files = argv + a;
-    opt.nfiles = argc - a;
-    if (opt.nfiles <= 0)
-        return usage();
     opt.digests = calloc((size_t)opt.nfiles, sizeof(*opt.digests));
     if (opt.digests == NULL || rv_store_init(ctx) != RV_OK)
         return 1;

@@ -28,9 +28,7 @@ rv_status_t st_not_initialised(const char *what)
 
 int64_t st_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return rv_time_ns();
 }
 
 /* ---------------------------------------------------------------------- */

@@ -18,14 +18,14 @@ static st_worker_t *store_of(rv_worker_t *w, const char *what)
     }
     if (rv_worker_progress_depth(w) > 0 || rv_worker_in_callback(w)) {
         rv_error("%s called from a handler; the store's calls wait, and "
-                 "are made from the worker's own code", what);
+                 "are made from the worker's own code",
+                 what);
         return NULL;
     }
     return sw;
 }
 
-static void log_id(const char *what, const rv_object_id_t *id,
-                   const char *why)
+static void log_id(const char *what, const rv_object_id_t *id, const char *why)
 {
     char hex[41];
     rv_object_id_to_hex(id, hex);
@@ -42,7 +42,8 @@ rv_status_t rv_store_create(rv_worker_t *w, const rv_object_id_t *id,
     if (id == NULL || data == NULL || meta_size > ST_META_MAX ||
         (meta_size > 0 && meta == NULL) || data_size > SIZE_MAX / 2) {
         rv_error("rv_store_create: bad arguments (metadata of at most %zu "
-                 "bytes)", ST_META_MAX);
+                 "bytes)",
+                 ST_META_MAX);
         return RV_ERR_INVALID;
     }
     st_proc_t *p = sw->proc;
@@ -66,11 +67,15 @@ rv_status_t rv_store_create(rv_worker_t *w, const rv_object_id_t *id,
         st = base == NULL ? RV_ERR_NO_MEMORY : RV_ERR_EXISTS;
         p->used -= total;
     } else {
-        *o = (st_obj_t){.id = *id, .state = ST_CREATED, .base = base,
-                        .mem = base + ST_HEAD, .data_size = data_size,
+        *o = (st_obj_t){.id = *id,
+                        .state = ST_CREATED,
+                        .base = base,
+                        .mem = base + ST_HEAD,
+                        .data_size = data_size,
                         .meta_size = meta_size,
                         .rptr = rv_rptr_add(rptr, ST_HEAD),
-                        .alloc_local = rv_worker_local(w), .refs = 1};
+                        .alloc_local = rv_worker_local(w),
+                        .refs = 1};
         if (meta_size > 0)
             memcpy(o->mem + data_size, meta, meta_size);
         HASH_ADD(hh, p->objs, id.bytes, RV_OBJECT_ID_SIZE, o);
@@ -109,8 +114,9 @@ rv_status_t rv_store_seal(rv_worker_t *w, const rv_object_id_t *id)
     }
     pthread_mutex_unlock(&p->lock);
     if (!ok) {
-        log_id("rv_store_seal", id, "was not created (and left unsealed) "
-                                    "by this process");
+        log_id("rv_store_seal", id,
+               "was not created (and left unsealed) "
+               "by this process");
         return RV_ERR_NOT_FOUND;
     }
     st_tell_home(sw, id, &copy, true);
@@ -171,8 +177,8 @@ rv_status_t rv_store_get(rv_worker_t *w, const rv_object_id_t *ids, size_t n,
         return RV_ERR_NO_MEMORY;
     rv_sync_t sync;
     rv_sync_init(&sync, 0);
-    rv_status_t st = rv_store_get_async(w, ids, n, timeout_ms, bufs, mine,
-                                        &sync);
+    rv_status_t st =
+        rv_store_get_async(w, ids, n, timeout_ms, bufs, mine, &sync);
     if (st == RV_OK)
         rv_sync_wait(w, &sync);
     for (size_t i = 0; i < n && st == RV_OK; i++)
@@ -277,8 +283,8 @@ rv_status_t rv_store_subscribe(rv_worker_t *w, rv_store_scope_t scope,
     rv_context_t *ctx = rv_worker_context(w);
     rv_tid_t me = rv_worker_tid(w);
     rv_rank_t first = scope == RV_STORE_SCOPE_JOB ? 0 : rv_rank(ctx);
-    rv_rank_t last = scope == RV_STORE_SCOPE_JOB ? rv_size(ctx) - 1
-                                                 : rv_rank(ctx);
+    rv_rank_t last =
+        scope == RV_STORE_SCOPE_JOB ? rv_size(ctx) - 1 : rv_rank(ctx);
     size_t n = (size_t)(last - first + 1);
     int32_t *status = calloc(n, sizeof(*status));
     if (status == NULL)
@@ -288,9 +294,9 @@ rv_status_t rv_store_subscribe(rv_worker_t *w, rv_store_scope_t scope,
     rv_sync_init(&sync, 0);
     rv_status_t st = RV_OK;
     for (rv_rank_t r = first; r <= last && st == RV_OK; r++)
-        st = rv_call_return(w, rv_tid_make(ctx, r, 0), st_h.sub, &me,
-                            sizeof(me), &status[r - first],
-                            sizeof(status[0]), &sync, 0);
+        st =
+            rv_call_return(w, rv_tid_make(ctx, r, 0), st_h.sub, &me, sizeof(me),
+                           &status[r - first], sizeof(status[0]), &sync, 0);
     rv_status_t wst = rv_sync_wait(w, &sync);
     if (st == RV_OK)
         st = wst;

@@ -114,7 +114,8 @@ static void calibrate(rv_worker_t *w, st_proc_t *p, rv_tid_t peer)
             double e = time_fetch(w, peer, p->cal_rptr, dst, n, true);
             double r = time_fetch(w, peer, p->cal_rptr, dst, n, false);
             rv_debug("store calibration: %zu B eager %.1f us, rendezvous "
-                     "%.1f us", n, e / 1e3, r / 1e3);
+                     "%.1f us",
+                     n, e / 1e3, r / 1e3);
             if (e > r)
                 break;
             threshold = n;
@@ -127,7 +128,8 @@ static void calibrate(rv_worker_t *w, st_proc_t *p, rv_tid_t peer)
         if (rv_call(w, t, cal_result_id, &v, sizeof(v), NULL, 0) != RV_OK)
             rv_abort(ctx, 1, "store: cannot share store.rndv_threshold");
     rv_info("store.rndv_threshold auto: eager up to %zu bytes, rendezvous "
-            "above", threshold);
+            "above",
+            threshold);
     atomic_fetch_add(&p->cal_results, 1);
 }
 
@@ -169,7 +171,7 @@ rv_status_t st_calib_register(rv_context_t *ctx)
         st = rv_am_register(ctx, "rivet.store.cal_rptr", on_cal_rptr, NULL,
                             &cal_rptr_id);
     if (st == RV_OK)
-        st = rv_am_register(ctx, "rivet.store.cal_result", on_cal_result,
-                            NULL, &cal_result_id);
+        st = rv_am_register(ctx, "rivet.store.cal_result", on_cal_result, NULL,
+                            &cal_result_id);
     return st;
 }

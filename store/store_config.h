@@ -12,9 +12,9 @@
 
 /* The effective store.* keys of a job. */
 typedef struct rv_store_config {
-    uint64_t capacity;                     /* bytes per process */
+    uint64_t capacity;                      /* bytes per process */
     char rndv_threshold[RV_CONFIG_STR_MAX]; /* a size, or auto */
-    bool preallocate;                      /* capacity ready at start */
+    bool preallocate;                       /* capacity ready at start */
 } rv_store_config_t;
 
 /* The store.* keys of @p ctx's configuration. */

@@ -1,6 +1,6 @@
 /**
  * @file rv_status.h
- * @brief rivet's single status type and leveled logging.
+ * @brief rivet's single status type, leveled logging and clock.
  *
  * Included by rivet.h and rv_transport.h; plugin authors and applications
  * never include it directly.
@@ -11,6 +11,7 @@
 #define RIVET_RV_STATUS_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,8 +103,9 @@ RV_EXPORT void rv_log_set_identity(int rank, int thread);
  * @param [in] ...   the format's arguments
  * @note Thread-safe.
  */
-RV_EXPORT void rv_log(rv_log_level_t level, const char *file, int line, const char *fmt,
-            ...) __attribute__((format(printf, 4, 5)));
+RV_EXPORT void rv_log(rv_log_level_t level, const char *file, int line,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /** Whether messages of level @p _level are written now. */
 #define rv_log_enabled(_level) ((_level) <= rv_log_level)
@@ -114,13 +116,22 @@ RV_EXPORT void rv_log(rv_log_level_t level, const char *file, int line, const ch
         if (rv_log_enabled(_level))                                            \
             rv_log(_level, __FILE__, __LINE__, __VA_ARGS__);                   \
     } while (0)
+/**
+ * @brief rivet's clock: nanoseconds of CLOCK_MONOTONIC, from an unspecified
+ *        start, never going back; what rivet's timeouts, keepalives and
+ *        statistics measure with (a vDSO call on Linux, no system call).
+ * @return the time in nanoseconds
+ * @note Thread-safe.
+ */
+RV_EXPORT int64_t rv_time_ns(void);
+
 /** Logs an error, printf-style: once, where it is detected, with what the
  * user can do about it. */
 #define rv_error(...) RV_LOG_(RV_LOG_ERROR, __VA_ARGS__)
 /** Logs a warning, printf-style. */
-#define rv_warn(...)  RV_LOG_(RV_LOG_WARN, __VA_ARGS__)
+#define rv_warn(...) RV_LOG_(RV_LOG_WARN, __VA_ARGS__)
 /** Logs an informational message, printf-style. */
-#define rv_info(...)  RV_LOG_(RV_LOG_INFO, __VA_ARGS__)
+#define rv_info(...) RV_LOG_(RV_LOG_INFO, __VA_ARGS__)
 /** Logs a debugging message, printf-style. */
 #define rv_debug(...) RV_LOG_(RV_LOG_DEBUG, __VA_ARGS__)
 /** Logs a trace message, printf-style. */

@@ -78,14 +78,14 @@ typedef struct rv_trkey rv_trkey_t;
 /** @brief What a transport can do (query fills it).
  * @note Filled by the transport, then read-only for its users. */
 typedef struct rv_transport_caps {
-    size_t max_am_header;   /**< largest AM header in bytes */
-    size_t max_am_size;     /**< largest AM payload in bytes */
-    size_t eager_limit;     /**< payloads above this go by rendezvous */
-    bool ordered_am;        /**< AMs between two workers arrive in order */
-    bool ordered_puts;      /**< puts to one peer land in issue order */
-    bool atomics64;         /**< 64-bit fetch-add and compare-swap */
-    bool rdma_read;         /**< get is one-sided in hardware */
-    bool mem_alloc_mapped;  /**< mem_alloc memory is load/store to peers */
+    size_t max_am_header;  /**< largest AM header in bytes */
+    size_t max_am_size;    /**< largest AM payload in bytes */
+    size_t eager_limit;    /**< payloads above this go by rendezvous */
+    bool ordered_am;       /**< AMs between two workers arrive in order */
+    bool ordered_puts;     /**< puts to one peer land in issue order */
+    bool atomics64;        /**< 64-bit fetch-add and compare-swap */
+    bool rdma_read;        /**< get is one-sided in hardware */
+    bool mem_alloc_mapped; /**< mem_alloc memory is load/store to peers */
     /** One-sided operations (put, get, atomics, flush) to a peer complete
      * only while the peer's worker progresses: they travel as messages its
      * CPU handles (RMA emulated over active messages, or a software RMA
@@ -94,18 +94,18 @@ typedef struct rv_transport_caps {
      * Like the lanes in description, it describes the endpoints of the
      * running (or last) job. */
     bool rma_target_progress;
-    char description[512];  /**< what is actually in use, for the user */
+    char description[512]; /**< what is actually in use, for the user */
 } rv_transport_caps_t;
 
 /** @brief An active message as the transport delivers it to the core.
  * The plugin's, valid during the am_recv callback. */
 typedef struct rv_am_rx {
-    uint32_t src;           /**< the sending worker */
-    const void *hdr;        /**< the header; valid during the callback */
-    size_t hdr_len;         /**< bytes of @c hdr, as sent */
-    void *data;             /**< the payload */
-    size_t len;             /**< bytes of @c data, as received */
-    bool persistent;        /**< data stays valid after the callback */
+    uint32_t src;    /**< the sending worker */
+    const void *hdr; /**< the header; valid during the callback */
+    size_t hdr_len;  /**< bytes of @c hdr, as sent */
+    void *data;      /**< the payload */
+    size_t len;      /**< bytes of @c data, as received */
+    bool persistent; /**< data stays valid after the callback */
     /** The transport calls from inside its own receive callback and can
      * hold the message: am_recv may return RV_ERR_AGAIN to have it
      * delivered again later, from progress, with deferrable false. */
@@ -161,8 +161,8 @@ typedef enum rv_locality {
  * of an older core are shorter (their size says how long). */
 #define RV_TRANSPORT_SERVICES_HAS(svc, member)                                 \
     ((svc) != NULL &&                                                          \
-     (svc)->size >= offsetof(rv_transport_services_t, member) +               \
-                        sizeof((svc)->member))
+     (svc)->size >=                                                            \
+         offsetof(rv_transport_services_t, member) + sizeof((svc)->member))
 
 /* The allocators' types are in rv_regmem.h, which includes this header;
  * include rv_regmem.h to call the services that take them. */
@@ -291,8 +291,8 @@ typedef struct rv_transport_services {
     /** As rv_mem_general_free(). */
     void (*mem_general_free)(struct rv_mem_general *gen, void *addr);
     /** As rv_mem_general_lookup(). */
-    const struct rv_mem_chunk *(*mem_general_lookup)(
-        struct rv_mem_general *gen, const void *addr);
+    const struct rv_mem_chunk *(*mem_general_lookup)(struct rv_mem_general *gen,
+                                                     const void *addr);
     /** As rv_mem_general_trim(). */
     void (*mem_general_trim)(struct rv_mem_general *gen);
     /** As rv_mem_general_stats(). */
@@ -308,9 +308,9 @@ typedef struct rv_transport_params {
      * defaults, the file and the environment; NULL when the plugin has no
      * table. Valid until fini. */
     const void *tconfig;
-    rv_rank_t rank;         /**< this process */
-    rv_rank_t size;         /**< processes in the job */
-    int threads;            /**< worker threads per process */
+    rv_rank_t rank; /**< this process */
+    rv_rank_t size; /**< processes in the job */
+    int threads;    /**< worker threads per process */
     /**
      * Called by a transport that finds the connection to worker @p peer
      * broken for good (a dead or unreachable peer, a queue pair in error):
@@ -320,7 +320,7 @@ typedef struct rv_transport_params {
      * will never complete cannot hang it. It does not return.
      */
     void (*peer_failed)(void *arg, uint32_t peer, const char *why);
-    void *peer_failed_arg;  /**< @c peer_failed's first argument */
+    void *peer_failed_arg; /**< @c peer_failed's first argument */
     /** What core does for the transport; never NULL. Core's, constant:
      * the plugin may keep the pointer until fini returns. */
     const rv_transport_services_t *services;
@@ -329,11 +329,11 @@ typedef struct rv_transport_params {
 /** @brief Parameters of one transport worker (worker_create copies what
  * it keeps). */
 typedef struct rv_tworker_params {
-    uint32_t tid;           /**< global id of the owning worker thread */
-    uint32_t nworkers;      /**< workers in the job (peer ids 0..n-1) */
-    int numa_node;          /**< the thread's NUMA node, or -1 */
-    rv_am_recv_fn am_recv;  /**< AM dispatch into the core */
-    void *am_arg;           /**< @c am_recv's first argument */
+    uint32_t tid;          /**< global id of the owning worker thread */
+    uint32_t nworkers;     /**< workers in the job (peer ids 0..n-1) */
+    int numa_node;         /**< the thread's NUMA node, or -1 */
+    rv_am_recv_fn am_recv; /**< AM dispatch into the core */
+    void *am_arg;          /**< @c am_recv's first argument */
 } rv_tworker_params_t;
 
 /**
@@ -350,8 +350,8 @@ typedef struct rv_tworker_params {
  *       except address_release.
  */
 typedef struct rv_transport_ops {
-    const char *name;       /**< the plugin's name: librivet-NAME.so */
-    int abi_version;        /**< RV_TRANSPORT_ABI_VERSION */
+    const char *name; /**< the plugin's name: librivet-NAME.so */
+    int abi_version;  /**< RV_TRANSPORT_ABI_VERSION */
     /** The plugin's configuration keys, under prefix "transport.<name>",
      * or NULL for none: the loader reads them from the job file and the
      * environment, and init receives the filled struct as params->tconfig. */
@@ -421,23 +421,22 @@ typedef struct rv_transport_ops {
     /* registered memory ----------------------------------------------- */
     /** Allocates @p len bytes of registered memory, as close to the peers
      * as the transport can make it (on shm: mapped into them). */
-    rv_status_t (*mem_alloc)(rv_transport_t *tp, size_t len,
-                             rv_tmem_t **mem_p, void **addr_p);
+    rv_status_t (*mem_alloc)(rv_transport_t *tp, size_t len, rv_tmem_t **mem_p,
+                             void **addr_p);
     /** Registers existing memory. */
     rv_status_t (*mem_register)(rv_transport_t *tp, void *addr, size_t len,
                                 rv_tmem_t **mem_p);
     /** Deregisters (and, if mem_alloc'ed, frees) @p mem. */
     void (*mem_deregister)(rv_transport_t *tp, rv_tmem_t *mem);
     /** Packs the remote key of @p mem; release with rkey_buffer_release. */
-    rv_status_t (*rkey_pack)(rv_transport_t *tp, rv_tmem_t *mem,
-                             void **buf_p, size_t *len_p);
+    rv_status_t (*rkey_pack)(rv_transport_t *tp, rv_tmem_t *mem, void **buf_p,
+                             size_t *len_p);
     /** Frees a packed key of rkey_pack (core keeps a chunk's packed key
      * while the chunk lives and frees it before mem_deregister). */
     void (*rkey_buffer_release)(rv_transport_t *tp, void *buf);
     /** Unpacks a remote key of worker @p peer's process for use by @p tw. */
-    rv_status_t (*rkey_unpack)(rv_tworker_t *tw, uint32_t peer,
-                               const void *buf, size_t len,
-                               rv_trkey_t **rkey_p);
+    rv_status_t (*rkey_unpack)(rv_tworker_t *tw, uint32_t peer, const void *buf,
+                               size_t len, rv_trkey_t **rkey_p);
     /** Frees a key of rkey_unpack, on the worker that unpacked it. */
     void (*rkey_destroy)(rv_tworker_t *tw, rv_trkey_t *rkey);
 

@@ -50,9 +50,7 @@ typedef struct slot {
 
 int64_t run_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / NS_PER_MS;
+    return rv_time_ns() / NS_PER_MS;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -86,8 +86,8 @@ void run_stream_attach(outstream_t *s, int fd)
     s->fd = fd;
 }
 
-static void stream_write(outstream_t *s, int rank, const char *data,
-                         size_t len, bool add_newline)
+static void stream_write(outstream_t *s, int rank, const char *data, size_t len,
+                         bool add_newline)
 {
     char prefix[PREFIX_MAX];
     int plen;

@@ -94,8 +94,10 @@ typedef void (*rv_epoch_free_fn)(rv_worker_t *w, void *obj, void *arg);
  *         errors
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler.
  */
-RV_EXPORT rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn free_fn,
-                                    void *arg, rv_epoch_manager_t **em_p);
+RV_EXPORT rv_status_t rv_epoch_manager_create(rv_worker_t *w,
+                                              rv_epoch_free_fn free_fn,
+                                              void *arg,
+                                              rv_epoch_manager_t **em_p);
 
 /**
  * @brief Collective: frees everything still deferred (rv_epoch_clear, run
@@ -106,7 +108,8 @@ RV_EXPORT rv_status_t rv_epoch_manager_create(rv_worker_t *w, rv_epoch_free_fn f
  * @note Every worker of the job, each from its own thread. Tokens must be
  *       deregistered and no thread may use the manager any more.
  */
-RV_EXPORT rv_status_t rv_epoch_manager_destroy(rv_worker_t *w, rv_epoch_manager_t *em);
+RV_EXPORT rv_status_t rv_epoch_manager_destroy(rv_worker_t *w,
+                                               rv_epoch_manager_t *em);
 
 /**
  * @brief A token for one thread (or task); not thread-safe itself.
@@ -169,8 +172,9 @@ RV_EXPORT void rv_epoch_defer_delete(rv_epoch_token_t *tok, rv_gptr_t obj);
  *       RV_HANDLER_INLINE handler (the elected caller waits for every
  *       process). It progresses once when not elected.
  */
-RV_EXPORT rv_status_t rv_epoch_try_reclaim(rv_worker_t *w, rv_epoch_manager_t *em,
-                                 uint64_t *epoch_p);
+RV_EXPORT rv_status_t rv_epoch_try_reclaim(rv_worker_t *w,
+                                           rv_epoch_manager_t *em,
+                                           uint64_t *epoch_p);
 
 /**
  * @brief Frees every deferred object of every process at once, whatever
@@ -187,16 +191,16 @@ RV_EXPORT rv_status_t rv_epoch_clear(rv_worker_t *w, rv_epoch_manager_t *em);
 
 /** @brief Counters of the calling process's instance. */
 typedef struct rv_epoch_stats {
-    uint64_t epoch;          /**< current epoch as this process knows it */
+    uint64_t epoch; /**< current epoch as this process knows it */
     /** @{ */
     uint64_t pins, deferred; /**< pins and deferred objects, summed over
                                   the process's tokens */
     /** @} */
-    uint64_t attempts;       /**< try_reclaim calls */
-    uint64_t elected;        /**< ... that won the job-wide election */
-    uint64_t advanced;       /**< ... that advanced the epoch */
-    uint64_t freed;          /**< objects this process freed as owner */
-    uint64_t bulk_sent;      /**< bulk delete calls sent to other ranks */
+    uint64_t attempts;  /**< try_reclaim calls */
+    uint64_t elected;   /**< ... that won the job-wide election */
+    uint64_t advanced;  /**< ... that advanced the epoch */
+    uint64_t freed;     /**< objects this process freed as owner */
+    uint64_t bulk_sent; /**< bulk delete calls sent to other ranks */
 } rv_epoch_stats_t;
 
 /**

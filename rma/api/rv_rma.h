@@ -36,9 +36,9 @@ extern "C" {
  *       functions below, from workers.
  */
 typedef struct rv_rptr {
-    uint64_t addr;    /**< address in the owner's process */
-    rv_rank_t rank;   /**< owning process */
-    uint32_t region;  /**< registration id in that process */
+    uint64_t addr;   /**< address in the owner's process */
+    rv_rank_t rank;  /**< owning process */
+    uint32_t region; /**< registration id in that process */
 } rv_rptr_t;
 
 /**
@@ -122,8 +122,8 @@ RV_EXPORT rv_status_t rv_mem_reserve(rv_worker_t *w, size_t len);
  * @note From @p w's own thread; not from an RV_HANDLER_INLINE handler (it
  *       waits).
  */
-RV_EXPORT rv_status_t rv_remote_alloc(rv_worker_t *w, rv_tid_t owner, size_t len,
-                            rv_rptr_t *ptr);
+RV_EXPORT rv_status_t rv_remote_alloc(rv_worker_t *w, rv_tid_t owner,
+                                      size_t len, rv_rptr_t *ptr);
 
 /**
  * @brief Frees memory of rv_remote_alloc or rv_mem_alloc, from any worker
@@ -164,8 +164,8 @@ RV_EXPORT rv_status_t rv_remote_free(rv_worker_t *w, rv_rptr_t ptr);
  *         with
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, size_t n,
-                   rv_sync_t *sync);
+RV_EXPORT rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src,
+                             size_t n, rv_sync_t *sync);
 
 /**
  * @brief Reads @p n bytes at @p src into @p dst; complete (the bytes are
@@ -181,7 +181,7 @@ RV_EXPORT rv_status_t rv_put(rv_worker_t *w, rv_rptr_t dst, const void *src, siz
  * @note From @p w's own thread.
  */
 RV_EXPORT rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
-                   rv_sync_t *sync);
+                             rv_sync_t *sync);
 
 /**
  * @brief Atomically adds @p value to the 64-bit word at @p p; the old
@@ -201,8 +201,9 @@ RV_EXPORT rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
  *         not 8-byte aligned
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_atomic_fadd(rv_worker_t *w, rv_rptr_t p, uint64_t value,
-                           uint64_t *old, rv_sync_t *sync);
+RV_EXPORT rv_status_t rv_atomic_fadd(rv_worker_t *w, rv_rptr_t p,
+                                     uint64_t value, uint64_t *old,
+                                     rv_sync_t *sync);
 
 /**
  * @brief Stores @p swap at @p p if it holds @p compare; the old value is
@@ -217,8 +218,9 @@ RV_EXPORT rv_status_t rv_atomic_fadd(rv_worker_t *w, rv_rptr_t p, uint64_t value
  * @return as rv_atomic_fadd
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p, uint64_t compare,
-                            uint64_t swap, uint64_t *old, rv_sync_t *sync);
+RV_EXPORT rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p,
+                                      uint64_t compare, uint64_t swap,
+                                      uint64_t *old, rv_sync_t *sync);
 
 /**
  * @brief Atomically replaces the word at @p p by @p value and returns the
@@ -231,8 +233,8 @@ RV_EXPORT rv_status_t rv_atomic_cswap(rv_worker_t *w, rv_rptr_t p, uint64_t comp
  * @note From @p w's own thread; it waits, so not from an
  *       RV_HANDLER_INLINE handler.
  */
-RV_EXPORT rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value,
-                           uint64_t *old);
+RV_EXPORT rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p,
+                                     uint64_t value, uint64_t *old);
 
 /**
  * @brief AM Long: @p n bytes at @p src are put into @p dst (memory of
@@ -269,10 +271,10 @@ RV_EXPORT rv_status_t rv_atomic_swap(rv_worker_t *w, rv_rptr_t p, uint64_t value
  *         an @p n over UINT32_MAX; rv_put's and rv_call's errors
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                           const void *args, size_t len, rv_rptr_t dst,
-                           const void *src, size_t n, rv_sync_t *sync,
-                           unsigned flags);
+RV_EXPORT rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest,
+                                     rv_handler_id_t h, const void *args,
+                                     size_t len, rv_rptr_t dst, const void *src,
+                                     size_t n, rv_sync_t *sync, unsigned flags);
 
 /**
  * @brief @p dest RDMA-reads @p n bytes at @p src (registered memory of the
@@ -300,9 +302,10 @@ RV_EXPORT rv_status_t rv_put_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_i
  *         there (logged); the synchronizer then does not complete.
  * @note From @p w's own thread.
  */
-RV_EXPORT rv_status_t rv_get_handler(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                           const void *args, size_t len, rv_rptr_t src,
-                           size_t n, rv_sync_t *sync, unsigned flags);
+RV_EXPORT rv_status_t rv_get_handler(rv_worker_t *w, rv_tid_t dest,
+                                     rv_handler_id_t h, const void *args,
+                                     size_t len, rv_rptr_t src, size_t n,
+                                     rv_sync_t *sync, unsigned flags);
 
 #ifdef __cplusplus
 }

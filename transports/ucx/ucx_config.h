@@ -10,7 +10,11 @@
 
 #include "rv_config.h"
 
-typedef enum { RV_RMA_EMU_AUTO, RV_RMA_EMU_ON, RV_RMA_EMU_OFF } rv_rma_emulation_t;
+typedef enum {
+    RV_RMA_EMU_AUTO,
+    RV_RMA_EMU_ON,
+    RV_RMA_EMU_OFF
+} rv_rma_emulation_t;
 
 /* The effective transport.ucx.* keys of a job. */
 typedef struct rv_ucx_config {

@@ -245,6 +245,17 @@ rv_status_t rv_ucx_am_send(struct rv_tworker *tw, uint32_t peer,
                            unsigned flags, rv_completion_fn cb, void *arg);
 void rv_ucx_am_release(struct rv_tworker *tw, void *desc);
 
+/* ucx_am_recv.c: the AM handler of RV_UCX_AM_ID (set in the worker's
+ * UCP worker); the held messages and pending rendezvous progressed (the
+ * events counted); at the worker's end, the held messages given back
+ * (while its UCP worker exists) and the pools freed (after). */
+ucs_status_t rv_ucx_am_recv_cb(void *arg, const void *header,
+                               size_t header_length, void *data, size_t length,
+                               const ucp_am_recv_param_t *param);
+unsigned rv_ucx_recv_progress(struct rv_tworker *tw);
+void rv_ucx_recv_fini(struct rv_tworker *tw);
+void rv_ucx_recv_free_pools(struct rv_tworker *tw);
+
 /* ucx_emu.c */
 rv_status_t rv_ucx_emu_worker_init(struct rv_tworker *tw);
 void rv_ucx_emu_worker_fini(struct rv_tworker *tw);

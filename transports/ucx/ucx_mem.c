@@ -36,8 +36,7 @@ static rv_status_t mem_map(rv_transport_t *tp, void *addr, size_t len,
     ucs_status_t s = ucp_mem_map(tp->context, &p, &mem->memh);
     if (s != UCS_OK) {
         rv_error("cannot %s %zu bytes with UCX: %s",
-                 allocate ? "allocate" : "register", len,
-                 ucs_status_string(s));
+                 allocate ? "allocate" : "register", len, ucs_status_string(s));
         free(mem);
         return rv_ucx_status(s);
     }
@@ -47,8 +46,8 @@ static rv_status_t mem_map(rv_transport_t *tp, void *addr, size_t len,
     mem->addr = attr.address;
     mem->len = attr.length;
     mem->allocated = allocate;
-    rv_status_t status = rv_ucx_region_add(tp, (uintptr_t)mem->addr, mem->len,
-                                           &mem->region);
+    rv_status_t status =
+        rv_ucx_region_add(tp, (uintptr_t)mem->addr, mem->len, &mem->region);
     if (status != RV_OK) {
         ucp_mem_unmap(tp->context, mem->memh);
         free(mem);
@@ -99,8 +98,10 @@ rv_status_t rv_ucx_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem, void **buf_p,
         rv_error("ucp_rkey_pack: %s", ucs_status_string(s));
         return rv_ucx_status(s);
     }
-    ucx_rkey_hdr_t hdr = {.magic = RV_UCX_RKEY_MAGIC, .region = mem->region,
-                          .base = (uintptr_t)mem->addr, .len = mem->len};
+    ucx_rkey_hdr_t hdr = {.magic = RV_UCX_RKEY_MAGIC,
+                          .region = mem->region,
+                          .base = (uintptr_t)mem->addr,
+                          .len = mem->len};
     uint8_t *buf = malloc(sizeof(hdr) + ucx_len);
     if (buf == NULL) {
         ucp_rkey_buffer_release(ucx_buf);
@@ -135,8 +136,7 @@ static void map_region(rv_trkey_t *rkey)
 {
     void *p;
     rkey->mapped = NULL;
-    if (rkey->len == 0 ||
-        ucp_rkey_ptr(rkey->rkey, rkey->base, &p) != UCS_OK)
+    if (rkey->len == 0 || ucp_rkey_ptr(rkey->rkey, rkey->base, &p) != UCS_OK)
         return;
     rkey->mapped = p;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -147,8 +147,7 @@ static void map_region(rv_trkey_t *rkey)
 }
 
 rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
-                               const void *buf, size_t len,
-                               rv_trkey_t **rkey_p)
+                               const void *buf, size_t len, rv_trkey_t **rkey_p)
 {
     ucx_rkey_hdr_t hdr;
     if (peer >= tw->nworkers || tw->eps[peer] == NULL)
@@ -161,7 +160,8 @@ rv_status_t rv_ucx_rkey_unpack(struct rv_tworker *tw, uint32_t peer,
     memcpy(&hdr, buf, sizeof(hdr));
     if (hdr.magic != RV_UCX_RKEY_MAGIC) {
         rv_error("a remote key of worker %u was not packed by rivet's UCX "
-                 "transport", peer);
+                 "transport",
+                 peer);
         return RV_ERR_INVALID;
     }
     rv_trkey_t *rkey = malloc(sizeof(*rkey));

@@ -85,9 +85,9 @@ rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
         return RV_ERR_INVALID;
-    return op_posted(tw, op,
-                     ucp_put_nbx(tw->eps[peer], src, len, raddr, rkey->rkey, &p),
-                     "put", peer);
+    return op_posted(
+        tw, op, ucp_put_nbx(tw->eps[peer], src, len, raddr, rkey->rkey, &p),
+        "put", peer);
 }
 
 rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
@@ -105,9 +105,9 @@ rv_status_t rv_ucx_get(struct rv_tworker *tw, uint32_t peer, void *dst,
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)
         return RV_ERR_INVALID;
-    return op_posted(tw, op,
-                     ucp_get_nbx(tw->eps[peer], dst, len, raddr, rkey->rkey, &p),
-                     "get", peer);
+    return op_posted(
+        tw, op, ucp_get_nbx(tw->eps[peer], dst, len, raddr, rkey->rkey, &p),
+        "get", peer);
 }
 
 /* The operand and the result live in the op until completion; the
@@ -119,8 +119,8 @@ static rv_status_t atomic(struct rv_tworker *tw, uint32_t peer,
                           void *arg)
 {
     if (peer < tw->nworkers && tw->emulate[peer])
-        return rv_ucx_emu_atomic(tw, peer, opcode == UCP_ATOMIC_OP_CSWAP,
-                                 value, reply, raddr, rkey, result, cb, arg);
+        return rv_ucx_emu_atomic(tw, peer, opcode == UCP_ATOMIC_OP_CSWAP, value,
+                                 reply, raddr, rkey, result, cb, arg);
     ucp_request_param_t p;
     ucx_op_t *op = op_start(tw, peer, cb, arg, &p);
     if (op == NULL)

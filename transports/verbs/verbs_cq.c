@@ -108,15 +108,14 @@ void vb_wc_failed(rv_transport_t *tp, uint32_t peer, const char *what,
     if (atomic_flag_test_and_set(&once))
         return;
     rv_error("verbs: %s to worker %u (rank %u) failed on %s port %d: %s "
-             "(vendor error %#x)%s", what, peer,
-             peer / (uint32_t)tp->threads, tp->devname, tp->port,
+             "(vendor error %#x)%s",
+             what, peer, peer / (uint32_t)tp->threads, tp->devname, tp->port,
              ibv_wc_status_str(st), vendor,
              dead ? ": the peer is dead or unreachable" : "");
     if (tp->peer_failed != NULL) {
         char why[160];
-        snprintf(why, sizeof(why), "%s on %s port %d%s",
-                 ibv_wc_status_str(st), tp->devname, tp->port,
-                 dead ? " (dead or unreachable)" : "");
+        snprintf(why, sizeof(why), "%s on %s port %d%s", ibv_wc_status_str(st),
+                 tp->devname, tp->port, dead ? " (dead or unreachable)" : "");
         tp->peer_failed(tp->peer_failed_arg, peer, why);
     }
 }
@@ -192,8 +191,6 @@ void vb_poll_recv(rv_tworker_t *tw)
     }
 }
 
-
-
 /* ---------------------------------------------------------------------- */
 /* The inbox: completions of shared QPs reaped by another thread           */
 
@@ -213,8 +210,8 @@ void vb_inbox_drain(rv_tworker_t *tw)
 {
     vb_op_t *op = atomic_exchange(&tw->inbox, NULL);
     while (op != NULL) {
-        vb_op_t *next = atomic_load_explicit(&op->inbox_next,
-                                             memory_order_relaxed);
+        vb_op_t *next =
+            atomic_load_explicit(&op->inbox_next, memory_order_relaxed);
         tw->sh_ops[op->peer]--;
         tw->events++;
         vb_op_done(tw, op, op->status);

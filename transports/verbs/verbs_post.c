@@ -91,9 +91,8 @@ rv_status_t vb_post(rv_tworker_t *tw, uint32_t lane, struct ibv_send_wr *wr,
 }
 
 /* Posts to worker @p peer: its own QP, or the process's shared one. */
-rv_status_t vb_post_to(rv_tworker_t *tw, uint32_t peer,
-                       struct ibv_send_wr *wr, bool signal,
-                       rv_mem_unit_t *unit)
+rv_status_t vb_post_to(rv_tworker_t *tw, uint32_t peer, struct ibv_send_wr *wr,
+                       bool signal, rv_mem_unit_t *unit)
 {
     return tw->tp->shared_qps ? vb_post_shared(tw, peer, wr, signal, unit)
                               : vb_post(tw, peer, wr, signal, unit);
@@ -185,8 +184,7 @@ static rv_status_t ring_create(rv_tworker_t *tw, uint32_t peer)
             .completed = rv_vsig_mem_completed,
             .completed_arg = &tp->sig_arg,
         };
-    rv_status_t st = tp->svc->mem_circular_create(&cp,
-                                                  &tw->circ_by_peer[peer]);
+    rv_status_t st = tp->svc->mem_circular_create(&cp, &tw->circ_by_peer[peer]);
     if (st != RV_OK)
         return st;
     st = tp->svc->mem_linear_create(tw->circ_by_peer[peer],
@@ -205,8 +203,7 @@ err_circ:
  * ring waits for completions (the ring is at its limit), polls the send
  * CQ and tries again. */
 rv_status_t vb_bounce(rv_tworker_t *tw, uint32_t peer, size_t len,
-                      void **addr_p, uint32_t *lkey_p,
-                      rv_mem_unit_t **unit_p)
+                      void **addr_p, uint32_t *lkey_p, rv_mem_unit_t **unit_p)
 {
     const rv_transport_services_t *svc = tw->tp->svc;
     rv_status_t st;
@@ -214,8 +211,8 @@ rv_status_t vb_bounce(rv_tworker_t *tw, uint32_t peer, size_t len,
         if (tw->lin_by_peer[peer] == NULL &&
             (st = ring_create(tw, peer)) != RV_OK)
             return st;
-        st = svc->mem_linear_alloc(tw->lin_by_peer[peer], len, VB_WORD,
-                                   addr_p, unit_p);
+        st = svc->mem_linear_alloc(tw->lin_by_peer[peer], len, VB_WORD, addr_p,
+                                   unit_p);
         if (st != RV_ERR_AGAIN)
             break;
         if (vb_poll_send(tw) == 0)

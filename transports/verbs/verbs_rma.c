@@ -22,8 +22,7 @@ static bool in_range(const rv_trkey_t *k, uint64_t raddr, size_t len)
 
 /* A put that completes locally at once: inline, or from a bounce copy. */
 static rv_status_t put_copy(rv_tworker_t *tw, uint32_t peer,
-                            struct ibv_send_wr *wr, const void *src,
-                            size_t len)
+                            struct ibv_send_wr *wr, const void *src, size_t len)
 {
     struct ibv_sge *sge = wr->sg_list;
     if (len <= tw->max_inline) {
@@ -49,8 +48,8 @@ static rv_status_t rma_local(rv_tworker_t *tw, vb_op_t *op, uint32_t peer,
                              rv_mem_unit_t **unit_p)
 {
     if (len <= VB_ZCOPY_MIN) {
-        rv_status_t st = vb_bounce(tw, peer, len ? len : VB_WORD,
-                                   &op->bounce, &sge->lkey, unit_p);
+        rv_status_t st = vb_bounce(tw, peer, len ? len : VB_WORD, &op->bounce,
+                                   &sge->lkey, unit_p);
         if (st != RV_OK)
             return st;
         op->dst = local;
@@ -66,20 +65,21 @@ static rv_status_t rma_local(rv_tworker_t *tw, vb_op_t *op, uint32_t peer,
     return RV_OK;
 }
 
-static rv_status_t rma(rv_tworker_t *tw, uint32_t peer, bool write,
-                       void *local, size_t len, uint64_t raddr,
-                       rv_trkey_t *rkey, rv_completion_fn cb, void *arg)
+static rv_status_t rma(rv_tworker_t *tw, uint32_t peer, bool write, void *local,
+                       size_t len, uint64_t raddr, rv_trkey_t *rkey,
+                       rv_completion_fn cb, void *arg)
 {
     if (peer >= tw->nworkers || !in_range(rkey, raddr, len)) {
         rv_error("verbs: %s of %zu bytes at %#llx outside the remote "
-                 "region", write ? "put" : "get", len,
-                 (unsigned long long)raddr);
+                 "region",
+                 write ? "put" : "get", len, (unsigned long long)raddr);
         return RV_ERR_INVALID;
     }
     struct ibv_sge sge = {.length = (uint32_t)len};
-    struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = len ? 1 : 0,
-                             .opcode = write ? IBV_WR_RDMA_WRITE
-                                             : IBV_WR_RDMA_READ};
+    struct ibv_send_wr wr = {.sg_list = &sge,
+                             .num_sge = len ? 1 : 0,
+                             .opcode =
+                                 write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ};
     wr.wr.rdma.remote_addr = raddr;
     wr.wr.rdma.rkey = rkey->rkey;
     if (write) {
@@ -143,7 +143,8 @@ static rv_status_t atomic(rv_tworker_t *tw, uint32_t peer, bool cswap,
     sge.addr = (uintptr_t)b;
     op->result = b;
     op->result_p = result;
-    struct ibv_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = &sge,
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)op,
+                             .sg_list = &sge,
                              .num_sge = 1,
                              .opcode = cswap ? IBV_WR_ATOMIC_CMP_AND_SWP
                                              : IBV_WR_ATOMIC_FETCH_AND_ADD};
@@ -163,19 +164,17 @@ err_op:
 }
 
 rv_status_t vb_atomic_fadd64(rv_tworker_t *tw, uint32_t peer, uint64_t value,
-                             uint64_t raddr, rv_trkey_t *rkey,
-                             uint64_t *result, rv_completion_fn cb, void *arg)
+                             uint64_t raddr, rv_trkey_t *rkey, uint64_t *result,
+                             rv_completion_fn cb, void *arg)
 {
     return atomic(tw, peer, false, value, 0, raddr, rkey, result, cb, arg);
 }
 
-rv_status_t vb_atomic_cswap64(rv_tworker_t *tw, uint32_t peer,
-                              uint64_t compare, uint64_t swap, uint64_t raddr,
-                              rv_trkey_t *rkey, uint64_t *result,
-                              rv_completion_fn cb, void *arg)
+rv_status_t vb_atomic_cswap64(rv_tworker_t *tw, uint32_t peer, uint64_t compare,
+                              uint64_t swap, uint64_t raddr, rv_trkey_t *rkey,
+                              uint64_t *result, rv_completion_fn cb, void *arg)
 {
-    return atomic(tw, peer, true, compare, swap, raddr, rkey, result, cb,
-                  arg);
+    return atomic(tw, peer, true, compare, swap, raddr, rkey, result, cb, arg);
 }
 
 rv_status_t vb_fence(rv_tworker_t *tw, uint32_t peer)
@@ -189,14 +188,16 @@ rv_status_t vb_fence(rv_tworker_t *tw, uint32_t peer)
 /* Posts @p part of flush @p op: a read of peer @p i's flush word, whose
  * completion (RC order) proves the writes before it placed. The flush
  * counts its parts in op->len. */
-static void flush_read(rv_tworker_t *tw, vb_op_t *op, vb_op_t *part,
-                       uint32_t i)
+static void flush_read(rv_tworker_t *tw, vb_op_t *op, vb_op_t *part, uint32_t i)
 {
     vb_peer_t *p = &tw->peers[i];
     struct ibv_sge sge = {.addr = (uintptr_t)tw->flush_word,
-                          .length = VB_WORD, .lkey = tw->flush_lkey};
-    struct ibv_send_wr wr = {.wr_id = (uintptr_t)part, .sg_list = &sge,
-                             .num_sge = 1, .opcode = IBV_WR_RDMA_READ};
+                          .length = VB_WORD,
+                          .lkey = tw->flush_lkey};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)part,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_READ};
     wr.wr.rdma.remote_addr = p->flush_addr;
     wr.wr.rdma.rkey = p->flush_rkey;
     if (vb_post_to(tw, i, &wr, true, NULL) != RV_OK) {

@@ -52,7 +52,8 @@ static int sh_poll(void *ctx, uint32_t tid)
 static rv_status_t sh_marker(void *ctx, uint32_t tid, uint64_t wr_id)
 {
     vb_shared_t *sh = ctx;
-    struct ibv_send_wr wr = {.wr_id = wr_id, .opcode = IBV_WR_RDMA_WRITE,
+    struct ibv_send_wr wr = {.wr_id = wr_id,
+                             .opcode = IBV_WR_RDMA_WRITE,
                              .send_flags = IBV_SEND_SIGNALED};
     struct ibv_send_wr *bad;
     (void)tid;
@@ -76,11 +77,12 @@ static rv_status_t shared_qp_create(rv_transport_t *tp, uint32_t i)
     sh->cq = ibv_create_cq(tp->ibctx, (int)depth + 1, NULL, NULL, 0);
     if (sh->cq == NULL) {
         rv_error("verbs: cannot create a completion queue of %u entries on "
-                 "%s: %s", depth + 1, tp->devname, strerror(errno));
+                 "%s: %s",
+                 depth + 1, tp->devname, strerror(errno));
         return RV_ERR_NO_MEMORY;
     }
-    rv_status_t st = vb_qp_create(tp, sh->cq, sh->cq, NULL, depth, &sh->qp,
-                                  &max_inline);
+    rv_status_t st =
+        vb_qp_create(tp, sh->cq, sh->cq, NULL, depth, &sh->qp, &max_inline);
     if (st != RV_OK)
         return st;
     if (i == 0 || max_inline < tp->sh_max_inline)
@@ -88,8 +90,10 @@ static rv_status_t shared_qp_create(rv_transport_t *tp, uint32_t i)
     rv_vsig_params_t vp = {.sq_depth = depth,
                            .signal_interval = tp->signal_interval,
                            .max_threads = (uint32_t)tp->threads,
-                           .poll_batch = VB_SH_POLL, .index = i,
-                           .post_marker = sh_marker, .poll_cq = sh_poll,
+                           .poll_batch = VB_SH_POLL,
+                           .index = i,
+                           .post_marker = sh_marker,
+                           .poll_cq = sh_poll,
                            .ctx = sh};
     st = rv_vsig_create(&vp, &sh->sig);
     if (st != RV_OK)
@@ -117,9 +121,9 @@ void vb_shared_qps_destroy(rv_transport_t *tp)
     for (uint32_t i = 0; tp->shared != NULL && i < tp->nworkers; i++) {
         vb_shared_t *sh = &tp->shared[i];
         /* report what is still in flight, so the module's credits balance */
-        for (int polls = 0; sh->sig != NULL && sh->qp != NULL &&
-                            rv_vsig_outstanding(sh->sig) > 0 &&
-                            polls < VB_SHARED_DRAIN_POLLS;
+        for (int polls = 0;
+             sh->sig != NULL && sh->qp != NULL &&
+             rv_vsig_outstanding(sh->sig) > 0 && polls < VB_SHARED_DRAIN_POLLS;
              polls++)
             if (vb_shared_reap(sh) == 0)
                 sched_yield();
@@ -145,8 +149,9 @@ static rv_status_t shared_depth(rv_transport_t *tp)
         depth > (uint64_t)tp->dev.max_cqe) {
         rv_error("verbs: qp_sharing: process with %u threads and "
                  "signal_interval %u needs send queues of %llu WRs; %s "
-                 "allows %d (lower transport.verbs.signal_interval)", T, S,
-                 (unsigned long long)depth, tp->devname, tp->dev.max_qp_wr);
+                 "allows %d (lower transport.verbs.signal_interval)",
+                 T, S, (unsigned long long)depth, tp->devname,
+                 tp->dev.max_qp_wr);
         return RV_ERR_CONFIG;
     }
     tp->sq_depth = (uint32_t)depth;
@@ -208,8 +213,7 @@ void vb_shared_fini(rv_transport_t *tp)
  * workers sending to each other). */
 static bool sh_room(rv_tworker_t *tw, vb_shared_t *sh)
 {
-    uint64_t need = (uint64_t)tw->tp->threads *
-                    (tw->tp->signal_interval + 1);
+    uint64_t need = (uint64_t)tw->tp->threads * (tw->tp->signal_interval + 1);
     return rv_vsig_outstanding(sh->sig) + need <= tw->tp->sq_depth;
 }
 
@@ -220,8 +224,8 @@ static rv_status_t shared_now(rv_tworker_t *tw, uint32_t peer,
     vb_shared_t *sh = &tw->tp->shared[peer];
     rv_vsig_ticket_t t;
     vb_op_t *op = signal ? (vb_op_t *)(uintptr_t)wr->wr_id : NULL;
-    rv_status_t st = rv_vsig_begin(sh->sig, tw->local, op != NULL,
-                                   (uintptr_t)op, &t);
+    rv_status_t st =
+        rv_vsig_begin(sh->sig, tw->local, op != NULL, (uintptr_t)op, &t);
     if (st != RV_OK)
         return st;
     wr->wr_id = t.wr_id;
@@ -276,8 +280,7 @@ rv_status_t vb_post_shared(rv_tworker_t *tw, uint32_t peer,
     p->pend_tail->unit = unit;
     p->pend_tail->signal = signal;
     if (unit != NULL)
-        rv_mem_circular_tag(unit, rv_vsig_channel(peer, tw->local),
-                            UINT64_MAX);
+        rv_mem_circular_tag(unit, rv_vsig_channel(peer, tw->local), UINT64_MAX);
     return RV_OK;
 }
 

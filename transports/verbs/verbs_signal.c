@@ -53,9 +53,8 @@ struct rv_vsig {
 /* An owner-written statistic: no read-modify-write needed. */
 static inline void stat_add(_Atomic uint64_t *s, uint64_t n)
 {
-    atomic_store_explicit(
-        s, atomic_load_explicit(s, memory_order_relaxed) + n,
-        memory_order_relaxed);
+    atomic_store_explicit(s, atomic_load_explicit(s, memory_order_relaxed) + n,
+                          memory_order_relaxed);
 }
 
 static inline uint64_t stat_get(_Atomic uint64_t *s)
@@ -94,8 +93,7 @@ rv_status_t rv_vsig_create(const rv_vsig_params_t *params, rv_vsig_t **q_p)
         rv_error("verbs signaling: signal_interval must be at least 1");
         return RV_ERR_INVALID;
     }
-    if (params->max_threads == 0 ||
-        params->max_threads > RV_VSIG_MAX_THREADS) {
+    if (params->max_threads == 0 || params->max_threads > RV_VSIG_MAX_THREADS) {
         rv_error("verbs signaling: max_threads %u must be 1 .. %u",
                  params->max_threads, RV_VSIG_MAX_THREADS);
         return RV_ERR_INVALID;
@@ -119,8 +117,7 @@ rv_status_t rv_vsig_create(const rv_vsig_params_t *params, rv_vsig_t **q_p)
                  "(signal_interval + 1) x (poll batch + 1) + signal_interval "
                  "+ 1), or a smaller signal_interval, thread count or poll "
                  "batch",
-                 params->sq_depth, params->signal_interval,
-                 params->max_threads,
+                 params->sq_depth, params->signal_interval, params->max_threads,
                  params->poll_batch == 0 ? 1 : params->poll_batch,
                  (unsigned long long)need);
         return RV_ERR_INVALID;
@@ -318,12 +315,11 @@ bool rv_vsig_completed(rv_vsig_t *q, uint64_t wr_id)
      * every earlier WR of this thread. Closers may be reported out of
      * order by concurrent pollers: CAS-max. */
     vsig_thread_t *th = &q->threads[tid];
-    uint64_t old = atomic_load_explicit(&th->completed_run,
-                                        memory_order_relaxed);
-    while (old < run &&
-           !atomic_compare_exchange_weak_explicit(&th->completed_run, &old,
-                                                  run, memory_order_release,
-                                                  memory_order_relaxed))
+    uint64_t old =
+        atomic_load_explicit(&th->completed_run, memory_order_relaxed);
+    while (old < run && !atomic_compare_exchange_weak_explicit(
+                            &th->completed_run, &old, run, memory_order_release,
+                            memory_order_relaxed))
         ;
     /* Exactly one closing completion per run: its credits come back. */
     atomic_fetch_add_explicit(&q->free_credits, q->run_credits,

@@ -18,9 +18,7 @@
 
 static double now_s(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+    return (double)rv_time_ns() * 1e-9;
 }
 
 /* ---------------------------------------------------------------------- */
