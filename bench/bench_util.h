@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rivet.h"
+#include "rv_layer.h"
 
 /* Parses "8,64,4096" into sizes[]; returns the count, or -1 if malformed
  * or a size is below @p min. */
@@ -22,8 +22,10 @@ static inline int bench_parse_sizes(const char *text, size_t *sizes, int max,
         char *end;
         unsigned long long v = strtoull(p, &end, 0);
         if (end == p || n == max || v < min) {
-            fprintf(stderr, "bad size list '%s': sizes are integers >= %zu, "
-                            "at most %d, separated by commas\n", text, min, max);
+            fprintf(stderr,
+                    "bad size list '%s': sizes are integers >= %zu, "
+                    "at most %d, separated by commas\n",
+                    text, min, max);
             return -1;
         }
         sizes[n++] = (size_t)v;
@@ -40,15 +42,14 @@ static inline int bench_parse_sizes(const char *text, size_t *sizes, int max,
  * idx[] (indices, at most @p n); returns the count, or -1 with a message
  * naming @p prog and the names there are. */
 static inline int bench_parse_names(const char *prog, const char *text,
-                                    const char *const *names, int n,
-                                    int *idx)
+                                    const char *const *names, int n, int *idx)
 {
     int count = 0;
     for (const char *p = text; *p != '\0';) {
         size_t len = strcspn(p, ",");
         int m = 0;
-        while (m < n && (strlen(names[m]) != len ||
-                         strncmp(names[m], p, len) != 0))
+        while (m < n &&
+               (strlen(names[m]) != len || strncmp(names[m], p, len) != 0))
             m++;
         if (m == n || count == n) {
             fprintf(stderr, "%s: bad mode list '%s' (modes:", prog, text);
@@ -67,13 +68,13 @@ static inline int bench_parse_names(const char *prog, const char *text,
 typedef struct {
     size_t sizes[32];
     int nsizes;
-    long iters;      /* -n ITERS; 0: the program's default */
-    long window;     /* -W WINDOW: operations in flight */
-    long warmup;     /* -w WARMUP: untimed iterations */
-    int csv;         /* --csv: CSV rows only */
-    int echo;        /* --echo (rv-pingpong) */
-    int api;         /* --api (rv-rma-bw): rma/'s rv_put/rv_get */
-    int both;        /* --both (rv-call-bw): both directions at once */
+    long iters;  /* -n ITERS; 0: the program's default */
+    long window; /* -W WINDOW: operations in flight */
+    long warmup; /* -w WARMUP: untimed iterations */
+    int csv;     /* --csv: CSV rows only */
+    int echo;    /* --echo (rv-pingpong) */
+    int api;     /* --api (rv-rma-bw): rma/'s rv_put/rv_get */
+    int both;    /* --both (rv-call-bw): both directions at once */
 } bench_opts_t;
 
 /* Monotonic time in seconds. */
@@ -115,7 +116,6 @@ static inline long bench_iters(const bench_opts_t *o, size_t size,
     return n < min ? min : n > max ? max : n;
 }
 
-
 /*
  * Parses -s SIZES, -n, -W, -w, --csv, --echo, --api and --both (those
  * named in @p accept by their letters, A for --api, B for --both,
@@ -128,28 +128,44 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
                                 const char *default_sizes, size_t min_size,
                                 bench_opts_t *o)
 {
-    static const struct option opts[] = {{"csv", no_argument, NULL, 'C'},
-                                         {"echo", no_argument, NULL, 'E'},
-                                         {"api", no_argument, NULL, 'A'},
-                                         {"both", no_argument, NULL, 'B'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"csv", no_argument, NULL, 'C'},  {"echo", no_argument, NULL, 'E'},
+        {"api", no_argument, NULL, 'A'},  {"both", no_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *sizes = default_sizes;
     int c, rc = -1;
-    while (rc < 0 && (c = getopt_long(argc, argv, "s:n:W:w:h", opts, NULL)) !=
-                         -1) {
+    while (rc < 0 &&
+           (c = getopt_long(argc, argv, "s:n:W:w:h", opts, NULL)) != -1) {
         if (c != 'C' && c != 'h' && (c == '?' || !strchr(accept, c)))
             c = '?';
         switch (c) {
-        case 's': sizes = optarg; break;
-        case 'n': o->iters = atol(optarg); break;
-        case 'W': o->window = atol(optarg); break;
-        case 'w': o->warmup = atol(optarg); break;
-        case 'C': o->csv = 1; break;
-        case 'E': o->echo = 1; break;
-        case 'A': o->api = 1; break;
-        case 'B': o->both = 1; break;
-        default: rc = c == 'h' ? 0 : 2; break;
+        case 's':
+            sizes = optarg;
+            break;
+        case 'n':
+            o->iters = atol(optarg);
+            break;
+        case 'W':
+            o->window = atol(optarg);
+            break;
+        case 'w':
+            o->warmup = atol(optarg);
+            break;
+        case 'C':
+            o->csv = 1;
+            break;
+        case 'E':
+            o->echo = 1;
+            break;
+        case 'A':
+            o->api = 1;
+            break;
+        case 'B':
+            o->both = 1;
+            break;
+        default:
+            rc = c == 'h' ? 0 : 2;
+            break;
         }
     }
     if (rc < 0) {
@@ -158,8 +174,10 @@ static inline int bench_options(rv_context_t *ctx, int argc, char **argv,
             rc = 2;
     }
     if (rc < 0 && rv_size(ctx) < 2) {
-        fprintf(stderr, "%s needs 2 processes (this job has %d); run it with "
-                        "rivetrun or mpirun\n", argv[0], rv_size(ctx));
+        fprintf(stderr,
+                "%s needs 2 processes (this job has %d); run it with "
+                "rivetrun or mpirun\n",
+                argv[0], rv_size(ctx));
         rc = 2;
     }
     if (rc >= 0) {
@@ -199,17 +217,15 @@ static inline rv_status_t bench_on_region(rv_worker_t *w, rv_msg_t *msg,
     return RV_OK;
 }
 
-static inline rv_status_t bench_region_register(rv_context_t *ctx,
-                                                const char *name,
-                                                bench_region_t *r)
+static inline rv_status_t
+bench_region_register(rv_context_t *ctx, const char *name, bench_region_t *r)
 {
     return rv_handler_register(ctx, name, bench_on_region, r, 0, &r->h);
 }
 
 /* Sends region @p mem at @p addr to worker @p to; 0 or -1. */
 static inline int bench_region_publish(rv_worker_t *w, bench_region_t *r,
-                                       rv_tid_t to, rv_tmem_t *mem,
-                                       void *addr)
+                                       rv_tid_t to, rv_tmem_t *mem, void *addr)
 {
     rv_transport_t *tp;
     const rv_transport_ops_t *ops =
@@ -227,8 +243,7 @@ static inline int bench_region_publish(rv_worker_t *w, bench_region_t *r,
     memcpy(msg, &a, sizeof(a));
     memcpy(msg + sizeof(a), key, len);
     ops->rkey_buffer_release(tp, key);
-    return rv_send(w, to, r->h, msg, sizeof(a) + len, NULL) == RV_OK ? 0
-                                                                      : -1;
+    return rv_send(w, to, r->h, msg, sizeof(a) + len, NULL) == RV_OK ? 0 : -1;
 }
 
 /* Progresses until the region arrives, then unpacks its key for worker

@@ -101,7 +101,7 @@ static int worker(rv_worker_t *w, void *arg)
     if (!opt.csv) {
         printf("rivet AM bandwidth: %d processes, window %ld\n", rv_size(ctx),
                opt.window);
-        printf("transport: %s\n", rv_context_caps(ctx)->description);
+        printf("transport: %s\n", rv_context_describe(ctx));
         printf("%10s %10s %14s %14s\n", "size", "messages", "msgs/s", "MB/s");
     } else {
         printf("size,msgs_per_s,mb_per_s\n");

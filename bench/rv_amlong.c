@@ -98,7 +98,7 @@ static int worker(rv_worker_t *w, void *arg)
         printf("size,rtt_us,bw_mb_per_s\n");
     } else {
         printf("rivet AM Long ping-pong (%s): transport %s\n", proto,
-               rv_context_caps(ctx)->description);
+               rv_context_describe(ctx));
         printf("%10s %10s %12s %12s\n", "size", "iters", "rtt(us)", "MB/s");
     }
     for (int s = 0; s < opt.nsizes; s++) {

@@ -121,7 +121,7 @@ static int worker(rv_worker_t *w, void *arg)
         printf("size,depth,iters,inject_us,complete_us\n");
     } else {
         printf("rivet AM Long injection queue (%s): transport %s\n", proto,
-               rv_context_caps(ctx)->description);
+               rv_context_describe(ctx));
         printf("%10s %6s %8s %16s %16s\n", "size", "depth", "iters",
                "inject(us/msg)", "complete(us/msg)");
     }

@@ -165,7 +165,7 @@ static int sender(rv_worker_t *w, rv_tid_t peer)
         rv_config_get(cfg, "am.aggregation", agg, sizeof(agg));
         printf("rivet call throughput: %d processes, am.path %s, "
                "am.aggregation %s\n", rv_size(ctx), path, agg);
-        printf("transport: %s\n", rv_context_caps(ctx)->description);
+        printf("transport: %s\n", rv_context_describe(ctx));
         printf("%10s %10s %14s %14s\n", "size", "calls", "calls/s", "MB/s");
     } else {
         printf("size,calls_per_s,mb_per_s\n");

@@ -91,7 +91,7 @@ static int worker(rv_worker_t *w, void *arg)
     if (!opt.csv) {
         printf("rivet ping-pong: %d processes, bootstrap %s\n", rv_size(ctx),
                rv_bootstrap_name(ctx));
-        printf("transport: %s\n", rv_context_caps(ctx)->description);
+        printf("transport: %s\n", rv_context_describe(ctx));
         printf("%10s %10s %14s %14s %14s\n", "size", "iterations",
                "latency(us)", "mean(us)", "round trips/s");
     } else {

@@ -120,7 +120,7 @@ static int worker(rv_worker_t *w, void *arg)
         return 1;
 measure:
     if (!opt.csv) {
-        printf("rivet RMA: transport %s\n", rv_context_caps(ctx)->description);
+        printf("rivet RMA: transport %s\n", rv_context_describe(ctx));
         printf("%4s %10s %10s %14s %14s\n", "op", "size", "ops", "MB/s",
                "latency(us)");
     } else {

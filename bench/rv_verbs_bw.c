@@ -254,11 +254,11 @@ static int worker(rv_worker_t *w, void *arg)
         printf("# %s; raw QP: depth %ld, max_inline %u B (writes up to it "
                "inline), manual signal interval %ld; automatic: rv_progress "
                "every %ld puts; %ld transmissions per point\n",
-               rv_context_caps(ctx)->description, opt.depth, raw.max_inline,
+               rv_context_describe(ctx), opt.depth, raw.max_inline,
                opt.interval, opt.progress, opt.b.iters);
         printf("mode,size,msgs_per_s\n");
     } else {
-        printf("transport: %s\n", rv_context_caps(ctx)->description);
+        printf("transport: %s\n", rv_context_describe(ctx));
         printf("raw QP on %s: depth %ld, max_inline %u B, manual: one WR in "
                "%ld signaled\n", raw.devname, opt.depth, raw.max_inline,
                opt.interval);

@@ -262,7 +262,7 @@ static int worker(rv_worker_t *w, void *arg)
     if (sender) {
         if (opt.b.csv) {
             printf("# %s; raw QP: max_inline %u B, %u RDMA reads in flight; "
-                   "per point: ", rv_context_caps(ctx)->description,
+                   "per point: ", rv_context_describe(ctx),
                    raw.max_inline, raw.rd_atomic);
             if (opt.b.iters > 0)
                 printf("%ld transfers\n", opt.b.iters);
@@ -271,7 +271,7 @@ static int worker(rv_worker_t *w, void *arg)
             printf("protocol,size,window,transfers_per_s,mb_per_s\n");
         } else {
             printf("transport: %s\nraw QP on %s: %u RDMA reads in flight\n",
-                   rv_context_caps(ctx)->description, raw.devname,
+                   rv_context_describe(ctx), raw.devname,
                    raw.rd_atomic);
             printf("%-10s %8s %6s %8s %14s %10s %12s\n", "protocol", "size",
                    "window", "count", "transfers/s", "MB/s", "us/transfer");

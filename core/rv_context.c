@@ -249,6 +249,11 @@ const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx)
     return &ctx->caps;
 }
 
+const char *rv_context_describe(rv_context_t *ctx)
+{
+    return rv_context_caps(ctx)->description;
+}
+
 const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
                                                rv_transport_t **tp_p)
 {

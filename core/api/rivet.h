@@ -41,10 +41,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h> /* struct iovec */
 
 #include "rv_config.h"
 #include "rv_status.h"
-#include "rv_transport.h"
 #include "rv_types.h"
 
 #ifdef __cplusplus
@@ -202,18 +202,17 @@ RV_EXPORT const rv_config_t *rv_context_config(const rv_context_t *ctx);
  */
 RV_EXPORT const char *rv_bootstrap_name(const rv_context_t *ctx);
 /**
- * @brief The transport's capabilities, including what it really uses
- * (known once rv_job_run has connected the workers; before the first job
- * each call queries the transport again, after a job they describe that
- * job).
+ * @brief The transport the job runs on, in words, as the job's
+ * "transport:" line prints it (for example "ucx 1.13.1, tls sm,self; to
+ * peers: sysv/memory.0, posix/memory.0, cma/memory.0 (rank 1)"): what
+ * rv_job_run connected, or, before the first job, what the transport
+ * offers.
  * @param [in] ctx the context
- * @return the capabilities; owned by the context, valid until
- *         rv_finalize (a call before the first job, or the next
- *         rv_job_run, rewrites them)
- * @note Any thread: the query is made under the context's lock, and
- *       while a job runs the struct is not rewritten.
+ * @return a string owned by the context, valid until rv_finalize or the
+ *         next rv_job_run; never NULL
+ * @note Any thread.
  */
-RV_EXPORT const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx);
+RV_EXPORT const char *rv_context_describe(rv_context_t *ctx);
 
 /**
  * @brief The global id of worker @p local of process @p rank.
@@ -611,28 +610,6 @@ RV_EXPORT int rv_worker_local(const rv_worker_t *w);
  * @note Any thread.
  */
 RV_EXPORT rv_context_t *rv_worker_context(rv_worker_t *w);
-
-/**
- * @brief The transport worker of @p w, for the layers above core (which
- * usually reach it through rv_layer.h's rv_tw_* dispatchers instead).
- * @param [in] w the worker
- * @return the transport worker; owned by core, valid while the job runs
- * @note From @p w's own thread, like every operation on the transport
- *       worker.
- */
-RV_EXPORT rv_tworker_t *rv_worker_tworker(rv_worker_t *w);
-/**
- * @brief The transport of @p ctx, for the layers above core (to create
- * registered-memory allocators, for example).
- * @param [in]  ctx  the context
- * @param [out] tp_p the transport's process state; may be NULL
- * @return the transport's operations; owned by the plugin, valid until
- *         rv_finalize (the plugin is never unloaded)
- * @note Any thread; the process-level operations of the transport are
- *       thread-safe (rv_transport.h).
- */
-RV_EXPORT const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
-                                                         rv_transport_t **tp_p);
 
 /** @brief Counters of one worker (messages of core's send calls, all
  * layers' messages included). */

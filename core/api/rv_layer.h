@@ -26,10 +26,47 @@
 #define RIVET_RV_LAYER_H
 
 #include "rivet.h"
+#include "rv_transport.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * @brief The transport's capabilities, including what it really uses
+ * (known once rv_job_run has connected the workers; before the first job
+ * each call queries the transport again, after a job they describe that
+ * job).
+ * @param [in] ctx the context
+ * @return the capabilities; owned by the context, valid until
+ *         rv_finalize (a call before the first job, or the next
+ *         rv_job_run, rewrites them)
+ * @note Any thread: the query is made under the context's lock, and
+ *       while a job runs the struct is not rewritten.
+ */
+RV_EXPORT const rv_transport_caps_t *rv_context_caps(rv_context_t *ctx);
+
+/**
+ * @brief The transport worker of @p w, for the layers above core (which
+ * usually reach it through rv_layer.h's rv_tw_* dispatchers instead).
+ * @param [in] w the worker
+ * @return the transport worker; owned by core, valid while the job runs
+ * @note From @p w's own thread, like every operation on the transport
+ *       worker.
+ */
+RV_EXPORT rv_tworker_t *rv_worker_tworker(rv_worker_t *w);
+/**
+ * @brief The transport of @p ctx, for the layers above core (to create
+ * registered-memory allocators, for example).
+ * @param [in]  ctx  the context
+ * @param [out] tp_p the transport's process state; may be NULL
+ * @return the transport's operations; owned by the plugin, valid until
+ *         rv_finalize (the plugin is never unloaded)
+ * @note Any thread; the process-level operations of the transport are
+ *       thread-safe (rv_transport.h).
+ */
+RV_EXPORT const rv_transport_ops_t *rv_context_transport(rv_context_t *ctx,
+                                                         rv_transport_t **tp_p);
 
 /** Most layers one context holds. */
 #define RV_LAYER_MAX 16

@@ -460,7 +460,7 @@ int main(int argc, char **argv)
                "chunks_per_request %lld, ovfl_limit %llu, flush_bytes %llu, "
                "local_bypass %d; seed 0x%llx\n",
                rv_size(ctx), rv_threads(ctx),
-               rv_context_caps(ctx)->description,
+               rv_context_describe(ctx),
                path_name(), agg_name(), on_full_name(),
                (unsigned long long)cfg->chunk_bytes,
                (long long)cfg->max_chunks,

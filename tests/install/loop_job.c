@@ -90,7 +90,7 @@ static int body(rv_worker_t *w, void *arg)
     if (me == 0)
         printf("loop job: %d workers exchanged %d messages each, in order, "
                "over %s\n", threads, MESSAGES * threads,
-               rv_context_caps(ctx)->description);
+               rv_context_describe(ctx));
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
 #include <cmocka.h>
 
 #include "job_test.h"
@@ -30,7 +31,7 @@ typedef struct {
     rv_handler_id_t handler;
     uint32_t len;
 } wire_hdr_t;
-#include "rivet.h"
+#include "rv_layer.h"
 
 #define MAX_WORKERS 64
 
@@ -46,15 +47,15 @@ static struct {
 } H;
 
 typedef struct {
-    uint64_t seq_from[MAX_WORKERS];  /* next expected sequence per sender */
-    uint64_t got_from[MAX_WORKERS];  /* messages received per sender */
+    uint64_t seq_from[MAX_WORKERS]; /* next expected sequence per sender */
+    uint64_t got_from[MAX_WORKERS]; /* messages received per sender */
     uint64_t markers;
     uint64_t checks;
     uint64_t probes, probe_replies;
 
     /* RMA */
-    void *region_a;                  /* mem_alloc'ed */
-    void *region_b;                  /* malloc'ed and registered */
+    void *region_a; /* mem_alloc'ed */
+    void *region_b; /* malloc'ed and registered */
     rv_tmem_t *mem_a, *mem_b;
     uint64_t raddr_a[MAX_WORKERS], raddr_b[MAX_WORKERS];
     rv_trkey_t *rkey_a[MAX_WORKERS], *rkey_b[MAX_WORKERS];
@@ -80,8 +81,7 @@ static void fill(uint8_t *buf, size_t len, uint32_t src, uint64_t seq)
 }
 
 /* Index of the first wrong byte, or len. */
-static size_t verify(const uint8_t *buf, size_t len, uint32_t src,
-                     uint64_t seq)
+static size_t verify(const uint8_t *buf, size_t len, uint32_t src, uint64_t seq)
 {
     for (size_t i = 0; i < len; i++)
         if (buf[i] != pattern(src, seq, i))
@@ -116,8 +116,8 @@ static void run_job(rv_worker_fn fn)
 /* AM of every size, all-to-all, with per-pair order                       */
 
 static const size_t am_sizes[] = {
-    0, 1, 7, 8, 63, 64, 255, 4095, 4096, 8191, 8192, 8193,
-    16384, 65536, 262144, 1u << 20, 4u << 20,
+    0,    1,    7,    8,     63,    64,     255,      4095,     4096,
+    8191, 8192, 8193, 16384, 65536, 262144, 1u << 20, 4u << 20,
 };
 #define AM_NSIZES (sizeof(am_sizes) / sizeof(am_sizes[0]))
 #define AM_PER_PAIR 64
@@ -218,8 +218,8 @@ static int body_fanin(rv_worker_t *w, void *arg)
     rv_sync_init(&sync, 0);
     for (uint64_t i = 0; i < FANIN_PER_SENDER; i++) {
         seqs[i] = i; /* each send's buffer stays untouched until done */
-        rv_status_t st = rv_send(w, 0, H.fanin, &seqs[i], sizeof(seqs[i]),
-                                 &sync);
+        rv_status_t st =
+            rv_send(w, 0, H.fanin, &seqs[i], sizeof(seqs[i]), &sync);
         EXPECT(st == RV_OK, "fan-in send: %s", rv_status_str(st));
     }
     EXPECT(rv_sync_wait(w, &sync) == RV_OK, "fan-in completion failed");
@@ -233,8 +233,7 @@ static int body_fanin(rv_worker_t *w, void *arg)
         for (uint32_t src = 0; src < n; src++)
             EXPECT(s->got_from[src] == FANIN_PER_SENDER,
                    "fan-in: %llu messages from %u, expected %d",
-                   (unsigned long long)s->got_from[src], src,
-                   FANIN_PER_SENDER);
+                   (unsigned long long)s->got_from[src], src, FANIN_PER_SENDER);
     return 0;
 }
 
@@ -336,8 +335,13 @@ static void rma_teardown(rv_worker_t *w)
 static const struct {
     size_t off, len;
 } pieces[] = {
-    {1, 1}, {17, 3}, {33, 8}, {101, 100}, {1001, 4096},
-    {8193, 65537}, {100003, 1u << 20},
+    {1, 1},
+    {17, 3},
+    {33, 8},
+    {101, 100},
+    {1001, 4096},
+    {8193, 65537},
+    {100003, 1u << 20},
 };
 #define NPIECES (sizeof(pieces) / sizeof(pieces[0]))
 
@@ -371,8 +375,7 @@ static int body_put_get(rv_worker_t *w, void *arg)
     for (size_t p = 0; p < NPIECES; p++) {
         fill(buf + pieces[p].off, pieces[p].len, me, p);
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->put(tw, right,
-                                  s->raddr_a[right] + pieces[p].off,
+        rv_status_t st = ops->put(tw, right, s->raddr_a[right] + pieces[p].off,
                                   s->rkey_a[right], buf + pieces[p].off,
                                   pieces[p].len, sync_cb, &sync);
         EXPECT(op_wait(w, st, &sync) == RV_OK, "put of %zu bytes: %s",
@@ -380,7 +383,8 @@ static int body_put_get(rv_worker_t *w, void *arg)
     }
     rv_sync_init(&sync, 1);
     EXPECT(op_wait(w, ops->flush(tw, UINT32_MAX, sync_cb, &sync), &sync) ==
-               RV_OK, "flush");
+               RV_OK,
+           "flush");
     rv_barrier(w);
     for (size_t p = 0; p < NPIECES; p++) {
         const uint8_t *at = (const uint8_t *)s->region_a + pieces[p].off;
@@ -401,14 +405,12 @@ static int body_put_get(rv_worker_t *w, void *arg)
     memset(buf, 0, REGION);
     for (size_t p = 0; p < NPIECES; p++) {
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->get(tw, right, buf + pieces[p].off,
-                                  pieces[p].len,
+        rv_status_t st = ops->get(tw, right, buf + pieces[p].off, pieces[p].len,
                                   s->raddr_b[right] + pieces[p].off,
                                   s->rkey_b[right], sync_cb, &sync);
         EXPECT(op_wait(w, st, &sync) == RV_OK, "get of %zu bytes: %s",
                pieces[p].len, rv_status_str(st));
-        size_t bad = verify(buf + pieces[p].off, pieces[p].len, right,
-                            100 + p);
+        size_t bad = verify(buf + pieces[p].off, pieces[p].len, right, 100 + p);
         EXPECT(bad == pieces[p].len,
                "get of %zu bytes at offset %zu from %u wrong at byte %zu",
                pieces[p].len, pieces[p].off, right, bad);
@@ -443,8 +445,8 @@ static int body_atomics(rv_worker_t *w, void *arg)
     for (int i = 0; i < ATOMICS_PER_WORKER; i++) {
         uint64_t old = UINT64_MAX;
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->atomic_fadd64(tw, 0, 1, raddr, s->rkey_a[0],
-                                            &old, sync_cb, &sync);
+        rv_status_t st = ops->atomic_fadd64(tw, 0, 1, raddr, s->rkey_a[0], &old,
+                                            sync_cb, &sync);
         EXPECT(op_wait(w, st, &sync) == RV_OK, "fetch-add: %s",
                rv_status_str(st));
         EXPECT(old < (uint64_t)n * ATOMICS_PER_WORKER,
@@ -460,9 +462,9 @@ static int body_atomics(rv_worker_t *w, void *arg)
         uint64_t guess = 0, old;
         for (int tries = 0;; tries++) {
             rv_sync_init(&sync, 1);
-            rv_status_t st = ops->atomic_cswap64(tw, 0, guess, guess + 1,
-                                                 raddr, s->rkey_a[0], &old,
-                                                 sync_cb, &sync);
+            rv_status_t st =
+                ops->atomic_cswap64(tw, 0, guess, guess + 1, raddr,
+                                    s->rkey_a[0], &old, sync_cb, &sync);
             EXPECT(op_wait(w, st, &sync) == RV_OK, "compare-swap: %s",
                    rv_status_str(st));
             if (old == guess || tries > 100000)
@@ -473,15 +475,17 @@ static int body_atomics(rv_worker_t *w, void *arg)
     }
     rv_sync_init(&sync, 1);
     EXPECT(op_wait(w, ops->flush(tw, UINT32_MAX, sync_cb, &sync), &sync) ==
-               RV_OK, "flush");
+               RV_OK,
+           "flush");
     rv_barrier(w);
     if (rv_worker_tid(w) == 0) {
         uint64_t v;
         memcpy(&v, (uint8_t *)s->region_a + COUNTER_OFF, sizeof(v));
         EXPECT(v == 2ull * n * ATOMICS_PER_WORKER,
                "counter is %llu after %u workers x %d fetch-adds and as many "
-               "compare-swaps, expected %llu", (unsigned long long)v, n,
-               ATOMICS_PER_WORKER, 2ull * n * ATOMICS_PER_WORKER);
+               "compare-swaps, expected %llu",
+               (unsigned long long)v, n, ATOMICS_PER_WORKER,
+               2ull * n * ATOMICS_PER_WORKER);
     }
     rma_teardown(w);
     return 0;
@@ -510,7 +514,8 @@ static rv_status_t on_check(rv_worker_t *w, rv_msg_t *msg, void *arg)
     size_t bad = verify(at, FLUSH_LEN, msg->src, 1000 + round);
     EXPECT(bad == FLUSH_LEN,
            "round %llu: data put and flushed before this message is not "
-           "there (byte %zu)", (unsigned long long)round, bad);
+           "there (byte %zu)",
+           (unsigned long long)round, bad);
     s->checks++;
     return RV_OK;
 }
@@ -530,9 +535,9 @@ static int body_flush(rv_worker_t *w, void *arg)
     for (uint64_t r = 0; r < FLUSH_ROUNDS; r++) {
         fill(buf, FLUSH_LEN, me, 1000 + r);
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->put(tw, right, s->raddr_a[right] + r * 64,
-                                  s->rkey_a[right], buf, FLUSH_LEN, sync_cb,
-                                  &sync);
+        rv_status_t st =
+            ops->put(tw, right, s->raddr_a[right] + r * 64, s->rkey_a[right],
+                     buf, FLUSH_LEN, sync_cb, &sync);
         EXPECT(op_wait(w, st, &sync) == RV_OK, "put");
         rv_sync_init(&sync, 1);
         st = ops->flush(tw, right, sync_cb, &sync);
@@ -580,9 +585,9 @@ static int body_fence(rv_worker_t *w, void *arg)
     for (uint64_t r = 0; r < FENCE_ROUNDS; r++) {
         fill(buf, FENCE_LEN, me, 2000 + r);
         rv_sync_init(&sync, 2);
-        rv_status_t st = ops->put(tw, right, s->raddr_a[right],
-                                  s->rkey_a[right], buf, FENCE_LEN, sync_cb,
-                                  &sync);
+        rv_status_t st =
+            ops->put(tw, right, s->raddr_a[right], s->rkey_a[right], buf,
+                     FENCE_LEN, sync_cb, &sync);
         if (st != RV_INPROGRESS)
             rv_sync_complete(&sync, st);
         EXPECT(ops->fence(tw, right) == RV_OK, "fence");
@@ -597,7 +602,8 @@ static int body_fence(rv_worker_t *w, void *arg)
         size_t bad = verify(s->region_a, FENCE_LEN, left, 2000 + r);
         EXPECT(bad == FENCE_LEN,
                "round %llu: the flag put after a fence landed before the "
-               "data put before it (byte %zu)", (unsigned long long)r, bad);
+               "data put before it (byte %zu)",
+               (unsigned long long)r, bad);
         EXPECT(rv_sync_wait(w, &sync) == RV_OK, "puts");
         rv_barrier(w); /* the next round overwrites */
     }
@@ -633,8 +639,8 @@ static rv_status_t on_probe(rv_worker_t *w, rv_msg_t *msg, void *arg)
            "rv_barrier waited inside an inline handler");
 
     fill(reply, PROBE_LEN, rv_worker_tid(w), 7);
-    EXPECT(rv_send(w, msg->src, H.probe_reply, reply, PROBE_LEN, NULL) ==
-               RV_OK, "send from an inline handler");
+    EXPECT(rv_send(w, msg->src, H.probe_reply, reply, PROBE_LEN, NULL) == RV_OK,
+           "send from an inline handler");
     memset(reply, 0xee, PROBE_LEN); /* the buffer is ours again */
     free(reply);
     s->probes++;
@@ -646,8 +652,8 @@ static rv_status_t on_probe_reply(rv_worker_t *w, rv_msg_t *msg, void *arg)
     (void)arg;
     size_t bad = verify(msg->data, msg->len, msg->src, 7);
     EXPECT(msg->len == PROBE_LEN && bad == PROBE_LEN,
-           "reply of an inline handler: %zu bytes, wrong at byte %zu",
-           msg->len, bad);
+           "reply of an inline handler: %zu bytes, wrong at byte %zu", msg->len,
+           bad);
     state_of(w)->probe_replies++;
     return RV_OK;
 }
@@ -658,8 +664,8 @@ static int body_inline(rv_worker_t *w, void *arg)
     wstate_t *s = state_of(w);
     (void)arg;
     for (int i = 0; i < 10; i++)
-        EXPECT(rv_send(w, (me + 1) % n, H.probe, &i, sizeof(i), NULL) ==
-                   RV_OK, "send probe");
+        EXPECT(rv_send(w, (me + 1) % n, H.probe, &i, sizeof(i), NULL) == RV_OK,
+               "send probe");
     WAIT_UNTIL(w, s->probe_replies == 10 && s->probes == 10, "probe replies");
     rv_barrier(w);
     return 0;
@@ -686,8 +692,8 @@ static rv_status_t on_marker(rv_worker_t *w, rv_msg_t *msg, void *arg)
 static rv_status_t on_count(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     (void)arg;
-    FAIL("worker %u ran a truncated message of %zu bytes",
-            rv_worker_tid(w), msg->len);
+    FAIL("worker %u ran a truncated message of %zu bytes", rv_worker_tid(w),
+         msg->len);
     return RV_OK;
 }
 
@@ -706,7 +712,8 @@ static int body_bad_messages(rv_worker_t *w, void *arg)
 
     /* 1. a handler id nobody registered */
     EXPECT(rv_send(w, right, rv_handler_id("conformance.nobody"), payload, 10,
-                   NULL) == RV_OK, "send to unknown handler");
+                   NULL) == RV_OK,
+           "send to unknown handler");
 
     /* 2. a header announcing 100 bytes, followed by 50 */
     wire_hdr_t hdr = {.handler = H.count, .len = 100};
@@ -719,8 +726,8 @@ static int body_bad_messages(rv_worker_t *w, void *arg)
 
     /* 3. a header cut short */
     rv_sync_init(&sync, 1);
-    st = ops->am_send(rv_worker_tworker(w), right, &hdr, 4, &iov, 1, 0,
-                      sync_cb, &sync);
+    st = ops->am_send(rv_worker_tworker(w), right, &hdr, 4, &iov, 1, 0, sync_cb,
+                      &sync);
     EXPECT(op_wait(w, st, &sync) == RV_OK, "forged send: %s",
            rv_status_str(st));
 
@@ -777,7 +784,7 @@ int main(int argc, char **argv)
     if (rv_rank(ctx) == 0)
         printf("conformance group %s: %d processes x %d threads, %s\n",
                group_name, rv_size(ctx), rv_threads(ctx),
-               rv_context_caps(ctx)->description);
+               rv_context_describe(ctx));
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_am_all_to_all, setup_job,

@@ -26,7 +26,7 @@
 #include <ucp/api/ucp.h>
 
 #include "job_test.h"
-#include "rivet.h"
+#include "rv_layer.h"
 #include "stderr_capture.h"
 #include "ucx_emu.h"
 
@@ -49,20 +49,20 @@ static uint64_t cookie(uint32_t gen, uint32_t index)
 /* ---------------------------------------------------------------------- */
 /* Job-wide state                                                          */
 
-#define REGION (64u << 10)      /* registered, of a buffer twice as long */
-#define MARK_OFF 0              /* where a forged valid put lands */
-#define DATA_OFF 4096           /* what the peer reads */
-#define RNDV_LEN (256u << 10)   /* a forged put sent by rendezvous */
+#define REGION (64u << 10)    /* registered, of a buffer twice as long */
+#define MARK_OFF 0            /* where a forged valid put lands */
+#define DATA_OFF 4096         /* what the peer reads */
+#define RNDV_LEN (256u << 10) /* a forged put sent by rendezvous */
 
 static rv_context_t *ctx;
 static const char *group_name = "ucx-emu";
 static rv_handler_id_t h_rkey;
 
 typedef struct {
-    uint8_t *buf;              /* 2 * REGION; the first half registered */
+    uint8_t *buf; /* 2 * REGION; the first half registered */
     rv_tmem_t *mem;
-    uint32_t region;           /* its id in this process's registry */
-    rv_trkey_t *rkey[2];       /* by worker */
+    uint32_t region;     /* its id in this process's registry */
+    rv_trkey_t *rkey[2]; /* by worker */
     uint64_t raddr[2];
     int rkeys_got;
     /* the forger */
@@ -134,8 +134,7 @@ static void rma_setup(rv_worker_t *w)
     memcpy(m + 8, key, klen);
     ops->rkey_buffer_release(tp, key);
     for (uint32_t t = 0; t < rv_nworkers(ctx); t++)
-        EXPECT(rv_send(w, t, h_rkey, m, 8 + klen, NULL) == RV_OK,
-               "send rkey");
+        EXPECT(rv_send(w, t, h_rkey, m, 8 + klen, NULL) == RV_OK, "send rkey");
     free(m);
     WAIT_UNTIL(w, ws.rkeys_got == (int)rv_nworkers(ctx), "remote keys");
     rv_barrier(w);
@@ -154,7 +153,8 @@ static void rma_teardown(rv_worker_t *w)
     for (size_t i = REGION; i < 2 * REGION; i++)
         if (ws.buf[i] != pattern(me, i)) {
             FAIL("worker %u: byte %zu, outside the registered region, was "
-                 "written", me, i);
+                 "written",
+                 me, i);
             break;
         }
     free(ws.buf);
@@ -169,9 +169,9 @@ static void check_get(rv_worker_t *w, uint32_t peer)
     uint8_t got[64];
     rv_sync_t sync;
     rv_sync_init(&sync, 1);
-    rv_status_t st = ops->get(rv_worker_tworker(w), peer, got, sizeof(got),
-                              ws.raddr[peer] + DATA_OFF, ws.rkey[peer],
-                              sync_cb, &sync);
+    rv_status_t st =
+        ops->get(rv_worker_tworker(w), peer, got, sizeof(got),
+                 ws.raddr[peer] + DATA_OFF, ws.rkey[peer], sync_cb, &sync);
     st = op_wait(w, st, &sync);
     EXPECT(st == RV_OK, "get from worker %u: %s", peer, rv_status_str(st));
     for (size_t i = 0; i < sizeof(got); i++)
@@ -280,9 +280,11 @@ static void forger_fence(rv_worker_t *w)
 {
     static uint8_t mark;
     uint8_t v = ++mark;
-    emu_hdr_t h = {.op = EMU_PUT, .src = rv_worker_tid(w),
+    emu_hdr_t h = {.op = EMU_PUT,
+                   .src = rv_worker_tid(w),
                    .region = ws.region,
-                   .raddr = (uintptr_t)ws.buf + MARK_OFF, .len = 1};
+                   .raddr = (uintptr_t)ws.buf + MARK_OFF,
+                   .len = 1};
     forge_raw(w, &h, sizeof(h), &v, 1, 0);
     WAIT_UNTIL(w, __atomic_load_n(&ws.buf[MARK_OFF], __ATOMIC_ACQUIRE) == v,
                "the forger's marker");
@@ -295,7 +297,7 @@ typedef struct {
     unsigned long long stale, outside, malformed;
 } drops_t;
 
-static drops_t expect_drops[2];  /* by rank */
+static drops_t expect_drops[2]; /* by rank */
 
 /* Runs @p fn as a job and checks the drops this process's worker printed
  * at its end. */
@@ -310,8 +312,7 @@ static void run_job_counted(rv_worker_fn fn)
     assert_int_equal(atomic_load(&failures), 0);
 
     char want[64];
-    snprintf(want, sizeof(want), "{\"rank\":%d,\"ucx_worker\":",
-             rv_rank(ctx));
+    snprintf(want, sizeof(want), "{\"rank\":%d,\"ucx_worker\":", rv_rank(ctx));
     const char *line = strstr(text, want);
     drops_t got;
     assert_non_null(line);
@@ -355,13 +356,18 @@ static int body_forged_replies(rv_worker_t *w, void *arg)
         /* The first operation takes slot 0, generation 1; its reply is
          * then repeated. */
         check_get(w, 0);
-        forge(w, (emu_hdr_t){.op = EMU_GET_REP, .src = 0,
-                             .cookie = cookie(1, 0)});
-        forge(w, (emu_hdr_t){.op = EMU_GET_REP, .src = 0, .len = 8,
+        forge(w,
+              (emu_hdr_t){.op = EMU_GET_REP, .src = 0, .cookie = cookie(1, 0)});
+        forge(w, (emu_hdr_t){.op = EMU_GET_REP,
+                             .src = 0,
+                             .len = 8,
                              .cookie = cookie(1, 1000000)});
-        forge(w, (emu_hdr_t){.op = EMU_AMO_REP, .src = 0, .v1 = 42,
+        forge(w, (emu_hdr_t){.op = EMU_AMO_REP,
+                             .src = 0,
+                             .v1 = 42,
                              .cookie = cookie(7, 12345)});
-        forge(w, (emu_hdr_t){.op = EMU_FLUSH_REP, .src = 0,
+        forge(w, (emu_hdr_t){.op = EMU_FLUSH_REP,
+                             .src = 0,
                              .cookie = UINT64_C(0xdeadbeefdeadbeef)});
         forger_fence(w);
     }
@@ -374,14 +380,16 @@ static int body_forged_replies(rv_worker_t *w, void *arg)
         uint8_t got[64];
         rv_sync_t sync;
         rv_sync_init(&sync, 1);
-        rv_status_t st = ops->get(rv_worker_tworker(w), 0, got, sizeof(got),
-                                  ws.raddr[0] + DATA_OFF, ws.rkey[0],
-                                  sync_cb, &sync);
-        forge(w, (emu_hdr_t){.op = EMU_GET_REP, .src = 0,
-                             .cookie = cookie(1, 0)});
-        forge(w, (emu_hdr_t){.op = EMU_GET_REP, .src = 1,
-                             .cookie = cookie(2, 0)});
-        forge(w, (emu_hdr_t){.op = EMU_AMO_REP, .src = 0, .v1 = 42,
+        rv_status_t st =
+            ops->get(rv_worker_tworker(w), 0, got, sizeof(got),
+                     ws.raddr[0] + DATA_OFF, ws.rkey[0], sync_cb, &sync);
+        forge(w,
+              (emu_hdr_t){.op = EMU_GET_REP, .src = 0, .cookie = cookie(1, 0)});
+        forge(w,
+              (emu_hdr_t){.op = EMU_GET_REP, .src = 1, .cookie = cookie(2, 0)});
+        forge(w, (emu_hdr_t){.op = EMU_AMO_REP,
+                             .src = 0,
+                             .v1 = 42,
                              .cookie = cookie(2, 0)});
         forger_fence(w);
         st = op_wait(w, st, &sync);
@@ -427,25 +435,40 @@ static int body_outside(rv_worker_t *w, void *arg)
     uint64_t base = (uintptr_t)ws.buf;
     memset(big, 0xee, sizeof(big));
 
-    emu_hdr_t h = {.op = EMU_PUT, .src = me, .region = ws.region,
-                   .raddr = base + REGION - 4, .len = 8};
-    forge_raw(w, &h, sizeof(h), big, 8, 0);             /* across the end */
+    emu_hdr_t h = {.op = EMU_PUT,
+                   .src = me,
+                   .region = ws.region,
+                   .raddr = base + REGION - 4,
+                   .len = 8};
+    forge_raw(w, &h, sizeof(h), big, 8, 0); /* across the end */
     h.region = 999;
     h.raddr = base;
-    forge_raw(w, &h, sizeof(h), big, 8, 0);             /* no such region */
+    forge_raw(w, &h, sizeof(h), big, 8, 0); /* no such region */
     h.region = ws.region;
     h.raddr = base + REGION;
     h.len = RNDV_LEN;
     forge_raw(w, &h, sizeof(h), big, RNDV_LEN,
-              UCP_AM_SEND_FLAG_RNDV);                   /* by rendezvous */
-    forge(w, (emu_hdr_t){.op = EMU_GET_REQ, .src = me, .region = ws.region,
-                         .raddr = base - 8, .len = 16,
+              UCP_AM_SEND_FLAG_RNDV); /* by rendezvous */
+    forge(w, (emu_hdr_t){.op = EMU_GET_REQ,
+                         .src = me,
+                         .region = ws.region,
+                         .raddr = base - 8,
+                         .len = 16,
                          .cookie = cookie(1, 99999)});
-    forge(w, (emu_hdr_t){.op = EMU_AMO_REQ, .amo = EMU_AMO_FADD, .src = me,
-                         .region = ws.region, .raddr = base + 1, .len = 8,
-                         .v1 = 1, .cookie = cookie(1, 99998)});
-    forge(w, (emu_hdr_t){.op = EMU_AMO_REQ, .amo = EMU_AMO_CSWAP, .src = me,
-                         .region = 999, .raddr = base, .len = 8,
+    forge(w, (emu_hdr_t){.op = EMU_AMO_REQ,
+                         .amo = EMU_AMO_FADD,
+                         .src = me,
+                         .region = ws.region,
+                         .raddr = base + 1,
+                         .len = 8,
+                         .v1 = 1,
+                         .cookie = cookie(1, 99998)});
+    forge(w, (emu_hdr_t){.op = EMU_AMO_REQ,
+                         .amo = EMU_AMO_CSWAP,
+                         .src = me,
+                         .region = 999,
+                         .raddr = base,
+                         .len = 8,
                          .cookie = cookie(1, 99997)});
     forger_fence(w);
     /* The refusals travel to this worker ahead of a get of its own. */
@@ -476,20 +499,28 @@ static int body_malformed(rv_worker_t *w, void *arg)
     EXPECT(forger_open(w), "worker %u cannot open its forger", me);
     uint64_t base = (uintptr_t)ws.buf;
 
-    emu_hdr_t h = {.op = EMU_PUT, .src = me, .region = ws.region,
-                   .raddr = base + 64, .len = 8};
-    forge_raw(w, &h, 20, data, 8, 0);                   /* header cut short */
+    emu_hdr_t h = {.op = EMU_PUT,
+                   .src = me,
+                   .region = ws.region,
+                   .raddr = base + 64,
+                   .len = 8};
+    forge_raw(w, &h, 20, data, 8, 0); /* header cut short */
     h.src = 1000;
-    forge_raw(w, &h, sizeof(h), data, 8, 0);            /* no such worker */
+    forge_raw(w, &h, sizeof(h), data, 8, 0); /* no such worker */
     h.src = me;
     h.op = 77;
-    forge_raw(w, &h, sizeof(h), data, 8, 0);            /* no such kind */
+    forge_raw(w, &h, sizeof(h), data, 8, 0); /* no such kind */
     h.op = EMU_PUT;
     h.len = 64;
-    forge_raw(w, &h, sizeof(h), data, 32, 0);           /* announces more */
-    forge(w, (emu_hdr_t){.op = EMU_AMO_REQ, .amo = 9, .src = me,
-                         .region = ws.region, .raddr = base + 64, .len = 8,
-                         .v1 = 5, .cookie = cookie(1, 99999)});
+    forge_raw(w, &h, sizeof(h), data, 32, 0); /* announces more */
+    forge(w, (emu_hdr_t){.op = EMU_AMO_REQ,
+                         .amo = 9,
+                         .src = me,
+                         .region = ws.region,
+                         .raddr = base + 64,
+                         .len = 8,
+                         .v1 = 5,
+                         .cookie = cookie(1, 99999)});
     forger_fence(w);
     check_get(w, me);
     for (size_t i = 64; i < 128; i++)
@@ -525,8 +556,10 @@ int main(int argc, char **argv)
                   sizeof(emu));
     if (strcmp(ops->name, "ucx") != 0 || strcmp(emu, "on") != 0 ||
         rv_nworkers(ctx) != 2) {
-        fprintf(stderr, "%s: runs over ucx with transport.ucx.rma_emulation: "
-                "on, as 2 workers\n", group_name);
+        fprintf(stderr,
+                "%s: runs over ucx with transport.ucx.rma_emulation: "
+                "on, as 2 workers\n",
+                group_name);
         rv_finalize(ctx);
         return 1;
     }
