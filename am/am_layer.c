@@ -9,6 +9,7 @@
  * an error naming rv_am_init.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,54 +234,68 @@ static void am_worker_drain(rv_worker_t *w)
     }
 }
 
+/* job.stats: a worker's counters, and the memory its batches took (the
+ * measure of am.routing). */
+typedef struct {
+    rv_am_stats_t s;
+    uint64_t routed_made, batch_dests, batch_buffer_bytes, reply_buffer_bytes;
+} am_stats_line_t;
+
+#define AM_STAT(_name, _help)                                                  \
+    {                                                                          \
+        .name = #_name, .help = _help,                                         \
+        .offset = offsetof(am_stats_line_t, s._name)                           \
+    }
+#define AM_STAT_X(_name, _help)                                                \
+    {                                                                          \
+        .name = #_name, .help = _help,                                         \
+        .offset = offsetof(am_stats_line_t, _name)                             \
+    }
+static const rv_stat_t am_stats[] = {
+    AM_STAT(calls_sent, "calls made by the worker"),
+    AM_STAT(calls_received, "calls it ran"),
+    AM_STAT(bytes_sent, "arguments and buffers of the calls it made"),
+    AM_STAT(bytes_received, "arguments and buffers of the calls it ran"),
+    AM_STAT(calls_local, "calls made through the local bypass"),
+    AM_STAT(flushes, "transmissions of call records"),
+    AM_STAT(ring_full, "calls that met a full queue or ring"),
+    AM_STAT(chunk_growths, "chunk requests for larger rings"),
+    AM_STAT(chunks_granted, "ring chunks obtained from peers"),
+    AM_STAT(max_aggregated_bytes, "largest transmission, bytes"),
+    AM_STAT(detours, "write-path calls too large for a chunk, sent over "
+                     "send in order"),
+    AM_STAT(calls_lost, "calls accepted, then refused by the transport"),
+    AM_STAT(broadcasts_forwarded, "broadcast calls passed on down the tree"),
+    AM_STAT(max_nesting, "most call handlers on the worker's stack at once"),
+    AM_STAT_X(routed_made, "calls forwarded or answers routed (am.routing)"),
+    AM_STAT_X(batch_dests, "workers the worker kept a batch buffer for"),
+    AM_STAT_X(batch_buffer_bytes, "bytes of the batch buffers it made"),
+    AM_STAT_X(reply_buffer_bytes, "bytes of its answers' buffers"),
+    {.name = NULL},
+};
+static const rv_stats_table_t am_stats_table = {
+    .name = "am",
+    .index_key = "worker",
+    .help = "worker",
+    .stats = am_stats,
+};
+RV_STATS_REGISTER_TABLE(am_stats_table)
+
 static void print_stats(am_worker_t *aw)
 {
     if (aw->stats.calls_lost > 0)
         rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
                  "transport errors above)",
                  aw->me, aw->stats.calls_lost);
-    rv_stats_mode_t mode =
-        rv_core_config(rv_context_config(aw->ctx))->job.stats;
-    if (mode == RV_STATS_OFF)
-        return;
-    const rv_am_stats_t *s = &aw->stats;
-    /* The memory batches took (am.routing's measure): the batch buffers,
-     * which are kept for reuse once made, and the answers' buffers. */
-    uint64_t batch_bytes = aw->bufs_made * aw->buf_bytes, reply_bytes = 0;
+    am_stats_line_t l = {.s = aw->stats,
+                         .routed_made = aw->routed_made,
+                         .batch_dests = aw->buffered_dests,
+                         .batch_buffer_bytes = aw->bufs_made * aw->buf_bytes};
+    /* The batch buffers are kept for reuse once made: the most held. */
     for (uint32_t i = 0; i < aw->nused; i++)
-        reply_bytes += aw->used[i]->rcap;
-    if (mode == RV_STATS_JSON)
-        fprintf(stderr,
-                "{\"rank\":%d,\"worker\":%u,\"calls_sent\":%" PRIu64
-                ",\"calls_received\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
-                ",\"bytes_received\":%" PRIu64 ",\"calls_local\":%" PRIu64
-                ",\"flushes\":%" PRIu64 ",\"ring_full\":%" PRIu64
-                ",\"chunk_growths\":%" PRIu64 ",\"chunks_granted\":%" PRIu64
-                ",\"max_aggregated_bytes\":%" PRIu64 ",\"detours\":%" PRIu64
-                ",\"calls_lost\":%" PRIu64 ",\"broadcasts_forwarded\":%" PRIu64
-                ",\"max_nesting\":%" PRIu64 ",\"routed_made\":%" PRIu64
-                ",\"batch_dests\":%u,\"batch_buffer_bytes\":%" PRIu64
-                ",\"reply_buffer_bytes\":%" PRIu64 "}\n",
-                aw->rank, aw->me, s->calls_sent, s->calls_received,
-                s->bytes_sent, s->bytes_received, s->calls_local, s->flushes,
-                s->ring_full, s->chunk_growths, s->chunks_granted,
-                s->max_aggregated_bytes, s->detours, s->calls_lost,
-                s->broadcasts_forwarded, s->max_nesting, aw->routed_made,
-                aw->buffered_dests, batch_bytes, reply_bytes);
-    else
-        fprintf(stderr,
-                "[rivet r%d] worker %u: calls sent %" PRIu64 " (%" PRIu64
-                " B, %" PRIu64 " local), received %" PRIu64 " (%" PRIu64
-                " B); transmissions %" PRIu64 ", largest batch %" PRIu64
-                " B; ring full %" PRIu64 ", ring growths %" PRIu64
-                ", chunks granted %" PRIu64 ", detours %" PRIu64
-                "; deepest handler nesting %" PRIu64 "; batches for %u "
-                "workers in %" PRIu64 " KiB\n",
-                aw->rank, aw->me, s->calls_sent, s->bytes_sent, s->calls_local,
-                s->calls_received, s->bytes_received, s->flushes,
-                s->max_aggregated_bytes, s->ring_full, s->chunk_growths,
-                s->chunks_granted, s->detours, s->max_nesting,
-                aw->buffered_dests, (batch_bytes + reply_bytes) >> 10);
+        l.reply_buffer_bytes += aw->used[i]->rcap;
+    rv_stats_print(rv_core_config(rv_context_config(aw->ctx))->job.stats,
+                   &am_stats_table, aw->rank, aw->me, &l);
 }
 
 static void am_worker_stop(rv_worker_t *w)

@@ -14,12 +14,13 @@
 #include <stdlib.h>
 
 #include "rv_config.h"
+#include "rv_stats.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: rivet-config [-c FILE] --dump | --check\n"
-            "       rivet-config --reference\n"
+            "       rivet-config --reference | --stats-reference\n"
             "\n"
             "Reads a rivet job configuration: defaults, then FILE, then the\n"
             "environment overrides RIVET_<SECTION>_<KEY> (RIVET_JOB_THREADS\n"
@@ -29,13 +30,22 @@ static void usage(FILE *out)
             "  -d, --dump         print the effective configuration as YAML\n"
             "      --check        validate it and print 'FILE: ok'\n"
             "  -r, --reference    print every key as a Markdown table\n"
+            "      --stats-reference\n"
+            "                     print every job.stats counter as a "
+            "Markdown table\n"
             "  -h, --help         print this help\n"
             "\n"
             "Errors go to stderr as FILE:LINE:COL: error: KEY: message, and\n"
             "the exit status is 1.\n");
 }
 
-enum { ACTION_NONE, ACTION_DUMP, ACTION_CHECK, ACTION_REFERENCE };
+enum {
+    ACTION_NONE,
+    ACTION_DUMP,
+    ACTION_CHECK,
+    ACTION_REFERENCE,
+    ACTION_STATS_REFERENCE
+};
 
 int main(int argc, char **argv)
 {
@@ -44,6 +54,7 @@ int main(int argc, char **argv)
         {"dump", no_argument, NULL, 'd'},
         {"check", no_argument, NULL, 'k'},
         {"reference", no_argument, NULL, 'r'},
+        {"stats-reference", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -68,6 +79,9 @@ int main(int argc, char **argv)
         case 'r':
             next = ACTION_REFERENCE;
             break;
+        case 's':
+            next = ACTION_STATS_REFERENCE;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -76,8 +90,8 @@ int main(int argc, char **argv)
             return 1;
         }
         if (action != ACTION_NONE && action != next) {
-            fprintf(stderr, "rivet-config: --dump, --check and --reference "
-                            "are exclusive\n");
+            fprintf(stderr, "rivet-config: --dump, --check, --reference and "
+                            "--stats-reference are exclusive\n");
             return 1;
         }
         action = next;
@@ -94,6 +108,10 @@ int main(int argc, char **argv)
                         "--reference\n");
         usage(stderr);
         return 1;
+    }
+    if (action == ACTION_STATS_REFERENCE) {
+        rv_stats_print_reference(stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
     }
     if (action == ACTION_REFERENCE) {
         rv_config_print_reference(stdout);

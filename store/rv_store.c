@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,35 +161,48 @@ static unsigned store_progress(rv_worker_t *w)
     return n;
 }
 
-/* job.stats (RIVET_STATS): the process's store counters, as text or
- * JSON, at the end of the job. */
+/* job.stats (RIVET_STATS): the process's store counters, at the end of
+ * the job. */
+typedef struct {
+    rv_store_stats_t s;
+    uint64_t rndv_threshold;
+} st_stats_line_t;
+
+#define ST_STAT(_key, _field, _help)                                           \
+    {                                                                          \
+        .name = _key, .help = _help,                                           \
+        .offset = offsetof(st_stats_line_t, _field)                            \
+    }
+static const rv_stat_t st_stats[] = {
+    ST_STAT("store_objects", s.objects, "sealed objects held"),
+    ST_STAT("store_bytes", s.bytes, "their bytes (data and metadata)"),
+    ST_STAT("store_hits", s.hits, "gets served from this process"),
+    ST_STAT("store_fetches_eager", s.fetches_eager,
+            "remote objects fetched eagerly"),
+    ST_STAT("store_fetches_rndv", s.fetches_rndv,
+            "remote objects fetched by RDMA read"),
+    ST_STAT("store_evictions", s.evictions, "objects evicted for room"),
+    ST_STAT("store_pinned_bytes", s.pinned_bytes,
+            "bytes pinned for remote readers"),
+    ST_STAT("store_served", s.served, "fetches served to other processes"),
+    ST_STAT("store_rndv_threshold", rndv_threshold,
+            "size from which a fetch is an RDMA read (store.rndv_threshold)"),
+    {.name = NULL},
+};
+static const rv_stats_table_t st_stats_table = {
+    .name = "store",
+    .index_key = NULL,
+    .help = "process",
+    .stats = st_stats,
+};
+RV_STATS_REGISTER_TABLE(st_stats_table)
+
 static void print_stats(rv_worker_t *w, const st_proc_t *p)
 {
-    rv_stats_mode_t mode =
-        rv_core_config(rv_context_config(rv_worker_context(w)))->job.stats;
-    const rv_store_stats_t *s = &p->stats;
-    if (mode == RV_STATS_JSON)
-        fprintf(stderr,
-                "{\"rank\":%d,\"store_objects\":%" PRIu64
-                ",\"store_bytes\":%" PRIu64 ",\"store_hits\":%" PRIu64
-                ",\"store_fetches_eager\":%" PRIu64
-                ",\"store_fetches_rndv\":%" PRIu64
-                ",\"store_evictions\":%" PRIu64
-                ",\"store_pinned_bytes\":%" PRIu64 ",\"store_served\":%" PRIu64
-                ",\"store_rndv_threshold\":%zu}\n",
-                p->rank, s->objects, s->bytes, s->hits, s->fetches_eager,
-                s->fetches_rndv, s->evictions, s->pinned_bytes, s->served,
-                p->threshold);
-    else if (mode != RV_STATS_OFF)
-        fprintf(stderr,
-                "[rivet r%d] store: %" PRIu64 " objects (%" PRIu64
-                " B) held, %" PRIu64 " hits, fetches %" PRIu64
-                " eager and %" PRIu64
-                " by RDMA read (threshold %zu B), %" PRIu64 " served, %" PRIu64
-                " evictions, %" PRIu64 " B pinned\n",
-                p->rank, s->objects, s->bytes, s->hits, s->fetches_eager,
-                s->fetches_rndv, p->threshold, s->served, s->evictions,
-                s->pinned_bytes);
+    st_stats_line_t l = {.s = p->stats, .rndv_threshold = p->threshold};
+    rv_stats_print(
+        rv_core_config(rv_context_config(rv_worker_context(w)))->job.stats,
+        &st_stats_table, p->rank, 0, &l);
 }
 
 /* The job ends: the objects' memory goes with the workers' allocators,

@@ -26,6 +26,7 @@
 #define RIVET_RV_LAYER_H
 
 #include "rivet.h"
+#include "rv_stats.h"
 #include "rv_transport.h"
 
 #ifdef __cplusplus

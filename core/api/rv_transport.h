@@ -40,6 +40,7 @@
 #include <sys/uio.h>
 
 #include "rv_config.h"
+#include "rv_stats.h"
 #include "rv_status.h"
 #include "rv_types.h"
 

@@ -103,6 +103,27 @@ rv_status_t rv_ucx_emu_worker_init(struct rv_tworker *tw)
 }
 
 /* job.stats: the worker's drops, beside the layers' counters. */
+static const rv_stat_t emu_stats[] = {
+    {.name = "emu_stale_replies",
+     .help = "emulated RMA replies naming no operation waiting (dropped)",
+     .offset = RV_UCX_DROP_STALE * sizeof(uint64_t)},
+    {.name = "emu_outside_region",
+     .help = "emulated RMA accesses outside registered memory (dropped)",
+     .offset = RV_UCX_DROP_OUTSIDE * sizeof(uint64_t)},
+    {.name = "emu_malformed",
+     .help = "emulated RMA messages with a bad header, kind or worker "
+             "(dropped)",
+     .offset = RV_UCX_DROP_MALFORMED * sizeof(uint64_t)},
+    {.name = NULL},
+};
+static const rv_stats_table_t emu_stats_table = {
+    .name = "ucx",
+    .index_key = "ucx_worker",
+    .help = "UCX transport worker (RMA emulation)",
+    .stats = emu_stats,
+};
+RV_STATS_REGISTER_TABLE(emu_stats_table)
+
 static void print_drops(const struct rv_tworker *tw)
 {
     const uint64_t *d = tw->emu_drops;
@@ -118,21 +139,7 @@ static void print_drops(const struct rv_tworker *tw)
                     tw->tid, (unsigned long long)total);
         return;
     }
-    if (tw->tp->stats == RV_STATS_JSON)
-        fprintf(stderr,
-                "{\"rank\":%d,\"ucx_worker\":%u,\"emu_stale_replies\":%llu"
-                ",\"emu_outside_region\":%llu,\"emu_malformed\":%llu}\n",
-                tw->tp->rank, tw->tid, (unsigned long long)d[RV_UCX_DROP_STALE],
-                (unsigned long long)d[RV_UCX_DROP_OUTSIDE],
-                (unsigned long long)d[RV_UCX_DROP_MALFORMED]);
-    else
-        fprintf(stderr,
-                "[rivet r%d] ucx worker %u: emulated RMA messages dropped: "
-                "%llu stale replies, %llu outside registered memory, %llu "
-                "malformed\n",
-                tw->tp->rank, tw->tid, (unsigned long long)d[RV_UCX_DROP_STALE],
-                (unsigned long long)d[RV_UCX_DROP_OUTSIDE],
-                (unsigned long long)d[RV_UCX_DROP_MALFORMED]);
+    rv_stats_print(tw->tp->stats, &emu_stats_table, tw->tp->rank, tw->tid, d);
 }
 
 void rv_ucx_emu_worker_fini(struct rv_tworker *tw)

@@ -77,6 +77,23 @@ static void drop(rv_tworker_t *tw, unsigned kind, uint32_t src, const char *fmt,
 }
 
 /* job.stats: the worker's drops, beside the layers' counters. */
+static const rv_stat_t vb_stats[] = {
+    {.name = "stale_fins",
+     .help = "FINs naming no rendezvous send of the worker's (dropped)",
+     .offset = VB_DROP_STALE_FIN * sizeof(uint64_t)},
+    {.name = "malformed",
+     .help = "messages cut short, with a bad header or type (dropped)",
+     .offset = VB_DROP_MALFORMED * sizeof(uint64_t)},
+    {.name = NULL},
+};
+static const rv_stats_table_t vb_stats_table = {
+    .name = "verbs",
+    .index_key = "verbs_worker",
+    .help = "verbs transport worker",
+    .stats = vb_stats,
+};
+RV_STATS_REGISTER_TABLE(vb_stats_table)
+
 static void print_drops(const rv_tworker_t *tw)
 {
     const uint64_t *d = tw->drops;
@@ -89,18 +106,7 @@ static void print_drops(const rv_tworker_t *tw)
                                          d[VB_DROP_MALFORMED]));
         return;
     }
-    if (tw->tp->stats == RV_STATS_JSON)
-        fprintf(stderr,
-                "{\"rank\":%d,\"verbs_worker\":%u,\"stale_fins\":%llu,"
-                "\"malformed\":%llu}\n",
-                tw->tp->rank, tw->tid, (unsigned long long)d[VB_DROP_STALE_FIN],
-                (unsigned long long)d[VB_DROP_MALFORMED]);
-    else
-        fprintf(stderr,
-                "[rivet r%d] verbs worker %u: messages dropped: %llu stale "
-                "FINs, %llu malformed\n",
-                tw->tp->rank, tw->tid, (unsigned long long)d[VB_DROP_STALE_FIN],
-                (unsigned long long)d[VB_DROP_MALFORMED]);
+    rv_stats_print(tw->tp->stats, &vb_stats_table, tw->tp->rank, tw->tid, d);
 }
 
 /* ---------------------------------------------------------------------- */
