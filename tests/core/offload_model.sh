@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Model-checks the dynamic offloading mode's sleep/wake protocol
-# (core/rv_offload.pml) with SPIN, with the executor as completer and with
+# (core/progress/rv_offload.pml) with SPIN, with the executor as completer and with
 # a completer thread: for 2 and 3 requesters (2 with a completer thread), no assertion
 # violation (no lost wake-up) and no invalid end state (no deadlock); and
 # the protocol without the futex's compare must fail, so that the check is

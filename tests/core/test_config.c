@@ -1,5 +1,5 @@
 /*
- * Tests of the configuration (core/rv_config_*.c), its tables and the
+ * Tests of the configuration (core/config/rv_config_*.c), its tables and the
  * rivet-config tool: component tables (core's, the layers' registered
  * ones, one registered here, the plugins'), every class of error with its
  * exact message, size units, booleans, environment overrides, rv_config_set

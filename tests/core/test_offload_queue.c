@@ -1,5 +1,5 @@
 /*
- * The offload command queue full (core/rv_offload_queue.h): a requester
+ * The offload command queue full (core/progress/rv_offload_queue.h): a requester
  * that finds it full is told so (offq_reserve false) and waits for the
  * executor, and no command is lost or run twice on the way.
  *

@@ -1,6 +1,6 @@
 /*
  * Fuzz target: the rank's side of the launch protocol
- * (core/rv_bootstrap_rivetrun.c over core/rv_launch_proto.c): what a
+ * (core/bootstrap/rv_bootstrap_rivetrun.c over core/bootstrap/rv_launch_proto.c): what a
  * process reads from rivetrun's socket, the answer to its HELLO and to
  * every allgather and barrier, with headers whose types and lengths lie,
  * frames cut anywhere, and an end of file at any byte.
