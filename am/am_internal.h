@@ -345,6 +345,7 @@ typedef struct am_worker {
     /* am.routing (am_route.c) */
     uint32_t host_index;     /* host: this worker's place among its host's */
     uint32_t grid_cols;      /* twohop: columns of the grid of processes */
+    uint32_t grid_procs;     /* twohop: the processes on the grid */
     uint64_t routed_made;    /* calls forwarded, and routed answers made:
                                 made by this worker for rv_quiesce */
     bool warned_route;       /* a routed call naming no worker was dropped */

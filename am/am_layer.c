@@ -287,6 +287,10 @@ static void print_stats(am_worker_t *aw)
         rv_error("worker %u: %" PRIu64 " accepted calls were lost (see the "
                  "transport errors above)",
                  aw->me, aw->stats.calls_lost);
+    rv_stats_mode_t mode =
+        rv_core_config(rv_context_config(aw->ctx))->job.stats;
+    if (mode == RV_STATS_OFF)
+        return;
     am_stats_line_t l = {.s = aw->stats,
                          .routed_made = aw->routed_made,
                          .batch_dests = aw->buffered_dests,
@@ -294,8 +298,7 @@ static void print_stats(am_worker_t *aw)
     /* The batch buffers are kept for reuse once made: the most held. */
     for (uint32_t i = 0; i < aw->nused; i++)
         l.reply_buffer_bytes += aw->used[i]->rcap;
-    rv_stats_print(rv_core_config(rv_context_config(aw->ctx))->job.stats,
-                   &am_stats_table, aw->rank, aw->me, &l);
+    rv_stats_print(mode, &am_stats_table, aw->rank, aw->me, &l);
 }
 
 static void am_worker_stop(rv_worker_t *w)

@@ -95,7 +95,8 @@ rv_status_t am_route_start(am_worker_t *aw)
 {
     am_proc_t *proc = aw->proc;
     rv_status_t st = RV_OK;
-    aw->grid_cols = grid_cols(aw->nworkers / (uint32_t)aw->threads);
+    aw->grid_procs = aw->nworkers / (uint32_t)aw->threads;
+    aw->grid_cols = grid_cols(aw->grid_procs);
     if (aw->cfg->routing != RV_ROUTE_HOST)
         return RV_OK;
     pthread_mutex_lock(&proc->route_lock);
@@ -143,7 +144,7 @@ rv_tid_t am_route_hop(const am_worker_t *aw, rv_tid_t dst)
         uint32_t m = p / c * c + q % c;
         /* The last row may be short: its processes go through the row
          * above, which forwards down the same column. */
-        if (m >= aw->nworkers / T)
+        if (m >= aw->grid_procs)
             m -= c;
         /* In the destination's column already: down it to the
          * destination's process, on this worker's plane. */
