@@ -14,6 +14,15 @@
 #            (round trip and message rate; no idle figure)
 #
 #   bench/offload.sh [-r REPS] [-t SECS] [-q "1 2 4 8"] [-b BUILD_DIR]
+#                    [-n NAME] [-m] [-p]
+#
+#   -n  the results' name (default offload): NAME.csv, NAME-runs.csv, ...
+#   -m  label the run with the machine: every CSV line ends with a column
+#       machine ("N cores, CPU model", from nproc and /proc/cpuinfo), for
+#       runs on a machine other than the usual 2-core one
+#   -p  no runs: the medians, the summary and the PNGs from the runs
+#       already written (a run on a machine without gnuplot, or one cut
+#       short, finished here)
 #
 # Writes bench/results/offload.csv with the columns
 #   mode,executors,requesters,size,metric,value
@@ -35,26 +44,34 @@ build=$top/build
 reps=3
 secs=1
 requesters="1 2 4 8"
-while getopts "r:t:q:b:h" o; do
+outname=offload
+label=0
+plot_only=0
+while getopts "r:t:q:b:n:mph" o; do
   case $o in
     r) reps=$OPTARG ;;
     t) secs=$OPTARG ;;
     q) requesters=$OPTARG ;;
     b) build=$OPTARG ;;
-    *) sed -n "2,27p" "$0"; exit 2 ;;
+    n) outname=$OPTARG ;;
+    m) label=1 ;;
+    p) plot_only=1 ;;
+    *) sed -n "2,35p" "$0"; exit 2 ;;
   esac
 done
 results=$here/results
 mkdir -p "$results"
-runs=$results/offload-runs.csv
-csv=$results/offload.csv
-cruns=$results/offload-completers-runs.csv
-ccsv=$results/offload-completers.csv
+runs=$results/$outname-runs.csv
+csv=$results/$outname.csv
+cruns=$results/$outname-completers-runs.csv
+ccsv=$results/$outname-completers.csv
+cores=$(nproc)
 modes="inline direct thread dynamic"
 prog=$build/bin/rv-offload
 base=$build/bin/ucx-mt-get
 for p in "$prog" "$base"; do
-  [ -x "$p" ] || { echo "offload: build first ($p missing)" >&2; exit 1; }
+  [ $plot_only -eq 1 ] || [ -x "$p" ] ||
+    { echo "offload: build first ($p missing)" >&2; exit 1; }
 done
 
 # One job: mode, requesters, progress.completers; prints the
@@ -84,41 +101,58 @@ run_base() {
   rm -rf "$d"
 }
 
-echo "rep,mode,executors,requesters,size,metric,value" >"$runs"
-echo "rep,mode,completers,requesters,size,metric,value" >"$cruns"
+if [ $plot_only -eq 0 ]; then
+# The machine, on every line of a labelled run's CSVs (written line by
+# line, so that a run cut short keeps its label).
+hl="" lab=""
+if [ $label -eq 1 ]; then
+  model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo | tr -d ,)
+  hl=",machine" lab=",$cores cores ${model:-unknown CPU}"
+fi
+echo "rep,mode,executors,requesters,size,metric,value$hl" >"$runs"
+echo "rep,mode,completers,requesters,size,metric,value$hl" >"$cruns"
 for rep in $(seq 1 "$reps"); do
   for q in $requesters; do
     for mode in $modes; do
       out=$(run_job "$mode" "$q" executors)
       k=1; [ "$mode" = inline ] && k=$q
       printf '%s\n' "$out" |
-        awk -F, -v r="$rep" -v m="$mode" -v k="$k" -v q="$q" \
-          '{print r "," m "," k "," q "," $2 "," $1 "," $3}' >>"$runs"
+        awk -F, -v l="$lab" -v r="$rep" -v m="$mode" -v k="$k" -v q="$q" \
+          '{print r "," m "," k "," q "," $2 "," $1 "," $3 l}' >>"$runs"
       case $mode in thread|dynamic) ;; *) continue ;; esac
       # The same mode with separate completer threads, beside it.
       printf '%s\n' "$out" |
-        awk -F, -v r="$rep" -v m="$mode" -v q="$q" \
-          '{print r "," m ",executors," q "," $2 "," $1 "," $3}' >>"$cruns"
+        awk -F, -v l="$lab" -v r="$rep" -v m="$mode" -v q="$q" \
+          '{print r "," m ",executors," q "," $2 "," $1 "," $3 l}' >>"$cruns"
       run_job "$mode" "$q" threads |
-        awk -F, -v r="$rep" -v m="$mode" -v q="$q" \
-          '{print r "," m ",threads," q "," $2 "," $1 "," $3}' >>"$cruns"
+        awk -F, -v l="$lab" -v r="$rep" -v m="$mode" -v q="$q" \
+          '{print r "," m ",threads," q "," $2 "," $1 "," $3 l}' >>"$cruns"
     done
     run_base "$q" |
-      awk -F, -v r="$rep" -v q="$q" \
-        '{print r ",ucx-multi,1," q "," $2 "," $1 "," $3}' >>"$runs"
+      awk -F, -v l="$lab" -v r="$rep" -v q="$q" \
+        '{print r ",ucx-multi,1," q "," $2 "," $1 "," $3 l}' >>"$runs"
   done
 done
 
-# Medians over the repetitions.
+fi # plot_only
+
+# Medians over the repetitions (of the runs written so far, with -p), the
+# machine's label kept where the runs have one.
 median_awk=$(cat "$here/median.awk")
 medians() { # runs-file header out-file
-  echo "$2" >"$3"
+  local head=$2
+  head -1 "$1" | grep -q ',machine$' && head="$head,machine"
+  echo "$head" >"$3"
   tail -n +2 "$1" | awk -F, "$median_awk"'{k=$2","$3","$4","$5","$6; v[k]=v[k]" "$7
+    if (NF >= 8) lab[k]="," $8
     if (!(k in seen)) { seen[k]=1; order[n++]=k } }
-    END { for (i = 0; i < n; i++) print order[i] "," median(v[order[i]]) }' >>"$3"
+    END { for (i = 0; i < n; i++) print order[i] "," median(v[order[i]]) lab[order[i]] }' >>"$3"
 }
 medians "$runs" "mode,executors,requesters,size,metric,value" "$csv"
 medians "$cruns" "mode,completers,requesters,size,metric,value" "$ccsv"
+# A labelled run's cores are the machine's it ran on, also with -p.
+lc=$(awk -F, 'NR == 2 && NF >= 7 {print $7 + 0}' "$csv")
+[ -n "$lc" ] && [ "$lc" -gt 0 ] && cores=$lc
 
 get() { # mode [completers] requesters size metric [file]
   if [ $# -ge 5 ]; then
@@ -132,11 +166,19 @@ get() { # mode [completers] requesters size metric [file]
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
 echo
-echo "progress engine (UCX shm, 2 processes; 2 cores: offloading runs oversubscribed)"
+echo "progress engine (UCX shm, 2 processes, $cores cores: a run of q requesters has 2 x (q + 1)"
+echo "threads, 2 x (q + 2) with completer threads; past $cores it is oversubscribed)"
 printf '%-9s %12s %12s %12s %12s\n' mode "rtt 8B us" "rate@4 M/s" "inject@4 us" "idle cpu %"
 for m in $modes ucx-multi; do
   printf '%-9s %12s %12s %12s %12s\n' "$m" "$(get $m 1 8 rtt_us)" \
     "$(get $m 4 8 msg_rate_mps)" "$(get $m 4 8 inject_us)" "$(get $m 1 0 idle_cpu_pct)"
+done
+echo
+echo "message rate (8-byte reads, million/s) by requester threads"
+qs=$(awk -F, 'NR > 1 {print $3}' "$csv" | sort -nu)
+printf '%-9s' mode; for q in $qs; do printf ' %8s' "q=$q"; done; echo
+for m in $modes ucx-multi; do
+  printf '%-9s' "$m"; for q in $qs; do printf ' %8s' "$(get $m $q 8 msg_rate_mps)"; done; echo
 done
 echo
 echo "targets (same run):"
@@ -160,7 +202,7 @@ done
 command -v gnuplot >/dev/null || { echo "offload: no gnuplot, no plots"; exit 0; }
 plot() { # name ylabel xlabel metric x(size|requesters) axis-settings
   local name=$1 ylab=$2 xlab=$3 metric=$4 xcol=$5 logx=$6
-  local data=$results/.offload-$name.dat
+  local data=$results/.$outname-$name.dat
   : >"$data"
   for m in $modes ucx-multi; do
     echo "# $m" >>"$data"
@@ -173,16 +215,21 @@ plot() { # name ylabel xlabel metric x(size|requesters) axis-settings
   done
   gnuplot <<GP
 set terminal pngcairo size 800,500
-set output "$results/offload-$name.png"
+set output "$results/$outname-$name.png"
+set title "$title"
 set xlabel "$xlab"; set ylabel "$ylab"; set key top left; set grid
 $logx
 plot for [i=0:4] "$data" index i using 1:2 with linespoints title word("$modes ucx-multi", i+1)
 GP
   rm -f "$data"
 }
+# A labelled run names its machine above each plot.
+title=$(awk -F, 'NR == 2 && NF >= 7 {print $7}' "$csv")
 plot rtt "round trip (us)" "message size" rtt_us size \
   'set logscale x 2; set xtics ("8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "64 KiB" 65536)'
-plot inject "time in the post call (us)" "requester threads" inject_us requesters 'set xtics (1,2,4,8)'
-plot rate "8-byte reads (million/s)" "requester threads (window 256 each)" msg_rate_mps requesters 'set xtics (1,2,4,8)'
-plot idle "CPU over an idle second (% of a core)" "requester threads" idle_cpu_pct requesters 'set xtics (1,2,4,8)'
-echo "wrote $csv and offload-*.png"
+# The requester counts of the run, from the CSV.
+xt="set xtics ($(awk -F, 'NR > 1 {print $3}' "$csv" | sort -nu | paste -sd,))"
+plot inject "time in the post call (us)" "requester threads" inject_us requesters "$xt"
+plot rate "8-byte reads (million/s)" "requester threads (window 256 each)" msg_rate_mps requesters "$xt; set logscale y"
+plot idle "CPU over an idle second (% of a core)" "requester threads" idle_cpu_pct requesters "$xt"
+echo "wrote $csv and $outname-*.png"
