@@ -3,7 +3,8 @@
 # from outside the process) with libFuzzer, ASan and UBSan, in a clang
 # build of their own:
 #
-#   bench/fuzz.sh [-b BUILD_DIR] [-n RUNS] [-t SECONDS] [-o CSV] [-m] [-s] [TARGET...]
+#   bench/fuzz.sh [-b BUILD_DIR] [-n RUNS] [-t SECONDS] [-o CSV] [-m] [-s]
+#                 [-j JOBS] [-x] [TARGET...]
 #
 #   -b  the clang build (default build-fuzz), configured and built here
 #   -n  executions per target (default 10000000)
@@ -19,6 +20,12 @@
 #       a few targets at a time, each line from the run that wrote it)
 #   -s  the smoke of make check: every target for 2 s from its seeds, no
 #       CSV; exits 77 (skipped) where clang or its libFuzzer is missing
+#   -j  processes per target (default 1), on a machine with cores to spare:
+#       each runs RUNS / JOBS executions on the target's one corpus folder
+#       (what one finds, the others read when they restart); execs and
+#       execs_per_s are their sums, coverage_edges the most one saw
+#   -x  no build: the targets already built in BUILD_DIR (one copied to a
+#       machine without clang)
 #
 # New inputs a run finds go to BUILD_DIR/tests/fuzz/corpus/NAME, never to
 # the committed seeds (tests/fuzz/corpus/NAME). A crash becomes a
@@ -33,7 +40,9 @@ secs=1800
 csv=$here/results/fuzz.csv
 smoke=0
 merge=0
-while getopts "b:n:t:o:msh" o; do
+jobs=1
+nobuild=0
+while getopts "b:n:t:o:msj:xh" o; do
   case $o in
     b) build=$OPTARG ;;
     n) runs=$OPTARG ;;
@@ -41,7 +50,9 @@ while getopts "b:n:t:o:msh" o; do
     o) csv=$OPTARG ;;
     m) merge=1 ;;
     s) smoke=1 ;;
-    *) sed -n "2,28p" "$0"; exit 2 ;;
+    j) jobs=$OPTARG ;;
+    x) nobuild=1 ;;
+    *) sed -n "2,35p" "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -53,6 +64,7 @@ missing() {
   say "$*"; exit 1
 }
 
+if [ $nobuild -eq 0 ]; then
 # clang, and a libFuzzer it can link.
 command -v clang >/dev/null || missing "clang is not installed (apt-get install clang)"
 probe=$(mktemp -d)
@@ -73,6 +85,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" --target rivet-fuzz -j "$(nproc)" >/dev/null ||
   { cmake --build "$build" --target rivet-fuzz -j 1; exit 1; }
+fi
 
 bin=$build/tests/fuzz
 targets=("$@")
@@ -94,16 +107,26 @@ run_target() {
   else
     limits=(-runs="$runs" -max_total_time="$secs")
   fi
+  # JOBS processes on the one corpus, each with its share of the runs.
+  [ $smoke -eq 1 ] || [ "$jobs" -le 1 ] ||
+    limits=(-runs=$(((runs + jobs - 1) / jobs)) -max_total_time="$secs")
   # -malloc_limit_mb: a verbs RTS may announce the largest message the
   # transport carries, 2 GiB, which its receiver allocates; libFuzzer's
   # default limit (-rss_limit_mb, 2 GiB) would report that as a crash.
-  "$exe" "${limits[@]}" -close_fd_mask=3 -print_final_stats=1 \
-    -malloc_limit_mb=4096 -rss_limit_mb=6144 \
-    -artifact_prefix="$bin/$t-" "$work" "${seeds[@]}" >"$log" 2>&1 || rc=$?
+  local pids=() i
+  for ((i = 0; i < jobs; i++)); do
+    "$exe" "${limits[@]}" -close_fd_mask=3 -print_final_stats=1 \
+      -malloc_limit_mb=4096 -rss_limit_mb=6144 -seed=$((i + 1)) \
+      -artifact_prefix="$bin/$t-" "$work" "${seeds[@]}" >"$log.$i" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=$?; done
+  cat "$log".* >"$log"
+  rm -f "$log".*
   local execs rate edges crashes
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  edges=$(grep -o ' cov: [0-9]*' "$log" | tail -1 | tr -dc '0-9')
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | awk '{n += $1} END {print n + 0}')
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | awk '{n += $1} END {print n + 0}')
+  edges=$(grep -o ' cov: [0-9]*' "$log" | tr -dc '0-9\n' | sort -n | tail -1)
   crashes=$(find "$bin" -maxdepth 1 \( -name "$t-crash-*" -o -name "$t-leak-*" \
             -o -name "$t-oom-*" -o -name "$t-timeout-*" \) | wc -l)
   if [ $rc -ne 0 ] && [ "$crashes" -eq 0 ]; then
