@@ -1,30 +1,12 @@
 /*
- * The invocation layer: calls, synchronizers, aggregation, local bypass
- * and the send path. The write path (messenger rings) is in am_ring.c.
+ * The invocation layer's calls: rv_call and its siblings, described once
+ * and handed to the destination's channel (am_chan.h), which the job's
+ * configuration chose when the destination was first called; rv_flush.
  *
- * How a call travels, by configuration:
- *
- *   same process, am.local_bypass   a record in the caller's block for
- *                                   the destination thread, published
- *                                   on a wait-free queue (am_local.c)
- *   am.path send, no aggregation    one transport AM: the call header in
- *                                   the AM header, [args][buffer] as
- *                                   payload, zero-copy
- *   otherwise                       serialized once as a record (see
- *                                   am_internal.h) into a registered
- *                                   batch buffer, then transmitted as a
- *                                   run of records: one AM to
- *                                   "rivet.am.batch" (path send) or one
- *                                   ring record (path write)
- *
- * Aggregation decides when a run is transmitted: none at once; trad once
- * it holds am.flush_bytes, on rv_flush and when the worker goes idle;
- * ovfl only when the messenger cannot take the call right now (ring full
- * or being set up; on path send, when the transport cannot send at once),
- * up to am.ovfl_limit bytes. Runs that cannot be transmitted wait in
- * FIFO order and every later call queues behind them; am.on_full says
- * what a call does when that queue is over its limit (or, without
- * aggregation, not empty).
+ * The route of rv_call: the inline cursor append (am_cursor.h) takes a
+ * call that joins the destination's open run record; else call_slow asks
+ * the channel's fast entry; else the call is described and call_out hands
+ * it to the channel's call entry.
  *
  * Progress and re-entrancy. Handlers run from rv_progress, and a handler
  * may make calls, progress and wait. Every source of calls (a run of a
@@ -41,453 +23,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am_cursor.h"
+#include "am_chan.h"
 
 /* ---------------------------------------------------------------------- */
 /* Caller side                                                             */
-
-typedef struct {
-    rv_tid_t dest;
-    rv_handler_id_t h;
-    const void *args, *buf;
-    size_t len, n;
-    void *ret;
-    size_t ret_len;
-    rv_sync_t *sync; /* the caller's, or NULL */
-    unsigned flags;
-    uint32_t am_flags;
-    long notifications;
-    const rv_am_xcall_t *x; /* an extended call's (rv_am_ext.h), or NULL */
-    uint64_t token;         /* a call to another process answered by
-                               rivet.am.done: its pending slot (am_pend.c),
-                               what the call carries instead of pointers */
-} call_desc_t;
-
-/* The call header of @p cd (notification flags are the caller's). */
-static am_hdr_t hdr_of(const am_worker_t *aw, const call_desc_t *cd)
-{
-    am_hdr_t hdr = {.args_len = (uint32_t)cd->len,
-                    .flags = cd->am_flags,
-                    .ret = cd->ret != NULL ? cd->token : 0,
-                    .ret_len = (uint32_t)cd->ret_len,
-                    .root = aw->me};
-    if (cd->x != NULL) {
-        /* The extension's words take the places of the result's and the
-         * broadcast root's, which an extended call has not. */
-        hdr.ret = cd->x->addr;
-        hdr.ret_len = cd->x->len;
-        hdr.root = cd->x->word;
-    }
-    return hdr;
-}
 
 static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local, rv_sync_t *sync)
 {
     return sync == NULL ? rv_sync_wait(w, local) : RV_OK;
 }
 
-/* The synchronizer a call over send gives the transport's send: none
- * when the call notifies (its completion is the target's answer) or when
- * the caller gave none (core's send then waits for the payload, or
- * copies it inside a handler, which must not wait). */
-static rv_sync_t *send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify)
-{
-    return notify || cd->sync == NULL ? NULL : s;
-}
-
-/* Through the process's own queue: the record is written once into the
- * destination thread's open block; nothing crosses the transport. */
-static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
-                              rv_sync_t *s)
-{
-    bool notify = (cd->flags & RV_NOTIFY_CONSUMED) || cd->ret != NULL;
-    bool plain = !notify && cd->n == 0 && cd->am_flags == 0;
-    size_t body = (plain ? 0 : sizeof(am_hdr_t)) + cd->len + cd->n;
-    uint8_t *at = am_local_reserve(aw, am_local_thread(aw, cd->dest),
-                                   sizeof(am_rec_t) + AM_ALIGN8(body));
-    if (at == NULL)
-        return RV_ERR_NO_MEMORY;
-    if (plain) {
-        am_rec_write(at, cd->h, NULL, cd->args, cd->len, NULL, 0);
-    } else {
-        am_hdr_t hdr = hdr_of(aw, cd);
-        hdr.flags |=
-            AM_LOCAL | (notify ? AM_NOTIFY : 0) | (cd->ret ? AM_RETURN : 0);
-        /* Within the process: the caller's own pointers. */
-        hdr.sync = (uintptr_t)s;
-        if (cd->ret != NULL && cd->x == NULL)
-            hdr.ret = (uintptr_t)cd->ret;
-        am_rec_write(at, cd->h, &hdr, cd->args, cd->len, cd->buf, cd->n);
-        /* Raised before the block is published, so before the target
-         * can complete it. */
-        if (notify)
-            atomic_fetch_add(&s->pending, 1);
-    }
-    aw->stats.calls_local++;
-    return RV_OK;
-}
-
-/* The send path without aggregation: one AM, zero-copy. */
-static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
-                           bool notify)
-{
-    am_hdr_t hdr = hdr_of(aw, cd);
-    if (notify) {
-        hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
-        hdr.sync = cd->token;
-        atomic_fetch_add(&s->pending, cd->notifications);
-    }
-    struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
-                           {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
-    /* Without a notification the send's own completion is the call's;
-     * with sync NULL core's send waits for it, or copies inside a
-     * handler. */
-    rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, &hdr, sizeof(hdr), iov,
-                              cd->n ? 2 : 1, send_sync(cd, s, notify));
-    if (st != RV_OK && notify)
-        atomic_fetch_sub(&s->pending, cd->notifications);
-    return st;
-}
-
-/* Applies am.on_full to a call that found its destination's queue over
- * the limit. @p reserved: the call's record is already queued, and ends
- * buffer @p mb at @p mark unless records were queued behind it
- * meanwhile (by handlers run while this call waited for its ring). */
-static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
-                           size_t limit, bool reserved, const am_buf_t *mb,
-                           size_t mark)
-{
-    /* A messenger being set up is not full: wait for it, unless this is
-     * a handler, which must not wait (the call is queued instead). */
-    bool in_handler = am_in_handler(aw);
-    while (d->ring.state == RING_REQUESTED && !in_handler)
-        rv_progress(aw->w);
-    if (am_dest_push(aw, d, false, true) < 0)
-        return RV_ERR_TRANSPORT;
-    if (d->pending + (reserved ? 0 : size) <= limit ||
-        d->ring.state == RING_REQUESTED)
-        return reserved ? RV_OK : RV_INPROGRESS;
-    aw->stats.ring_full++;
-    rv_on_full_t mode = aw->cfg->on_full;
-    /* A handler can neither wait for room (it would progress into the
-     * next call, whose handler may wait too, without bound) nor lose the
-     * call it makes (its answer, its forward): its call is queued, in
-     * order, whatever am.on_full says. */
-    if (in_handler)
-        mode = RV_ON_FULL_RETRY_ASYNC;
-    switch (mode) {
-    case RV_ON_FULL_RETRY_ASYNC:
-        if (!reserved)
-            return RV_INPROGRESS; /* queue it */
-        return RV_OK;
-    case RV_ON_FULL_RETRY:
-        if (rv_worker_in_callback(aw->w))
-            break;
-        while (d->pending + (reserved ? 0 : size) > limit) {
-            if (am_dest_push(aw, d, false, true) < 0)
-                return RV_ERR_TRANSPORT;
-            if (d->pending + (reserved ? 0 : size) > limit)
-                rv_progress(aw->w);
-        }
-        return reserved ? RV_OK : RV_INPROGRESS;
-    case RV_ON_FULL_FAIL:
-        break;
-    }
-    if (reserved) {
-        /* Calls queued behind this one keep their order only if it stays:
-         * then it is accepted, as if queued by retry_async. */
-        if (d->last != mb || mb->used != mark)
-            return RV_OK;
-        am_dest_unreserve(d, size);
-    }
-    if (aw->cfg->aggregation == RV_AGG_OVFL && !d->warned_limit) {
-        d->warned_limit = true;
-        rv_error("calls to worker %u: its ring is full and %zu bytes of "
-                 "calls already wait (am.ovfl_limit %" PRIu64 "); the call "
-                 "is refused with RV_ERR_AGAIN (am.on_full: fail); every "
-                 "call accepted before is kept",
-                 d->tid, d->pending, aw->cfg->ovfl_limit);
-    }
-    return RV_ERR_AGAIN;
-}
-
-/* The record paths: aggregation and/or the write path. */
 /* The arguments (and result) the fast path of the call takes at most. */
 #define AM_FAST_ARGS 256
 
-/* A trad run grew to @p run bytes: it leaves once it holds
- * am.flush_bytes, else when the worker goes idle. */
-static void trad_grown(am_worker_t *aw, am_dest_t *d, size_t run)
-{
-    if (run < aw->cfg->flush_bytes) {
-        aw->idle_flush = true;
-        return;
-    }
-    am_dest_push(aw, d, false, true);
-    am_stream_progress(aw);
-}
-
-/* Extends @p d's open run record by call @p e when it is the last record
- * of the open run and of the same handler, kind and lengths: 8 bytes per
- * 8-byte plain call instead of a record each. */
-static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
-                        const am_elem_t *e, size_t stride)
-{
-    if (d->run_buf != b || b->used != d->run_end || b->open >= d->run_at)
-        return false;
-    am_rec_t rec;
-    memcpy(&rec, b->base + d->run_at, sizeof(rec));
-    if (!am_elem_matches(&rec, e))
-        return false;
-    size_t run = am_run_len(b, b->open) + stride;
-    if (run > aw->run_max || d->pending + stride > aw->trad_limit ||
-        b->used + stride > b->cap)
-        return false;
-    /* The run of records ends [record's footer][run's reserve]: the new
-     * call goes where the record's footer was; both move behind it. */
-    am_elem_write(b->base + b->used - 2 * AM_REC_FOOTER, e, stride);
-    rec.len += (uint32_t)stride;
-    memcpy(b->base + d->run_at, &rec, sizeof(rec));
-    am_run_set_len(b, b->open, run);
-    b->used += stride;
-    d->run_end = b->used;
-    d->pending += stride;
-    trad_grown(aw, d, run);
-    return true;
-}
-
-/* The common case of trad aggregation, kept short: call @p e appended to
- * the open run of its destination, which has room: as one more call of
- * the run record at its end, or as a new run record. */
-static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
-{
-    am_buf_t *b = d->last;
-    size_t stride = am_elem_stride(e->kind, e->alen);
-    if (b == NULL || b->open == SIZE_MAX)
-        return false;
-    if (trad_extend(aw, d, b, e, stride))
-        return true;
-    size_t size = sizeof(am_rec_t) + stride + AM_REC_FOOTER;
-    if (b->used + size > b->cap)
-        return false;
-    size_t run = am_run_len(b, b->open) + size;
-    if (run > aw->run_max || d->pending + size > aw->trad_limit)
-        return false;
-    uint8_t *at = b->base + b->used - AM_REC_FOOTER;
-    am_rec_t rec = am_elem_rec(e, stride);
-    memcpy(at, &rec, sizeof(rec));
-    am_elem_write(at + sizeof(rec), e, stride);
-    am_run_set_len(b, b->open, run);
-    d->run_buf = b;
-    d->run_at = (size_t)(at - b->base);
-    b->used += size;
-    d->run_end = b->used;
-    d->pending += size;
-    trad_grown(aw, d, run);
-    return true;
-}
-
-bool am_trad_put(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
-{
-    if (trad_append(aw, d, e))
-        return true;
-    size_t stride = am_elem_stride(e->kind, e->alen);
-    size_t size = am_rec_size(stride);
-    /* The caller's own call waits for room, progressing, as Bale's
-     * conveyors and YGM do; a handler's is queued (see on_full). */
-    while (!am_in_handler(aw) && d->pending + size > aw->trad_limit) {
-        if (am_dest_push(aw, d, false, true) < 0)
-            return false;
-        if (d->pending + size > aw->trad_limit)
-            rv_progress(aw->w);
-    }
-    if (trad_append(aw, d, e))
-        return true;
-    uint8_t *at = am_dest_reserve(aw, d, size, true);
-    if (at == NULL)
-        return false;
-    am_rec_t rec = am_elem_rec(e, stride);
-    memcpy(at, &rec, sizeof(rec));
-    am_elem_write(at + sizeof(rec), e, stride);
-    am_buf_t *b = d->last;
-    d->run_buf = b;
-    d->run_at = (size_t)(at - b->base);
-    d->run_end = b->used;
-    trad_grown(aw, d, am_run_len(b, b->open));
-    return true;
-}
-
-/* A call @p e to @p dest that am.routing sends through worker @p hop:
- * as a routed call, carrying its destination and source. */
-static bool call_routed(am_worker_t *aw, rv_tid_t dest, rv_tid_t hop,
-                        const am_elem_t *e)
-{
-    am_elem_t f = *e;
-    f.kind = e->kind == AM_REC_RUN ? AM_REC_FRUN : AM_REC_FRET;
-    f.dst = dest;
-    f.src = aw->me;
-    return am_route_put(aw, hop, &f);
-}
-
-/* The fast path of rv_call and rv_call_return: call @p e to @p dest,
- * written straight into a local block or a trad batch without building a
+/* The fast path of rv_call and rv_call_return past their cursor: call
+ * @p e to @p dest through its channel's fast entry, without building a
  * descriptor. False when it cannot (the caller takes call_out). */
 static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
     am_cursor_seal(aw, dest);
-    int local = am_local_thread(aw, dest);
-    rv_tid_t hop = local < 0 ? am_route_next(aw, dest) : dest;
-    if (hop != dest) {
-        /* No cursor is opened: the next call may take another hop. */
-        if (!call_routed(aw, dest, hop, e))
-            return false;
-    } else if (local >= 0) {
-        if (!am_local_call(aw, local, e))
-            return false;
-        am_cursor_open_local(aw, dest, local, e);
-        aw->stats.calls_local++;
-    } else if (aw->cfg->aggregation != RV_AGG_TRAD || aw->dests[dest] == NULL ||
-               !trad_append(aw, aw->dests[dest], e)) {
+    if (!am_chan(aw, dest)->fast(aw, dest, e))
         return false;
-    } else {
-        am_cursor_open_trad(aw, dest, aw->dests[dest], e);
-    }
     aw->stats.calls_sent++;
     aw->stats.bytes_sent += e->alen;
     return true;
-}
-
-/* Too large for a batch or a ring chunk: what is queued goes first, then
- * the call over send. On the write path a DETOUR record keeps its place
- * in the ring's order. */
-static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
-                              const call_desc_t *cd, am_hdr_t *hdr,
-                              rv_sync_t *s, bool notify, bool rma_note)
-{
-    if (am_dest_push(aw, d, false, true) < 0)
-        return RV_ERR_TRANSPORT;
-    if (am_path_write(aw)) {
-        uint64_t token = ++d->ring.detours;
-        uint8_t *at = am_dest_reserve(aw, d, am_rec_size(sizeof(token)), false);
-        if (at == NULL)
-            return RV_ERR_NO_MEMORY;
-        am_rec_t rec = {.len = sizeof(token), .meta = AM_REC_DETOUR};
-        memcpy(at, &rec, sizeof(rec));
-        memcpy(at + sizeof(rec), &token, sizeof(token));
-        d->last->open = SIZE_MAX; /* a run of its own */
-        if (am_dest_push(aw, d, false, true) < 0)
-            return RV_ERR_TRANSPORT;
-        hdr->flags |= AM_DETOUR;
-        hdr->token = token;
-        aw->stats.detours++;
-    }
-    if (rma_note)
-        am_ring_note(aw, d, s);
-    else if (notify)
-        atomic_fetch_add(&s->pending, 1);
-    struct iovec iov[2] = {{.iov_base = (void *)cd->args, .iov_len = cd->len},
-                           {.iov_base = (void *)cd->buf, .iov_len = cd->n}};
-    rv_status_t st = rv_sendx(aw->w, cd->dest, cd->h, hdr, sizeof(*hdr), iov,
-                              cd->n ? 2 : 1, send_sync(cd, s, notify));
-    /* A call that did not leave leaves @p s as it was (a ring note stays:
-     * its place in the ring's order is taken). */
-    if (st != RV_OK && notify && !rma_note)
-        atomic_fetch_sub(&s->pending, 1);
-    return st;
-}
-
-/* The bytes a destination may hold back before am.on_full applies. */
-static size_t agg_limit(const am_worker_t *aw, rv_aggregation_t agg)
-{
-    switch (agg) {
-    case RV_AGG_NONE:
-        return 0;
-    case RV_AGG_OVFL:
-        return aw->cfg->ovfl_limit;
-    default:
-        return aw->trad_limit;
-    }
-}
-
-static rv_status_t call_record(am_worker_t *aw, const call_desc_t *cd,
-                               rv_sync_t *s, bool notify)
-{
-    am_dest_t *d = aw->dests[cd->dest];
-    if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
-        return RV_ERR_NO_MEMORY;
-    if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
-        cd->am_flags == 0 &&
-        trad_append(aw, d,
-                    &(am_elem_t){.kind = AM_REC_RUN,
-                                 .h = cd->h,
-                                 .alen = (uint32_t)cd->len,
-                                 .args = cd->args}))
-        return RV_OK;
-    rv_aggregation_t agg = aw->cfg->aggregation;
-    am_hdr_t hdr = hdr_of(aw, cd);
-    bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
-    bool rma_note = false;
-    if (notify) {
-        hdr.sync = cd->token; /* 0 for a ring note: the ring's order */
-        if (am_path_write(aw) && cd->ret == NULL) {
-            hdr.flags |= AM_NOTIFY_RMA;
-            rma_note = true;
-        } else {
-            hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
-        }
-    }
-    size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
-    size_t size = am_rec_size(body);
-
-    if (size > aw->run_max)
-        return call_large(aw, d, cd, &hdr, s, notify, rma_note);
-
-    /* Over the limit before this call? */
-    size_t limit = agg_limit(aw, agg);
-    if (d->pending > 0 &&
-        am_dest_push(aw, d, agg == RV_AGG_OVFL, agg != RV_AGG_TRAD) < 0)
-        return RV_ERR_TRANSPORT;
-    bool queued = false;
-    if (d->pending + size > limit && agg != RV_AGG_NONE) {
-        rv_status_t st = on_full(aw, d, size, limit, false, NULL, 0);
-        if (st == RV_INPROGRESS)
-            queued = true;
-        else if (st != RV_OK)
-            return st;
-    }
-
-    uint8_t *at = am_dest_reserve(aw, d, size, agg != RV_AGG_NONE);
-    if (at == NULL)
-        return RV_ERR_NO_MEMORY;
-    const am_buf_t *mb = d->last;
-    size_t mark = mb->used;
-    am_rec_write(at, cd->h, need_hdr ? &hdr : NULL, cd->args, cd->len, cd->buf,
-                 cd->n);
-
-    if (agg == RV_AGG_TRAD) {
-        if (am_run_len(d->last, d->last->open) >= aw->cfg->flush_bytes) {
-            if (am_dest_push(aw, d, false, true) < 0)
-                return RV_ERR_TRANSPORT;
-        } else {
-            aw->idle_flush = true;
-        }
-    } else if (!queued) {
-        /* none and ovfl: go now if the messenger takes it */
-        bool was_alone = d->pending == sizeof(am_rec_t) + size + AM_REC_FOOTER;
-        if ((agg == RV_AGG_NONE || was_alone) &&
-            am_dest_push(aw, d, agg == RV_AGG_OVFL, true) < 0)
-            return RV_ERR_TRANSPORT;
-        if (d->pending > limit || (agg == RV_AGG_NONE && d->pending > 0)) {
-            rv_status_t st = on_full(aw, d, size, limit, true, mb, mark);
-            if (st != RV_OK)
-                return st;
-        }
-    }
-    if (rma_note)
-        am_ring_note(aw, d, s);
-    else if (notify)
-        atomic_fetch_add(&s->pending, 1);
-    return RV_OK;
 }
 
 rv_status_t am_not_initialised(const char *what)
@@ -521,29 +80,9 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
         rv_sync_init(&local, 0);
         s = &local;
     }
-    rv_status_t st;
-    bool bcast = cd->am_flags & AM_BCAST;
-    bool by_send = bcast || (aw->cfg->path == RV_AM_PATH_SEND &&
-                             aw->cfg->aggregation == RV_AGG_NONE);
-    if (!bcast && am_local_thread(aw, cd->dest) >= 0) {
-        st = call_local(aw, cd, s);
-    } else {
-        call_desc_t remote = *cd;
-        /* Answered by rivet.am.done (not a ring note of the write path,
-         * which the ring's own order completes): named by a pending
-         * slot. */
-        if (notify && (by_send || !am_path_write(aw) || cd->ret != NULL)) {
-            remote.token =
-                am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
-                            bcast ? RV_TID_ALL : cd->dest, cd->notifications);
-            if (remote.token == 0)
-                return RV_ERR_NO_MEMORY;
-        }
-        st = by_send ? call_am(aw, &remote, s, notify)
-                     : call_record(aw, &remote, s, notify);
-        if (st != RV_OK)
-            am_pend_cancel(aw, remote.token);
-    }
+    rv_status_t st = cd->am_flags & AM_BCAST
+                         ? am_chan_bcast(aw, cd, s, notify)
+                         : am_chan(aw, cd->dest)->call(aw, cd, s, notify);
     if (st != RV_OK)
         return st;
     aw->stats.calls_sent++;

@@ -304,7 +304,9 @@ typedef struct am_worker {
     int rank, threads;
     rv_tid_t first_local; /* the first worker of this process */
     am_dest_t **dests;    /* per destination, on first use */
-    am_dest_t **used;     /* the ones made so far, for progress */
+    /* per destination, its channel (am_chan.h), chosen on first use */
+    const struct am_chan_ops **chans;
+    am_dest_t **used; /* the ones made so far, for progress */
     uint32_t nused;
     am_dest_t **replying; /* with completions gathered */
     uint32_t nreplying;

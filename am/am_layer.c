@@ -140,6 +140,7 @@ static void worker_free(am_worker_t *aw)
     if (aw->ring_chunks)
         rv_mem_chunk_allocator_destroy(aw->ring_chunks);
     free(aw->dests);
+    free(aw->chans);
     free(aw->used);
     free(aw->replying);
     free(aw->lout);
@@ -167,15 +168,16 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->threads = rv_threads(ctx);
     aw->first_local = (rv_tid_t)(aw->rank * aw->threads);
     aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
+    aw->chans = calloc(aw->nworkers, sizeof(*aw->chans));
     aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));
     aw->used = calloc(aw->nworkers, sizeof(*aw->used));
     aw->replying = calloc(aw->nworkers, sizeof(*aw->replying));
     aw->lout = calloc((size_t)aw->threads, sizeof(*aw->lout));
     aw->lcur = calloc((size_t)aw->threads, sizeof(*aw->lcur));
     aw->rings = calloc(aw->nworkers, sizeof(*aw->rings));
-    if (aw->dests == NULL || aw->srcs == NULL || aw->rings == NULL ||
-        aw->used == NULL || aw->replying == NULL || aw->lout == NULL ||
-        aw->lcur == NULL)
+    if (aw->dests == NULL || aw->chans == NULL || aw->srcs == NULL ||
+        aw->rings == NULL || aw->used == NULL || aw->replying == NULL ||
+        aw->lout == NULL || aw->lcur == NULL)
         goto err_free;
     size_t ring_chunk =
         (aw->cfg->chunk_bytes + AM_PAGE - 1) & ~(size_t)(AM_PAGE - 1);

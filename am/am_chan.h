@@ -1,0 +1,93 @@
+/*
+ * A destination's channel: how calls from this worker to one destination
+ * travel, chosen once, when the destination is first called, from what
+ * the job's configuration fixes (same process or not, am.routing,
+ * am.path, am.aggregation), and kept as a const ops table in the
+ * worker's per-destination array. A call then costs one indirect call
+ * instead of re-deciding per call what the configuration already fixed:
+ * the pattern of UCX's endpoints, whose iface ops table is chosen when
+ * the endpoint is made (ep->iface->ops.ep_am_short), not per send.
+ *
+ * The channels (am_chan.c picks one per destination):
+ *
+ *   local         same process, am.local_bypass: a record in the
+ *                 caller's block for the destination thread, published
+ *                 on a wait-free queue (am_local.c)
+ *   send          am.path send, no aggregation: one transport AM per
+ *                 call, the call header in the AM header, [args][buffer]
+ *                 as payload, zero-copy
+ *   trad          am.aggregation trad: serialized into the destination's
+ *                 open run, 8 bytes per 8-byte call of the same handler
+ *                 (am_chan_rec.c)
+ *   record        none or ovfl on either path, trad's calls that are not
+ *                 plain: a record of its own in a batch buffer, transmitted
+ *                 as a run over send or into the destination's ring
+ *                 (am_chan_rec.c)
+ *   routed-send,  am.routing host or twohop, a destination reached
+ *   routed-record through another worker: plain calls go as routed
+ *                 records to the first hop; the others as send or record
+ *
+ * Every channel has two entries. `fast` takes a plain call or a plain
+ * call with a result (an am_elem_t: rv_call's and rv_call_return's fast
+ * paths past their cursor) and says false when it cannot (the caller then
+ * describes the call and takes `call`). `call` takes any described call.
+ */
+#ifndef RIVET_AM_CHAN_H
+#define RIVET_AM_CHAN_H
+
+#include "am_cursor.h"
+
+/* A call, described: what rv_call and its siblings take. */
+typedef struct {
+    rv_tid_t dest;
+    rv_handler_id_t h;
+    const void *args, *buf;
+    size_t len, n;
+    void *ret;
+    size_t ret_len;
+    rv_sync_t *sync; /* the caller's, or NULL */
+    unsigned flags;
+    uint32_t am_flags;
+    long notifications;
+    const rv_am_xcall_t *x; /* an extended call's (rv_am_ext.h), or NULL */
+    uint64_t token;         /* a call to another process answered by
+                               rivet.am.done: its pending slot (am_pend.c),
+                               what the call carries instead of pointers */
+} call_desc_t;
+
+typedef struct am_chan_ops {
+    const char *name; /* as the glossary above and the logs say it */
+    /* Plain call @p e to @p dest; false when this channel cannot take it
+     * without a descriptor (the caller then takes `call`). */
+    bool (*fast)(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
+    /* Any call; @p s its synchronizer (the caller's or a local one),
+     * @p notify whether the target answers it (consumed or a result). */
+    rv_status_t (*call)(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
+                        bool notify);
+} am_chan_ops_t;
+
+/* Chooses @p dest's channel, keeps it in aw->chans and returns it. */
+const am_chan_ops_t *am_chan_pick(am_worker_t *aw, rv_tid_t dest);
+
+/* @p dest's channel, chosen on the first call to it. */
+static inline const am_chan_ops_t *am_chan(am_worker_t *aw, rv_tid_t dest)
+{
+    const am_chan_ops_t *c = aw->chans[dest];
+    return c != NULL ? c : am_chan_pick(aw, dest);
+}
+
+/* A broadcast: over send whatever the channels, from its root. */
+rv_status_t am_chan_bcast(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
+                          bool notify);
+
+/* The call header of @p cd (notification flags are the caller's). */
+am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd);
+/* The synchronizer a call over send gives the transport's send. */
+rv_sync_t *am_send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify);
+
+/* am_chan_rec.c: the trad and record channels' entries. */
+bool am_trad_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
+rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
+                           bool notify);
+
+#endif
