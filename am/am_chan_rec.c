@@ -251,6 +251,54 @@ static size_t agg_limit(const am_worker_t *aw, rv_aggregation_t agg)
     }
 }
 
+/* The header of record call @p cd: notify flags and where the answer
+ * goes. *rma_note: the call is completed by its ring's order (a ring
+ * note of the write path) instead of by rivet.am.done. */
+static am_hdr_t record_hdr(const am_worker_t *aw, const call_desc_t *cd,
+                           bool notify, bool *rma_note)
+{
+    am_hdr_t hdr = am_hdr_of(aw, cd);
+    *rma_note = false;
+    if (notify) {
+        hdr.sync = cd->token; /* 0 for a ring note: the ring's order */
+        if (am_path_write(aw) && cd->ret == NULL) {
+            hdr.flags |= AM_NOTIFY_RMA;
+            *rma_note = true;
+        } else {
+            hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
+        }
+    }
+    return hdr;
+}
+
+/* After a record of @p size bytes was queued for @p d (ending buffer
+ * @p mb at @p mark): transmits what aggregation @p agg says goes now, and
+ * applies am.on_full when the queue is over @p limit. */
+static rv_status_t record_queued(am_worker_t *aw, am_dest_t *d,
+                                 rv_aggregation_t agg, bool queued, size_t size,
+                                 size_t limit, const am_buf_t *mb, size_t mark)
+{
+    if (agg == RV_AGG_TRAD) {
+        if (am_run_len(d->last, d->last->open) >= aw->cfg->flush_bytes) {
+            if (am_dest_push(aw, d, false, true) < 0)
+                return RV_ERR_TRANSPORT;
+        } else {
+            aw->idle_flush = true;
+        }
+        return RV_OK;
+    }
+    if (queued)
+        return RV_OK;
+    /* none and ovfl: go now if the messenger takes it */
+    bool was_alone = d->pending == sizeof(am_rec_t) + size + AM_REC_FOOTER;
+    if ((agg == RV_AGG_NONE || was_alone) &&
+        am_dest_push(aw, d, agg == RV_AGG_OVFL, true) < 0)
+        return RV_ERR_TRANSPORT;
+    if (d->pending > limit || (agg == RV_AGG_NONE && d->pending > 0))
+        return on_full(aw, d, size, limit, true, mb, mark);
+    return RV_OK;
+}
+
 rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
                            bool notify)
 {
@@ -266,18 +314,9 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
                                  .args = cd->args}))
         return RV_OK;
     rv_aggregation_t agg = aw->cfg->aggregation;
-    am_hdr_t hdr = am_hdr_of(aw, cd);
+    bool rma_note;
+    am_hdr_t hdr = record_hdr(aw, cd, notify, &rma_note);
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
-    bool rma_note = false;
-    if (notify) {
-        hdr.sync = cd->token; /* 0 for a ring note: the ring's order */
-        if (am_path_write(aw) && cd->ret == NULL) {
-            hdr.flags |= AM_NOTIFY_RMA;
-            rma_note = true;
-        } else {
-            hdr.flags |= AM_NOTIFY | (cd->ret != NULL ? AM_RETURN : 0);
-        }
-    }
     size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
     size_t size = am_rec_size(body);
 
@@ -305,26 +344,9 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     size_t mark = mb->used;
     am_rec_write(at, cd->h, need_hdr ? &hdr : NULL, cd->args, cd->len, cd->buf,
                  cd->n);
-
-    if (agg == RV_AGG_TRAD) {
-        if (am_run_len(d->last, d->last->open) >= aw->cfg->flush_bytes) {
-            if (am_dest_push(aw, d, false, true) < 0)
-                return RV_ERR_TRANSPORT;
-        } else {
-            aw->idle_flush = true;
-        }
-    } else if (!queued) {
-        /* none and ovfl: go now if the messenger takes it */
-        bool was_alone = d->pending == sizeof(am_rec_t) + size + AM_REC_FOOTER;
-        if ((agg == RV_AGG_NONE || was_alone) &&
-            am_dest_push(aw, d, agg == RV_AGG_OVFL, true) < 0)
-            return RV_ERR_TRANSPORT;
-        if (d->pending > limit || (agg == RV_AGG_NONE && d->pending > 0)) {
-            rv_status_t st = on_full(aw, d, size, limit, true, mb, mark);
-            if (st != RV_OK)
-                return st;
-        }
-    }
+    rv_status_t st = record_queued(aw, d, agg, queued, size, limit, mb, mark);
+    if (st != RV_OK)
+        return st;
     if (rma_note)
         am_ring_note(aw, d, s);
     else if (notify)

@@ -2,6 +2,29 @@
  * Internal state of the invocation layer (never installed): the sender's
  * batches and rings, the receiver's runs, the local bypass, the worker
  * and the process. The records they hold are in am_wire.h.
+ *
+ * The words am uses:
+ *   call      one remote invocation: a handler id, arguments, perhaps a
+ *             buffer, a synchronizer to answer and a result to fill
+ *   record    a call (or a run of calls) serialized: [am_rec_t][body]
+ *             padded to 8 bytes, with a footer on the write path
+ *   run       consecutive records transmitted together: one AM to
+ *             rivet.am.batch over send, one ring record over write
+ *   run record  one record holding many plain calls of one handler and
+ *             length (AM_REC_RUN, AM_REC_RETRUN): 8 bytes per 8-byte call
+ *   stride    the bytes one call of a run record takes
+ *   batch     a registered buffer of a destination that runs are
+ *             serialized into (am_buf_t); kept for reuse
+ *   cursor    the open end of a destination's last run record, which the
+ *             inline fast paths append to without bookkeeping (am_cursor.h)
+ *   channel   how calls to one destination travel, chosen once (am_chan.h)
+ *   messenger the receiver's ring for one sender, written by one-sided
+ *             puts (the write path, am_ring.c)
+ *   detour    a call too large for a ring, sent over send while a DETOUR
+ *             record keeps its place in the ring's order
+ *   hop       a worker a routed call goes through (am.routing, am_route.c)
+ *   bypass    calls between threads of one process, through a wait-free
+ *             queue, never the transport (am_local.c)
  */
 #ifndef RIVET_AM_INTERNAL_H
 #define RIVET_AM_INTERNAL_H
