@@ -159,7 +159,9 @@ static bool wire_check(am_worker_t *aw, const am_call_t *c)
     return false;
 }
 
-static void run_call(am_worker_t *aw, const am_call_t *c)
+/* The call handler call @p c names; NULL when no call handler has its id
+ * (the call is dropped, counted and logged). */
+static const am_entry_t *call_entry(am_worker_t *aw, const am_call_t *c)
 {
     const rv_handler_info_t *e = aw->last_entry;
     if (e == NULL || e->id != c->handler) {
@@ -172,9 +174,67 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
         rv_warn("dropped a call from worker %u to unknown call handler "
                 "0x%08x; every process must register the same handlers",
                 c->src, c->handler);
-        return;
+        return NULL;
     }
-    const am_entry_t *ae = e->arg;
+    return e->arg;
+}
+
+/* Where the handler of a call with header @p h writes its result: the
+ * caller's own buffer when it is a thread of this process, else @p small
+ * (AM_RESULT_SMALL bytes) or a buffer of its own that run_call frees.
+ * *cap: the result's size (0: none). False when out of memory. */
+#define AM_RESULT_SMALL 256
+static bool result_open(const am_hdr_t *h, uint8_t *small, uint8_t **reply,
+                        size_t *cap)
+{
+    *cap = (h->flags & AM_RETURN) ? h->ret_len : 0;
+    *reply = NULL;
+    if (*cap == 0)
+        return true;
+    if (h->flags & AM_LOCAL)
+        *reply = (uint8_t *)(uintptr_t)h->ret;
+    else
+        *reply = *cap <= AM_RESULT_SMALL ? small : malloc(*cap);
+    if (*reply == NULL) {
+        rv_error("out of memory for a %zu-byte call result", *cap);
+        return false;
+    }
+    memset(*reply, 0, *cap);
+    return true;
+}
+
+/* The answer the caller of @p c is owed once its handler ran: its
+ * synchronizer (same process), its ring note, a routed answer, or a
+ * completion with the result through rivet.am.done. */
+static void call_answer(am_worker_t *aw, const am_call_t *c,
+                        const rv_call_t *call, size_t ret_cap)
+{
+    const am_hdr_t *h = &c->hdr;
+    uint32_t ret_len =
+        (uint32_t)(call->ret_len < ret_cap ? call->ret_len : ret_cap);
+    if (h->flags & AM_LOCAL) {
+        if (h->flags & AM_NOTIFY)
+            am_owe(aw, (rv_sync_t *)(uintptr_t)h->sync);
+    } else if (h->flags & AM_NOTIFY_RMA) {
+        notify_rma(aw, c->src);
+    } else if ((h->flags & AM_NOTIFY) && c->routed) {
+        am_route_answer(aw, c, call->ret, ret_len);
+    } else if (h->flags & AM_NOTIFY) {
+        am_done_t d = {.sync = h->sync, .ret = h->ret, .ret_len = ret_len};
+        rv_status_t st = am_reply(aw, call->src, &d, call->ret);
+        if (st != RV_OK)
+            rv_error("cannot report a call's completion to worker %u: %s",
+                     call->src, rv_status_str(st));
+    }
+}
+
+/* Runs call @p c: its handler, with what it forwards (a broadcast), the
+ * extension it asks for, and the answer it owes. */
+static void run_call(am_worker_t *aw, const am_call_t *c)
+{
+    const am_entry_t *ae = call_entry(aw, c);
+    if (ae == NULL)
+        return;
     const am_hdr_t *h = &c->hdr;
     if (h->flags != 0 && !c->local && !wire_check(aw, c))
         return;
@@ -193,37 +253,26 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
     if ((h->flags & (AM_XREF | AM_XPLACE | AM_XHOOK)) &&
         !call_extend(aw, c, &x, &hook))
         return;
-    const uint8_t *buf = x.buf;
-    size_t buf_len = x.buf_len;
 
     /* The result is built in a scratch buffer and sent back after the
      * call, or written straight into the caller's when it is local. */
-    uint8_t small[256];
-    uint8_t *reply = NULL;
-    size_t ret_cap = (h->flags & AM_RETURN) ? h->ret_len : 0;
-    if (ret_cap > 0) {
-        if (h->flags & AM_LOCAL)
-            reply = (uint8_t *)(uintptr_t)h->ret;
-        else
-            reply = ret_cap <= sizeof(small) ? small : malloc(ret_cap);
-        if (reply == NULL) {
-            rv_error("out of memory for a %zu-byte call result", ret_cap);
-            return;
-        }
-        memset(reply, 0, ret_cap);
-    }
+    uint8_t small[AM_RESULT_SMALL];
+    uint8_t *reply;
+    size_t ret_cap;
+    if (!result_open(h, small, &reply, &ret_cap))
+        return;
     rv_call_t call = {
         .src = (h->flags & AM_BCAST) ? h->root : c->src,
         .args = c->args,
         .args_len = c->args_len,
-        .buf = buf,
-        .buf_len = buf_len,
+        .buf = x.buf,
+        .buf_len = x.buf_len,
         .ret = reply,
         .ret_len = ret_cap,
         .broadcast = h->flags & AM_BCAST,
     };
     aw->stats.calls_received++;
-    aw->stats.bytes_received += c->args_len + buf_len;
+    aw->stats.bytes_received += c->args_len + x.buf_len;
     if (++aw->depth > aw->stats.max_nesting)
         aw->stats.max_nesting = aw->depth;
     rv_status_t st = ae->fn(aw->w, &call, ae->arg);
@@ -232,27 +281,7 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
         hook->finish(aw->w, &x, hook->arg);
     if (st < 0)
         rv_warn("a call handler returned %s", rv_status_str(st));
-
-    if (h->flags & AM_LOCAL) {
-        if (h->flags & AM_NOTIFY)
-            am_owe(aw, (rv_sync_t *)(uintptr_t)h->sync);
-    } else if (h->flags & AM_NOTIFY_RMA) {
-        notify_rma(aw, c->src);
-    } else if ((h->flags & AM_NOTIFY) && c->routed) {
-        am_route_answer(
-            aw, c, call.ret,
-            (uint32_t)(call.ret_len < ret_cap ? call.ret_len : ret_cap));
-    } else if (h->flags & AM_NOTIFY) {
-        am_done_t d = {
-            .sync = h->sync,
-            .ret = h->ret,
-            .ret_len =
-                (uint32_t)(call.ret_len < ret_cap ? call.ret_len : ret_cap)};
-        rv_status_t s2 = am_reply(aw, call.src, &d, call.ret);
-        if (s2 != RV_OK)
-            rv_error("cannot report a call's completion to worker %u: %s",
-                     call.src, rv_status_str(s2));
-    }
+    call_answer(aw, c, &call, ret_cap);
     if (reply != NULL && reply != small && !(h->flags & AM_LOCAL))
         free(reply);
 }
@@ -464,6 +493,39 @@ rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg)
     return RV_INPROGRESS;
 }
 
+/* A call over send whose turn has not come: a ring call that travelled
+ * over send waits for its DETOUR record; others queue behind earlier
+ * runs, or until the handlers on the stack return. Kept as a one-record
+ * run. */
+static void call_keep(am_worker_t *aw, am_src_t *s, const rv_msg_t *msg,
+                      const am_hdr_t *hdr, rv_handler_id_t id)
+{
+    am_rec_t rec = {.handler = id,
+                    .len = (uint32_t)(sizeof(am_hdr_t) + msg->len),
+                    .meta = AM_REC_CALL | AM_REC_XHDR};
+    size_t size = am_rec_size(rec.len);
+    am_run_t *r = calloc(1, sizeof(*r) + size);
+    if (r == NULL) {
+        rv_error("out of memory keeping a call from worker %u", msg->src);
+        return;
+    }
+    uint8_t *p = (uint8_t *)(r + 1);
+    memcpy(p, &rec, sizeof(rec));
+    memcpy(p + sizeof(rec), hdr, sizeof(*hdr));
+    memcpy(p + sizeof(rec) + sizeof(*hdr), msg->data, msg->len);
+    r->cur.p = p;
+    r->cur.end = p + size;
+    if (hdr->flags & AM_DETOUR) {
+        r->detour = true;
+        r->token = hdr->token;
+        r->next = s->detours;
+        s->detours = r;
+    } else {
+        src_enqueue(aw, s, r);
+        am_src_drain(aw, s, msg->src);
+    }
+}
+
 /* A call over send, the header in the message's header extension. */
 rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
@@ -490,34 +552,7 @@ rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
         return RV_OK;
     if ((c.hdr.flags & AM_DETOUR) || s->head != NULL || s->fetching ||
         !am_may_run(aw)) {
-        /* Its turn has not come: a ring call that travelled over send
-         * waits for its DETOUR record; others queue behind earlier runs,
-         * or until the handlers on the stack return. Kept as a
-         * one-record run. */
-        am_rec_t rec = {.handler = e->id,
-                        .len = (uint32_t)(sizeof(am_hdr_t) + msg->len),
-                        .meta = AM_REC_CALL | AM_REC_XHDR};
-        size_t size = am_rec_size(rec.len);
-        am_run_t *r = calloc(1, sizeof(*r) + size);
-        if (r == NULL) {
-            rv_error("out of memory keeping a call from worker %u", msg->src);
-            return RV_OK;
-        }
-        uint8_t *p = (uint8_t *)(r + 1);
-        memcpy(p, &rec, sizeof(rec));
-        memcpy(p + sizeof(rec), &c.hdr, sizeof(c.hdr));
-        memcpy(p + sizeof(rec) + sizeof(c.hdr), msg->data, msg->len);
-        r->cur.p = p;
-        r->cur.end = p + size;
-        if (c.hdr.flags & AM_DETOUR) {
-            r->detour = true;
-            r->token = c.hdr.token;
-            r->next = s->detours;
-            s->detours = r;
-        } else {
-            src_enqueue(aw, s, r);
-            am_src_drain(aw, s, msg->src);
-        }
+        call_keep(aw, s, msg, &c.hdr, e->id);
         return RV_OK;
     }
     c.args = msg->data;

@@ -131,6 +131,66 @@ static rv_status_t put(am_worker_t *aw, am_dest_t *d, const void *src,
     return rv_tw_put(aw->w, d->tid, raddr, rkey, src, len, cb, arg);
 }
 
+/* Whether the sender may leave its chunk for chunk @p next: spare chunks
+ * wait to be spliced in, or the receiver has drained @p next. If not, the
+ * ring asks for more chunks (below am.max_chunks) and the sender waits
+ * while they come; at the maximum it moves on anyway. */
+static bool ring_next_free(am_worker_t *aw, am_dest_t *d, uint32_t next)
+{
+    am_oring_t *r = &d->ring;
+    if (r->nspare > 0)
+        return true;
+    uint64_t consumed = __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE);
+    if (next != r->cur && r->chunks[next].left_end <= consumed)
+        return true;
+    uint32_t max = (uint32_t)aw->cfg->max_chunks;
+    if (!r->growing && !r->grow_refused && r->nchunks < max) {
+        uint32_t n = (uint32_t)aw->cfg->chunks_per_request;
+        uint32_t room = max - r->nchunks;
+        if (am_ring_request(aw, d, n < room ? n : room, false) == RV_OK)
+            aw->stats.chunk_growths++;
+    }
+    return !r->growing;
+}
+
+/* Writes the ROTATE record at the ring's position in its chunk,
+ * announcing @p splice chunks spliced in after it. */
+static bool rotate_put(am_worker_t *aw, am_dest_t *d, uint32_t splice)
+{
+    am_oring_t *r = &d->ring;
+    const am_ochunk_t *ch = &r->chunks[r->cur];
+    uint64_t *rot = malloc(AM_ROT_SIZE);
+    if (rot == NULL)
+        return false;
+    am_rec_t rec = {.seq = (uint32_t)r->seq, .len = 4, .meta = AM_REC_ROTATE};
+    memset(rot, 0, AM_ROT_SIZE);
+    memcpy(rot, &rec, sizeof(rec));
+    memcpy((uint8_t *)rot + sizeof(rec), &splice, sizeof(splice));
+    rot[3] = rec_hash(r->nonce, r->seq, (const uint8_t *)rot,
+                      AM_ROT_SIZE - AM_REC_FOOTER);
+    rv_status_t st = put(aw, d, rot, AM_ROT_SIZE, ch->raddr + r->pos, ch->rkey,
+                         am_free_done, rot);
+    if (st == RV_INPROGRESS)
+        return true;
+    free(rot);
+    if (st == RV_OK)
+        return true;
+    rv_error("ring to worker %u: cannot write: %s", d->tid, rv_status_str(st));
+    return false;
+}
+
+/* The granted spare chunks, spliced in after the current one. */
+static void ring_splice_spare(am_oring_t *r, uint32_t splice)
+{
+    memmove(&r->chunks[r->cur + 1 + splice], &r->chunks[r->cur + 1],
+            (r->nchunks - r->cur - 1) * sizeof(*r->chunks));
+    memcpy(&r->chunks[r->cur + 1], r->spare, splice * sizeof(*r->spare));
+    free(r->spare);
+    r->spare = NULL;
+    r->nspare = 0;
+    r->nchunks += splice;
+}
+
 /* Moves the sender to the next chunk, writing ROTATE at the end of the
  * current one. New chunks (from a growth request) are spliced in right
  * after it; otherwise the next chunk of the ring is taken if the receiver
@@ -144,59 +204,23 @@ static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
     am_oring_t *r = &d->ring;
     uint32_t next = (r->cur + 1) % r->nchunks;
     uint32_t splice = r->nspare;
-    if (splice == 0) {
-        uint64_t consumed =
-            __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE);
-        bool free_next = next != r->cur && r->chunks[next].left_end <= consumed;
-        if (!free_next) {
-            uint32_t max = (uint32_t)aw->cfg->max_chunks;
-            if (!r->growing && !r->grow_refused && r->nchunks < max) {
-                uint32_t n = (uint32_t)aw->cfg->chunks_per_request;
-                uint32_t room = max - r->nchunks;
-                if (am_ring_request(aw, d, n < room ? n : room, false) == RV_OK)
-                    aw->stats.chunk_growths++;
-            }
-            if (r->growing)
-                return false;
-        }
-    }
-    uint64_t *rot = malloc(AM_ROT_SIZE);
-    am_ochunk_t *grown =
-        splice ? realloc(r->chunks, (r->nchunks + splice) * sizeof(*grown))
-               : r->chunks;
-    if (rot == NULL || grown == NULL) {
-        free(rot);
+    if (!ring_next_free(aw, d, next))
         return false;
+    if (splice) {
+        am_ochunk_t *grown =
+            realloc(r->chunks, (r->nchunks + splice) * sizeof(*grown));
+        if (grown == NULL)
+            return false;
+        r->chunks = grown;
     }
-    r->chunks = grown;
+    if (!rotate_put(aw, d, splice))
+        return false;
     am_ochunk_t *ch = &r->chunks[r->cur];
-    am_rec_t rec = {.seq = (uint32_t)r->seq, .len = 4, .meta = AM_REC_ROTATE};
-    memset(rot, 0, AM_ROT_SIZE);
-    memcpy(rot, &rec, sizeof(rec));
-    memcpy((uint8_t *)rot + sizeof(rec), &splice, sizeof(splice));
-    rot[3] = rec_hash(r->nonce, r->seq, (const uint8_t *)rot,
-                      AM_ROT_SIZE - AM_REC_FOOTER);
-    rv_status_t st = put(aw, d, rot, AM_ROT_SIZE, ch->raddr + r->pos, ch->rkey,
-                         am_free_done, rot);
-    if (st == RV_OK)
-        free(rot);
-    else if (st != RV_INPROGRESS) {
-        free(rot);
-        rv_error("ring to worker %u: cannot write: %s", d->tid,
-                 rv_status_str(st));
-        return false;
-    }
     r->seq++;
     r->stream += ch->len - r->pos;
     ch->left_end = r->stream;
     if (splice) {
-        memmove(&r->chunks[r->cur + 1 + splice], &r->chunks[r->cur + 1],
-                (r->nchunks - r->cur - 1) * sizeof(*r->chunks));
-        memcpy(&r->chunks[r->cur + 1], r->spare, splice * sizeof(*r->spare));
-        free(r->spare);
-        r->spare = NULL;
-        r->nspare = 0;
-        r->nchunks += splice;
+        ring_splice_spare(r, splice);
         next = r->cur + 1;
     }
     r->cur = next;
@@ -204,8 +228,10 @@ static bool ring_rotate(am_worker_t *aw, am_dest_t *d)
     return true;
 }
 
-rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
-                          uint8_t *rec, size_t len)
+/* A ring that is not ready: its first request goes out (RV_ERR_AGAIN
+ * while it is answered), or it failed (RV_ERR_NO_MEMORY: the runs take
+ * the send path). RV_OK when it is ready. */
+static rv_status_t ring_ready(am_worker_t *aw, am_dest_t *d)
 {
     am_oring_t *r = &d->ring;
     switch (r->state) {
@@ -225,6 +251,49 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     case RING_READY:
         break;
     }
+    return RV_OK;
+}
+
+/* Puts record @p rec (@p len bytes, its header @p hdr with the ring's
+ * sequence) at @p raddr of chunk @p ch: a small one in one put, its
+ * footer a hash of it; a large one body first, then, after a fence, its
+ * header, whose footer hashes the header alone (the receiver sees the
+ * header last). */
+static rv_status_t record_put(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
+                              uint8_t *rec, size_t len, am_rec_t hdr,
+                              const am_ochunk_t *ch, uint64_t raddr)
+{
+    am_oring_t *r = &d->ring;
+    uint64_t footer;
+    if (len <= AM_HASH_MAX) {
+        memcpy(rec, &hdr, sizeof(hdr));
+        footer = rec_hash(r->nonce, r->seq, rec, len - AM_REC_FOOTER);
+        memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
+        return put(aw, d, rec, len, raddr, ch->rkey, am_buf_done, b);
+    }
+    hdr.meta |= AM_REC_LARGE;
+    memcpy(rec, &hdr, sizeof(hdr));
+    footer = large_footer(r->nonce, r->seq, &hdr);
+    memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
+    rv_status_t st = put(aw, d, rec + sizeof(hdr), len - sizeof(hdr),
+                         raddr + sizeof(hdr), ch->rkey, am_buf_done, b);
+    if (st < 0)
+        return st;
+    if (st == RV_INPROGRESS)
+        b->inflight++;
+    st = rv_tw_fence(aw->w, d->tid);
+    if (st < 0)
+        return st;
+    return put(aw, d, rec, sizeof(hdr), raddr, ch->rkey, am_buf_done, b);
+}
+
+rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
+                          uint8_t *rec, size_t len)
+{
+    am_oring_t *r = &d->ring;
+    rv_status_t st = ring_ready(aw, d);
+    if (st != RV_OK)
+        return st;
     if (len > aw->max_record)
         return RV_ERR_INVALID;
     am_ochunk_t *ch = &r->chunks[r->cur];
@@ -240,31 +309,7 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     am_rec_t hdr;
     memcpy(&hdr, rec, sizeof(hdr));
     hdr.seq = (uint32_t)r->seq;
-    uint64_t raddr = ch->raddr + r->pos;
-    rv_status_t st, st2 = RV_OK;
-    uint64_t footer;
-    if (len <= AM_HASH_MAX) {
-        memcpy(rec, &hdr, sizeof(hdr));
-        footer = rec_hash(r->nonce, r->seq, rec, len - AM_REC_FOOTER);
-        memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
-        st = put(aw, d, rec, len, raddr, ch->rkey, am_buf_done, b);
-    } else {
-        hdr.meta |= AM_REC_LARGE;
-        memcpy(rec, &hdr, sizeof(hdr));
-        footer = large_footer(r->nonce, r->seq, &hdr);
-        memcpy(rec + len - AM_REC_FOOTER, &footer, sizeof(footer));
-        st = put(aw, d, rec + sizeof(hdr), len - sizeof(hdr),
-                 raddr + sizeof(hdr), ch->rkey, am_buf_done, b);
-        if (st >= 0) {
-            if (st == RV_INPROGRESS)
-                b->inflight++;
-            st = rv_tw_fence(aw->w, d->tid);
-            if (st >= 0)
-                st2 = put(aw, d, rec, sizeof(hdr), raddr, ch->rkey, am_buf_done,
-                          b);
-            st = st2;
-        }
-    }
+    st = record_put(aw, d, b, rec, len, hdr, ch, ch->raddr + r->pos);
     if (st < 0)
         return st;
     if (st == RV_INPROGRESS)

@@ -140,6 +140,33 @@ static void ring_grant(am_sjob_t *job)
     free(job);
 }
 
+/* Receiver: the ring of the producer of @p msg, a first request, made
+ * with its nonce and the producer's control word; NULL when it cannot
+ * be. */
+static am_iring_t *ring_in_new(am_worker_t *aw, am_src_t *s,
+                               const rv_msg_t *msg, const ring_req_t *req)
+{
+    am_iring_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    r->src = msg->src;
+    r->ctrl_addr = req->ctrl_addr;
+    if (getrandom(&r->nonce, sizeof(r->nonce), 0) != (ssize_t)sizeof(r->nonce))
+        r->nonce = (uint64_t)time(NULL) ^ (uintptr_t)r;
+    rv_status_t st = rv_tw_rkey_unpack(
+        aw->w, msg->src, (const uint8_t *)msg->data + sizeof(*req),
+        req->rkey_len, &r->ctrl_rkey);
+    if (st != RV_OK) {
+        rv_error("ring from worker %u: cannot unpack its remote key: %s",
+                 msg->src, rv_status_str(st));
+        free(r);
+        return NULL;
+    }
+    s->ring = r;
+    aw->rings[aw->nrings++] = r;
+    return r;
+}
+
 /* Receiver: allocates chunks for a producer and describes them. */
 static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
@@ -162,29 +189,8 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
     am_src_t *s = am_src(aw, msg->src);
     am_iring_t *r = s ? s->ring : NULL;
     ring_rep_t rep = {.first = req.first};
-    if (req.first && r == NULL && s != NULL) {
-        r = calloc(1, sizeof(*r));
-        if (r != NULL) {
-            r->src = msg->src;
-            r->ctrl_addr = req.ctrl_addr;
-            if (getrandom(&r->nonce, sizeof(r->nonce), 0) !=
-                (ssize_t)sizeof(r->nonce))
-                r->nonce = (uint64_t)time(NULL) ^ (uintptr_t)r;
-            rv_status_t st = rv_tw_rkey_unpack(
-                w, msg->src, (const uint8_t *)msg->data + sizeof(req),
-                req.rkey_len, &r->ctrl_rkey);
-            if (st != RV_OK) {
-                rv_error("ring from worker %u: cannot unpack its remote key: "
-                         "%s",
-                         msg->src, rv_status_str(st));
-                free(r);
-                r = NULL;
-            } else {
-                s->ring = r;
-                aw->rings[aw->nrings++] = r;
-            }
-        }
-    }
+    if (req.first && r == NULL && s != NULL)
+        r = ring_in_new(aw, s, msg, &req);
     if (r == NULL || (bool)req.first != (r->nchunks == 0) || req.nchunks > 64) {
         rv_error("cannot set up the ring from worker %u", msg->src);
         rep.nchunks = 0;
@@ -206,6 +212,39 @@ static rv_status_t on_ring_req(rv_worker_t *w, rv_msg_t *msg, void *arg)
     job->first = req.first;
     am_service_submit(aw, job);
     return RV_OK;
+}
+
+/* Sender: the chunks the receiver's answer @p msg describes, their
+ * remote keys unpacked; NULL when it is malformed (or out of memory). */
+static am_ochunk_t *chunks_parse(rv_worker_t *w, const rv_msg_t *msg,
+                                 const ring_rep_t *rep)
+{
+    am_ochunk_t *list = calloc(rep->nchunks, sizeof(*list));
+    if (list == NULL)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)msg->data + sizeof(*rep);
+    const uint8_t *end = (const uint8_t *)msg->data + msg->len;
+    uint32_t i;
+    for (i = 0; i < rep->nchunks; i++) {
+        ring_chunk_desc_t desc;
+        if (p + sizeof(desc) > end)
+            break;
+        memcpy(&desc, p, sizeof(desc));
+        p += sizeof(desc);
+        if (p + desc.rkey_len > end ||
+            rv_tw_rkey_unpack(w, msg->src, p, desc.rkey_len, &list[i].rkey) !=
+                RV_OK)
+            break;
+        p += desc.rkey_len;
+        list[i].raddr = desc.addr;
+        list[i].len = desc.len;
+    }
+    if (i == rep->nchunks)
+        return list;
+    for (uint32_t j = 0; j < i; j++)
+        rv_tw_rkey_destroy(w, list[j].rkey);
+    free(list);
+    return NULL;
 }
 
 /* Sender: the receiver's chunks arrived. */
@@ -233,32 +272,12 @@ static rv_status_t on_ring_rep(rv_worker_t *w, rv_msg_t *msg, void *arg)
         }
         return RV_OK;
     }
-    am_ochunk_t *list = calloc(rep.nchunks, sizeof(*list));
-    if (list == NULL)
-        return RV_OK;
-    const uint8_t *p = (const uint8_t *)msg->data + sizeof(rep);
-    const uint8_t *end = (const uint8_t *)msg->data + msg->len;
-    uint32_t i;
-    for (i = 0; i < rep.nchunks; i++) {
-        ring_chunk_desc_t desc;
-        if (p + sizeof(desc) > end)
-            break;
-        memcpy(&desc, p, sizeof(desc));
-        p += sizeof(desc);
-        if (p + desc.rkey_len > end ||
-            rv_tw_rkey_unpack(w, msg->src, p, desc.rkey_len, &list[i].rkey) !=
-                RV_OK)
-            break;
-        p += desc.rkey_len;
-        list[i].raddr = desc.addr;
-        list[i].len = desc.len;
-    }
-    if (i < rep.nchunks) {
-        rv_error("a malformed ring answer from worker %u%s", msg->src,
+    am_ochunk_t *list = chunks_parse(w, msg, &rep);
+    if (list == NULL) {
+        rv_error("cannot take the ring answer of worker %u (malformed, or out "
+                 "of memory)%s",
+                 msg->src,
                  rep.first ? "; calls to it go by the send path" : "");
-        for (uint32_t j = 0; j < i; j++)
-            rv_tw_rkey_destroy(w, list[j].rkey);
-        free(list);
         if (rep.first)
             r->state = RING_FAILED;
         return RV_OK;

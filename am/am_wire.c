@@ -34,6 +34,37 @@ bool am_call_decode(am_call_t *c, rv_tid_t src, const am_rec_t *rec,
     return true;
 }
 
+/* The call at the run cursor of @p r, from worker @p src: a routed
+ * call's source and destination are the ones its record names, whoever
+ * forwarded it (its tokens are that source's, never pointers); a call
+ * with a result carries its synchronizer and result tokens first. */
+static void run_call(const am_cur_t *r, rv_tid_t src, am_call_t *c)
+{
+    const uint8_t *p = r->rp;
+    bool routed = am_rec_routed(r->rkind);
+    *c = (am_call_t){.src = src,
+                     .handler = r->rh,
+                     .hdr = {.args_len = r->ralen},
+                     .args_len = r->ralen,
+                     .local = r->local && !routed,
+                     .routed = routed};
+    if (routed) {
+        uint32_t route[2];
+        memcpy(route, p, sizeof(route));
+        c->dst = route[0];
+        c->src = route[1];
+        p += sizeof(route);
+    }
+    if (r->rkind == AM_REC_RETRUN || r->rkind == AM_REC_FRET) {
+        memcpy(&c->hdr.sync, p, sizeof(c->hdr.sync));
+        memcpy(&c->hdr.ret, p + 8, sizeof(c->hdr.ret));
+        c->hdr.ret_len = r->rret_len;
+        c->hdr.flags = AM_NOTIFY | AM_RETURN | (c->local ? AM_LOCAL : 0);
+        p += 16;
+    }
+    c->args = p;
+}
+
 int am_cur_next(am_cur_t *r, rv_tid_t src, size_t footer, am_call_t *c)
 {
     while (r->rp >= r->rend) {
@@ -69,31 +100,7 @@ int am_cur_next(am_cur_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         r->rret_len = rec.seq;
         r->p += size;
     }
-    const uint8_t *p = r->rp;
-    bool routed = am_rec_routed(r->rkind);
-    *c = (am_call_t){.src = src,
-                     .handler = r->rh,
-                     .hdr = {.args_len = r->ralen},
-                     .args_len = r->ralen,
-                     .local = r->local && !routed,
-                     .routed = routed};
-    if (routed) {
-        /* A routed call's source is the one its record names, whoever
-         * forwarded it; its tokens are that source's, never pointers. */
-        uint32_t route[2];
-        memcpy(route, p, sizeof(route));
-        c->dst = route[0];
-        c->src = route[1];
-        p += sizeof(route);
-    }
-    if (r->rkind == AM_REC_RETRUN || r->rkind == AM_REC_FRET) {
-        memcpy(&c->hdr.sync, p, sizeof(c->hdr.sync));
-        memcpy(&c->hdr.ret, p + 8, sizeof(c->hdr.ret));
-        c->hdr.ret_len = r->rret_len;
-        c->hdr.flags = AM_NOTIFY | AM_RETURN | (c->local ? AM_LOCAL : 0);
-        p += 16;
-    }
-    c->args = p;
+    run_call(r, src, c);
     r->rp += r->rstride;
     return 0;
 }
