@@ -12,14 +12,14 @@
 
 am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
 {
-    am_dest_t *d = aw->dests[dest];
+    am_dest_t *d = aw->send.dests[dest];
     if (d == NULL) {
         d = calloc(1, sizeof(*d));
         if (d == NULL)
             return NULL;
         d->tid = dest;
-        aw->dests[dest] = d;
-        aw->used[aw->nused++] = d;
+        aw->send.dests[dest] = d;
+        aw->send.used[aw->send.nused++] = d;
     }
     return d;
 }
@@ -29,22 +29,22 @@ am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
 
 am_buf_t *am_buf_get(am_worker_t *aw)
 {
-    am_buf_t *b = aw->free_bufs;
+    am_buf_t *b = aw->send.free_bufs;
     if (b != NULL) {
-        aw->free_bufs = b->next;
+        aw->send.free_bufs = b->next;
     } else {
         b = calloc(1, sizeof(*b));
         if (b == NULL)
             return NULL;
         void *mem;
-        if (rv_mem_general_alloc(aw->gen, aw->buf_bytes, 64, &mem, NULL) !=
+        if (rv_mem_general_alloc(aw->gen, aw->send.buf_bytes, 64, &mem, NULL) !=
             RV_OK) {
             free(b);
             return NULL;
         }
         b->base = mem;
-        b->cap = aw->buf_bytes;
-        aw->bufs_made++;
+        b->cap = aw->send.buf_bytes;
+        aw->send.bufs_made++;
     }
     b->used = b->sent = 0;
     b->open = SIZE_MAX;
@@ -55,8 +55,8 @@ am_buf_t *am_buf_get(am_worker_t *aw)
 
 void am_buf_put(am_worker_t *aw, am_buf_t *b)
 {
-    b->next = aw->free_bufs;
-    aw->free_bufs = b;
+    b->next = aw->send.free_bufs;
+    aw->send.free_bufs = b;
 }
 
 /* A transmission from a buffer completed. Buffers that are fully sent and
@@ -215,10 +215,10 @@ out:
 /* Largest run a destination batches into one transmission. */
 size_t am_run_max(const am_worker_t *aw)
 {
-    size_t m = aw->buf_bytes - sizeof(am_rec_t) - AM_REC_FOOTER;
+    size_t m = aw->send.buf_bytes - sizeof(am_rec_t) - AM_REC_FOOTER;
     if (am_path_write(aw) &&
-        aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER < m)
-        m = aw->max_record - sizeof(am_rec_t) - AM_REC_FOOTER;
+        aw->send.max_record - sizeof(am_rec_t) - AM_REC_FOOTER < m)
+        m = aw->send.max_record - sizeof(am_rec_t) - AM_REC_FOOTER;
     return m;
 }
 
@@ -250,7 +250,7 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
     am_buf_t *b = d->last;
     if (join && b != NULL && b->open != SIZE_MAX) {
         size_t len = am_run_len(b, b->open);
-        if (len + size <= aw->run_max && b->used + size <= b->cap) {
+        if (len + size <= aw->send.run_max && b->used + size <= b->cap) {
             uint8_t *at = b->base + b->used - AM_REC_FOOTER;
             am_run_set_len(b, b->open, len + size);
             b->used += size;
@@ -275,7 +275,7 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
         }
         if (!d->buffered) {
             d->buffered = true;
-            aw->buffered_dests++;
+            aw->send.buffered_dests++;
         }
         d->last = b = nb;
     }

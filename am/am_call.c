@@ -299,9 +299,9 @@ rv_status_t am_flush_calls(am_worker_t *aw, rv_tid_t dest)
     rv_tid_t hop = dest != RV_TID_ALL ? am_route_next(aw, dest) : dest;
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
         if ((dest != RV_TID_ALL && t != dest && t != hop) ||
-            aw->dests[t] == NULL)
+            aw->send.dests[t] == NULL)
             continue;
-        rv_status_t st = dest_flush(aw, aw->dests[t], true);
+        rv_status_t st = dest_flush(aw, aw->send.dests[t], true);
         if (st != RV_OK)
             return st;
     }

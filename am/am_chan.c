@@ -213,6 +213,6 @@ const am_chan_ops_t *am_chan_pick(am_worker_t *aw, rv_tid_t dest)
         c = &chan_trad;
     else
         c = &chan_record;
-    aw->chans[dest] = c;
+    aw->send.chans[dest] = c;
     return c;
 }

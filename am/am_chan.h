@@ -66,13 +66,13 @@ typedef struct am_chan_ops {
                         bool notify);
 } am_chan_ops_t;
 
-/* Chooses @p dest's channel, keeps it in aw->chans and returns it. */
+/* Chooses @p dest's channel, keeps it in aw->send.chans and returns it. */
 const am_chan_ops_t *am_chan_pick(am_worker_t *aw, rv_tid_t dest);
 
 /* @p dest's channel, chosen on the first call to it. */
 static inline const am_chan_ops_t *am_chan(am_worker_t *aw, rv_tid_t dest)
 {
-    const am_chan_ops_t *c = aw->chans[dest];
+    const am_chan_ops_t *c = aw->send.chans[dest];
     return c != NULL ? c : am_chan_pick(aw, dest);
 }
 

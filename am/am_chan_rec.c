@@ -90,7 +90,7 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
 static void trad_grown(am_worker_t *aw, am_dest_t *d, size_t run)
 {
     if (run < aw->cfg->flush_bytes) {
-        aw->idle_flush = true;
+        aw->send.idle_flush = true;
         return;
     }
     am_dest_push(aw, d, false, true);
@@ -110,7 +110,7 @@ static bool trad_extend(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     if (!am_elem_matches(&rec, e))
         return false;
     size_t run = am_run_len(b, b->open) + stride;
-    if (run > aw->run_max || d->pending + stride > aw->trad_limit ||
+    if (run > aw->send.run_max || d->pending + stride > aw->send.trad_limit ||
         b->used + stride > b->cap)
         return false;
     /* The run of records ends [record's footer][run's reserve]: the new
@@ -141,7 +141,7 @@ static bool trad_append(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
     if (b->used + size > b->cap)
         return false;
     size_t run = am_run_len(b, b->open) + size;
-    if (run > aw->run_max || d->pending + size > aw->trad_limit)
+    if (run > aw->send.run_max || d->pending + size > aw->send.trad_limit)
         return false;
     uint8_t *at = b->base + b->used - AM_REC_FOOTER;
     am_rec_t rec = am_elem_rec(e, stride);
@@ -165,10 +165,10 @@ bool am_trad_put(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
     size_t size = am_rec_size(stride);
     /* The caller's own call waits for room, progressing, as Bale's
      * conveyors and YGM do; a handler's is queued (see on_full). */
-    while (!am_in_handler(aw) && d->pending + size > aw->trad_limit) {
+    while (!am_in_handler(aw) && d->pending + size > aw->send.trad_limit) {
         if (am_dest_push(aw, d, false, true) < 0)
             return false;
-        if (d->pending + size > aw->trad_limit)
+        if (d->pending + size > aw->send.trad_limit)
             rv_progress(aw->w);
     }
     if (trad_append(aw, d, e))
@@ -189,7 +189,7 @@ bool am_trad_put(am_worker_t *aw, am_dest_t *d, const am_elem_t *e)
 
 bool am_trad_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
-    am_dest_t *d = aw->dests[dest];
+    am_dest_t *d = aw->send.dests[dest];
     if (d == NULL || !trad_append(aw, d, e))
         return false;
     am_cursor_open_trad(aw, dest, d, e);
@@ -247,7 +247,7 @@ static size_t agg_limit(const am_worker_t *aw, rv_aggregation_t agg)
     case RV_AGG_OVFL:
         return aw->cfg->ovfl_limit;
     default:
-        return aw->trad_limit;
+        return aw->send.trad_limit;
     }
 }
 
@@ -283,7 +283,7 @@ static rv_status_t record_queued(am_worker_t *aw, am_dest_t *d,
             if (am_dest_push(aw, d, false, true) < 0)
                 return RV_ERR_TRANSPORT;
         } else {
-            aw->idle_flush = true;
+            aw->send.idle_flush = true;
         }
         return RV_OK;
     }
@@ -302,7 +302,7 @@ static rv_status_t record_queued(am_worker_t *aw, am_dest_t *d,
 rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
                            bool notify)
 {
-    am_dest_t *d = aw->dests[cd->dest];
+    am_dest_t *d = aw->send.dests[cd->dest];
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
     if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
@@ -320,7 +320,7 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
     size_t size = am_rec_size(body);
 
-    if (size > aw->run_max)
+    if (size > aw->send.run_max)
         return call_large(aw, d, cd, &hdr, s, notify, rma_note);
 
     /* Over the limit before this call? */

@@ -23,17 +23,18 @@
 
 rv_status_t am_cursors_init(am_worker_t *aw)
 {
-    aw->cur = calloc(aw->nworkers, sizeof(*aw->cur));
-    aw->copen = calloc(aw->nworkers, sizeof(*aw->copen));
-    return aw->cur == NULL || aw->copen == NULL ? RV_ERR_NO_MEMORY : RV_OK;
+    aw->send.cur = calloc(aw->nworkers, sizeof(*aw->send.cur));
+    aw->send.copen = calloc(aw->nworkers, sizeof(*aw->send.copen));
+    return aw->send.cur == NULL || aw->send.copen == NULL ? RV_ERR_NO_MEMORY
+                                                          : RV_OK;
 }
 
 void am_cursors_fini(am_worker_t *aw)
 {
-    free(aw->cur);
-    free(aw->copen);
-    aw->cur = NULL;
-    aw->copen = NULL;
+    free(aw->send.cur);
+    free(aw->send.copen);
+    aw->send.cur = NULL;
+    aw->send.copen = NULL;
 }
 
 /* The calls appended at @p c since it was opened, written into the run
@@ -48,14 +49,14 @@ static void cursor_commit(am_worker_t *aw, rv_tid_t dest, am_cursor_t *c)
         aw->stats.calls_local += nb / c->stride;
     am_rec_t rec;
     if (c->local >= 0) {
-        am_lblock_t *b = aw->lout[c->local];
+        am_lblock_t *b = aw->local.lout[c->local];
         memcpy(&rec, b->data + b->run_at, sizeof(rec));
         rec.len += (uint32_t)nb;
         memcpy(b->data + b->run_at, &rec, sizeof(rec));
         b->tail += nb;
         return;
     }
-    am_dest_t *d = aw->dests[dest];
+    am_dest_t *d = aw->send.dests[dest];
     am_buf_t *b = d->run_buf;
     memcpy(&rec, b->base + d->run_at, sizeof(rec));
     rec.len += (uint32_t)nb;
@@ -68,7 +69,7 @@ static void cursor_commit(am_worker_t *aw, rv_tid_t dest, am_cursor_t *c)
 
 void am_cursor_seal_open(am_worker_t *aw, rv_tid_t dest)
 {
-    am_cursor_t *c = &aw->cur[dest];
+    am_cursor_t *c = &aw->send.cur[dest];
     cursor_commit(aw, dest, c);
     long unused = c->reserved - (long)((size_t)(c->wp - c->start) / c->stride);
     if (unused > 0)
@@ -82,17 +83,17 @@ void am_cursor_seal_open(am_worker_t *aw, rv_tid_t dest)
 
 void am_cursors_seal(am_worker_t *aw)
 {
-    for (uint32_t i = 0; i < aw->ncopen; i++) {
-        am_cursor_seal(aw, aw->copen[i]);
-        aw->cur[aw->copen[i]].listed = false;
+    for (uint32_t i = 0; i < aw->send.ncopen; i++) {
+        am_cursor_seal(aw, aw->send.copen[i]);
+        aw->send.cur[aw->send.copen[i]].listed = false;
     }
-    aw->ncopen = 0;
+    aw->send.ncopen = 0;
 }
 
 static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
                         const am_elem_t *e, uint8_t *wp, size_t room, int local)
 {
-    am_cursor_t *c = &aw->cur[dest];
+    am_cursor_t *c = &aw->send.cur[dest];
     size_t stride = am_elem_stride(e->kind, e->alen);
     if (room < stride)
         return;
@@ -111,7 +112,7 @@ static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
     }
     if (!c->listed) {
         c->listed = true;
-        aw->copen[aw->ncopen++] = dest;
+        aw->send.copen[aw->send.ncopen++] = dest;
     }
     c->key = am_cursor_key(rec->handler, rec->meta);
     c->ret_len = rec->seq;
@@ -136,15 +137,15 @@ void am_cursor_open_trad(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
     /* The call that would reach am.flush_bytes takes the slow path,
      * which transmits the run. */
     size_t room = b->cap - b->used;
-    if (run >= aw->cfg->flush_bytes || run >= aw->run_max ||
-        d->pending >= aw->trad_limit)
+    if (run >= aw->cfg->flush_bytes || run >= aw->send.run_max ||
+        d->pending >= aw->send.trad_limit)
         return;
     if (aw->cfg->flush_bytes - 1 - run < room)
         room = aw->cfg->flush_bytes - 1 - run;
-    if (aw->run_max - run < room)
-        room = aw->run_max - run;
-    if (aw->trad_limit - d->pending < room)
-        room = aw->trad_limit - d->pending;
+    if (aw->send.run_max - run < room)
+        room = aw->send.run_max - run;
+    if (aw->send.trad_limit - d->pending < room)
+        room = aw->send.trad_limit - d->pending;
     am_rec_t rec;
     memcpy(&rec, b->base + d->run_at, sizeof(rec));
     /* The next call goes where the record's footer is now (trad_extend). */
@@ -156,7 +157,7 @@ void am_cursor_open_local(am_worker_t *aw, rv_tid_t dest, int local,
                           const am_elem_t *e)
 {
     am_cursor_seal(aw, dest); /* as am_cursor_open_trad */
-    am_lblock_t *b = aw->lout[local];
+    am_lblock_t *b = aw->local.lout[local];
     if (b == NULL || b->run_at == SIZE_MAX)
         return;
     am_rec_t rec;

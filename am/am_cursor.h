@@ -16,7 +16,7 @@ void am_cursors_fini(am_worker_t *aw);
 void am_cursor_seal_open(am_worker_t *aw, rv_tid_t dest);
 static inline void am_cursor_seal(am_worker_t *aw, rv_tid_t dest)
 {
-    if (aw->cur[dest].key != 0)
+    if (aw->send.cur[dest].key != 0)
         am_cursor_seal_open(aw, dest);
 }
 /* The same for every destination. */
@@ -38,7 +38,7 @@ static inline bool am_cursor_put_ret(am_worker_t *aw, rv_tid_t dest,
                                      size_t len, rv_sync_t *sync, void *ret,
                                      size_t ret_len)
 {
-    am_cursor_t *c = &aw->cur[dest];
+    am_cursor_t *c = &aw->send.cur[dest];
     size_t stride = 16 + AM_ALIGN8(len);
     uint64_t s = (uintptr_t)sync, r = (uintptr_t)ret;
     if (c->key != am_cursor_key(h, AM_REC_RETRUN | (uint32_t)len
@@ -71,7 +71,7 @@ static inline bool am_cursor_put_plain(am_worker_t *aw, rv_tid_t dest,
                                        rv_handler_id_t h, const void *args,
                                        size_t len)
 {
-    am_cursor_t *c = &aw->cur[dest];
+    am_cursor_t *c = &aw->send.cur[dest];
     size_t stride = am_run_stride(len);
     if (c->key !=
             am_cursor_key(h, AM_REC_RUN | (uint32_t)len << AM_REC_ALEN_SHIFT) ||

@@ -18,12 +18,12 @@
 
 am_src_t *am_src(am_worker_t *aw, rv_tid_t src)
 {
-    am_src_t *s = aw->srcs[src];
+    am_src_t *s = aw->recv.srcs[src];
     if (s == NULL) {
         s = calloc(1, sizeof(*s));
         if (s == NULL)
             return NULL;
-        aw->srcs[src] = s;
+        aw->recv.srcs[src] = s;
     }
     return s;
 }
@@ -68,7 +68,7 @@ static void forward(am_worker_t *aw, const am_call_t *c)
 
 static void notify_rma(am_worker_t *aw, rv_tid_t src)
 {
-    am_src_t *s = aw->srcs[src];
+    am_src_t *s = aw->recv.srcs[src];
     if (s == NULL || s->ring == NULL) {
         rv_warn("a call from worker %u asks for a ring notification "
                 "without a ring",
@@ -163,11 +163,11 @@ static bool wire_check(am_worker_t *aw, const am_call_t *c)
  * (the call is dropped, counted and logged). */
 static const am_entry_t *call_entry(am_worker_t *aw, const am_call_t *c)
 {
-    const rv_handler_info_t *e = aw->last_entry;
+    const rv_handler_info_t *e = aw->recv.last_entry;
     if (e == NULL || e->id != c->handler) {
         e = rv_handler_find(aw->ctx, c->handler);
         if (e != NULL && e->fn == am_trampoline)
-            aw->last_entry = e; /* calls come in runs of one handler */
+            aw->recv.last_entry = e; /* calls come in runs of one handler */
     }
     if (e == NULL || e->fn != am_trampoline) {
         rv_worker_count_drop(aw->w, RV_DROP_UNKNOWN_HANDLER);
@@ -273,10 +273,10 @@ static void run_call(am_worker_t *aw, const am_call_t *c)
     };
     aw->stats.calls_received++;
     aw->stats.bytes_received += c->args_len + x.buf_len;
-    if (++aw->depth > aw->stats.max_nesting)
-        aw->stats.max_nesting = aw->depth;
+    if (++aw->recv.depth > aw->stats.max_nesting)
+        aw->stats.max_nesting = aw->recv.depth;
     rv_status_t st = ae->fn(aw->w, &call, ae->arg);
-    aw->depth--;
+    aw->recv.depth--;
     if (hook != NULL && hook->finish != NULL)
         hook->finish(aw->w, &x, hook->arg);
     if (st < 0)
@@ -323,7 +323,8 @@ static unsigned run_retrun(am_worker_t *aw, am_run_t *r, rv_tid_t src,
         }
         if (call.ret_len < done.ret_len)
             done.ret_len = (uint32_t)call.ret_len;
-        if ((st = am_reply_to(aw, src, aw->dests[src], &done, reply)) != RV_OK)
+        if ((st = am_reply_to(aw, src, aw->send.dests[src], &done, reply)) !=
+            RV_OK)
             rv_error("cannot report a call's completion to worker %u: %s", src,
                      rv_status_str(st));
     }
@@ -336,17 +337,17 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
         return 0; /* am_run_call builds its larger results */
     if (am_rec_routed(r->cur.rkind))
         return am_route_run(aw, r);
-    const rv_handler_info_t *e = aw->last_entry;
+    const rv_handler_info_t *e = aw->recv.last_entry;
     if (e == NULL || e->id != r->cur.rh) {
         e = rv_handler_find(aw->ctx, r->cur.rh);
         if (e == NULL || e->fn != am_trampoline)
             return 0; /* am_run_call drops it, saying why */
-        aw->last_entry = e;
+        aw->recv.last_entry = e;
     }
     const am_entry_t *ae = e->arg;
     unsigned n = 0;
-    if (++aw->depth > aw->stats.max_nesting)
-        aw->stats.max_nesting = aw->depth;
+    if (++aw->recv.depth > aw->stats.max_nesting)
+        aw->stats.max_nesting = aw->recv.depth;
     /* One handler for the whole run: each call's cursor is advanced
      * before it runs, as everywhere, so a handler that progresses
      * continues this run in order. */
@@ -365,10 +366,10 @@ unsigned am_run_plain(am_worker_t *aw, am_run_t *r, rv_tid_t src)
         }
     }
     r->refs--;
-    aw->depth--;
+    aw->recv.depth--;
     aw->stats.calls_received += n;
     aw->stats.bytes_received += (uint64_t)n * r->cur.ralen;
-    aw->calls_done += n;
+    aw->recv.calls_done += n;
     return n;
 }
 
@@ -392,7 +393,7 @@ void am_run_call(am_worker_t *aw, const am_call_t *c)
         am_route_forward(aw, c);
     else
         run_call(aw, c);
-    aw->calls_done++;
+    aw->recv.calls_done++;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -434,7 +435,7 @@ unsigned am_src_drain(am_worker_t *aw, am_src_t *s, rv_tid_t src)
         s->head = r->next;
         if (s->head == NULL) {
             s->tail = NULL;
-            aw->srcs_busy--;
+            aw->recv.srcs_busy--;
         }
         if (r->has_msg)
             rv_msg_release(aw->w, &r->msg);
@@ -450,7 +451,7 @@ static void src_enqueue(am_worker_t *aw, am_src_t *s, am_run_t *r)
         s->tail->next = r;
     } else {
         s->head = r;
-        aw->srcs_busy++;
+        aw->recv.srcs_busy++;
     }
     s->tail = r;
 }

@@ -317,6 +317,60 @@ typedef struct am_pend {
     long answers;     /* still awaited; 0: free */
 } am_pend_t;
 
+/* A worker's sending part: its destinations, their channels, batches
+ * and cursors, and the calls it waits answers for (am_chan*.c,
+ * am_batch.c, am_cursor.c, am_ring.c, am_pend.c, am_reply.c). */
+typedef struct am_send {
+    am_dest_t **dests; /* per destination, on first use */
+    /* per destination, its channel (am_chan.h), chosen on first use */
+    const struct am_chan_ops **chans;
+    am_dest_t **used; /* the ones made so far, for progress */
+    uint32_t nused;
+    am_dest_t **replying; /* with completions gathered */
+    uint32_t nreplying;
+    am_cursor_t *cur; /* append cursor per destination */
+    rv_tid_t *copen;  /* destinations whose cursor was opened
+                         since am_cursors_seal */
+    uint32_t ncopen;
+    am_buf_t *free_bufs;
+    size_t buf_bytes;        /* size of one batch buffer */
+    size_t max_record;       /* largest ring record */
+    size_t run_max;          /* largest run of records */
+    size_t trad_limit;       /* trad: bytes waiting before on_full */
+    bool idle_flush;         /* trad batches waiting for idleness */
+    uint32_t buffered_dests; /* destinations that had a batch buffer */
+    uint64_t bufs_made;      /* batch buffers allocated (never freed before
+                                the end: the most ever held) */
+    am_pend_t *pend;         /* calls to other processes awaiting answers */
+    uint32_t npend, pend_free;
+} am_send_t;
+
+/* A worker's receiving part: its sources, their queued runs and rings,
+ * and the handlers running (am_exec.c, am_ring.c). */
+typedef struct am_recv {
+    uint32_t srcs_busy; /* sources with queued runs */
+    am_src_t **srcs;    /* per source, on first use */
+    am_iring_t **rings; /* incoming rings, scanned in progress */
+    uint32_t nrings;
+    const rv_handler_info_t *last_entry; /* the last call handler run */
+    unsigned depth;                      /* call handlers running (nested) */
+    uint64_t calls_done; /* calls run or dropped here (rv_quiesce) */
+} am_recv_t;
+
+/* A worker's part of the local bypass: calls between threads of its
+ * process (am_local.c). */
+typedef struct am_local {
+    am_lblock_t **lout;     /* open block per local destination thread */
+    am_lblock_t **lcur;     /* block being run, per local source thread */
+    bool lpending;          /* some open block holds records */
+    am_lblock_t *lspare[8]; /* consumed blocks kept for reuse */
+    unsigned nlspare;
+    /* completions of local calls, owed to one synchronizer and made at
+     * once (am_owed_flush) */
+    rv_sync_t *owed;
+    long nowed;
+} am_local_t;
+
 typedef struct am_worker {
     rv_worker_t *w;
     rv_context_t *ctx;
@@ -326,59 +380,22 @@ typedef struct am_worker {
     uint32_t nworkers;
     int rank, threads;
     rv_tid_t first_local; /* the first worker of this process */
-    am_dest_t **dests;    /* per destination, on first use */
-    /* per destination, its channel (am_chan.h), chosen on first use */
-    const struct am_chan_ops **chans;
-    am_dest_t **used; /* the ones made so far, for progress */
-    uint32_t nused;
-    am_dest_t **replying; /* with completions gathered */
-    uint32_t nreplying;
-    am_lblock_t **lout; /* local bypass: open block per local
-                           destination thread */
-    am_lblock_t **lcur; /* local bypass: block being run, per
-                           local source thread */
-    bool lpending;      /* some open block holds records */
-    am_cursor_t *cur;   /* append cursor per destination */
-    rv_tid_t *copen;    /* destinations whose cursor was opened
-                           since am_cursors_seal */
-    uint32_t ncopen;
-    am_lblock_t *lspare[8]; /* consumed blocks kept for reuse */
-    unsigned nlspare;
-    /* completions of local calls, owed to one synchronizer and made at
-     * once (am_owed_flush) */
-    rv_sync_t *owed;
-    long nowed;
-    uint32_t srcs_busy; /* sources with queued runs */
-    am_src_t **srcs;    /* per source, on first use */
-    am_iring_t **rings; /* incoming rings, scanned in progress */
-    uint32_t nrings;
+    am_send_t send;
+    am_recv_t recv;
+    am_local_t local;
     rv_mem_chunk_allocator_t *ring_chunks; /* am.chunk_bytes chunks */
     rv_mem_chunk_allocator_t *own_chunks;  /* memory.chunk chunks */
     rv_mem_general_t *gen;                 /* batch buffers, control words */
-    am_buf_t *free_bufs;
-    size_t buf_bytes;                    /* size of one batch buffer */
-    size_t max_record;                   /* largest ring record */
-    size_t run_max;                      /* largest run of records */
-    const rv_handler_info_t *last_entry; /* the last call handler run */
-    size_t trad_limit;   /* trad: bytes waiting before on_full */
-    unsigned busy;       /* inside the progress hook */
-    unsigned depth;      /* call handlers running (nested) */
-    uint64_t calls_done; /* calls run or dropped here (rv_quiesce) */
-    bool idle_flush;     /* trad batches waiting for idleness */
-    bool streaming;      /* in am_stream_progress */
+    unsigned busy;                         /* inside the progress hook */
+    bool streaming;                        /* in am_stream_progress */
     rv_am_stats_t stats;
     /* am.routing (am_route.c) */
-    uint32_t host_index;     /* host: this worker's place among its host's */
-    uint32_t grid_cols;      /* twohop: columns of the grid of processes */
-    uint32_t grid_procs;     /* twohop: the processes on the grid */
-    uint64_t routed_made;    /* calls forwarded, and routed answers made:
-                                made by this worker for rv_quiesce */
-    bool warned_route;       /* a routed call naming no worker was dropped */
-    uint32_t buffered_dests; /* destinations that had a batch buffer */
-    uint64_t bufs_made;      /* batch buffers allocated (never freed before
-                                the end: the most ever held) */
-    am_pend_t *pend;         /* calls to other processes awaiting answers */
-    uint32_t npend, pend_free;
+    uint32_t host_index;  /* host: this worker's place among its host's */
+    uint32_t grid_cols;   /* twohop: columns of the grid of processes */
+    uint32_t grid_procs;  /* twohop: the processes on the grid */
+    uint64_t routed_made; /* calls forwarded, and routed answers made:
+                             made by this worker for rv_quiesce */
+    bool warned_route;    /* a routed call naming no worker was dropped */
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
     struct cds_wfcq_tail outbox_tail;
@@ -401,7 +418,7 @@ am_proc_t *am_proc(rv_context_t *ctx);
  * wait in their source's queue, in order. */
 static inline bool am_may_run(const am_worker_t *aw)
 {
-    return aw->depth < (unsigned)aw->cfg->max_nesting;
+    return aw->recv.depth < (unsigned)aw->cfg->max_nesting;
 }
 
 /* Whether the caller runs inside progress (a handler): then nothing it
@@ -428,10 +445,10 @@ static inline void am_stream_progress(am_worker_t *aw)
 /* Completes what is owed to the synchronizer of local calls. */
 static inline void am_owed_flush(am_worker_t *aw)
 {
-    if (aw->nowed > 0)
-        rv_sync_complete_n(aw->owed, aw->nowed, RV_OK);
-    aw->nowed = 0;
-    aw->owed = NULL;
+    if (aw->local.nowed > 0)
+        rv_sync_complete_n(aw->local.owed, aw->local.nowed, RV_OK);
+    aw->local.nowed = 0;
+    aw->local.owed = NULL;
 }
 
 /* A local call for synchronizer @p s ran: its completion is made with
@@ -440,10 +457,10 @@ static inline void am_owed_flush(am_worker_t *aw)
  * or this one waiting further out). */
 static inline void am_owe(am_worker_t *aw, rv_sync_t *s)
 {
-    if (aw->owed != s)
+    if (aw->local.owed != s)
         am_owed_flush(aw);
-    aw->owed = s;
-    aw->nowed++;
+    aw->local.owed = s;
+    aw->local.nowed++;
 }
 
 /* Runs the handler @p ae of a plain call (no result to build, buffer to
@@ -453,10 +470,10 @@ static inline void am_call_handler(am_worker_t *aw, const am_entry_t *ae,
 {
     aw->stats.calls_received++;
     aw->stats.bytes_received += call->args_len;
-    if (++aw->depth > aw->stats.max_nesting)
-        aw->stats.max_nesting = aw->depth;
+    if (++aw->recv.depth > aw->stats.max_nesting)
+        aw->stats.max_nesting = aw->recv.depth;
     rv_status_t st = ae->fn(aw->w, call, ae->arg);
-    aw->depth--;
+    aw->recv.depth--;
     if (st < 0)
         rv_warn("a call handler returned %s", rv_status_str(st));
 }
@@ -528,7 +545,7 @@ rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg);
 
 rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
                      const void *ret);
-/* The same, @p d being aw->dests[dest] as the caller last saw it (NULL
+/* The same, @p d being aw->send.dests[dest] as the caller last saw it (NULL
  * when not made yet): a run of answers looks it up once. */
 rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
                         const am_done_t *done, const void *ret);
@@ -565,12 +582,12 @@ uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size);
  * @p dst; NULL when out of memory. */
 static inline uint8_t *am_local_reserve(am_worker_t *aw, int dst, size_t size)
 {
-    am_lblock_t *b = aw->lout[dst];
+    am_lblock_t *b = aw->local.lout[dst];
     if (b == NULL || b->tail + size > b->cap)
         return am_local_reserve_new(aw, dst, size);
     uint8_t *at = b->data + b->tail;
     b->tail += size;
-    aw->lpending = true;
+    aw->local.lpending = true;
     return at;
 }
 /* Appends a plain call (no header) to local thread @p dst, sharing the

@@ -56,8 +56,8 @@ static unsigned am_progress(rv_worker_t *w)
     am_worker_t *aw = am_of(w);
     unsigned n = am_local_poll(aw) + am_service_poll(aw);
     n += am_ring_progress(aw);
-    for (rv_tid_t t = 0; aw->srcs_busy > 0 && t < aw->nworkers; t++) {
-        am_src_t *s = aw->srcs[t];
+    for (rv_tid_t t = 0; aw->recv.srcs_busy > 0 && t < aw->nworkers; t++) {
+        am_src_t *s = aw->recv.srcs[t];
         if (s != NULL && s->head != NULL)
             n += am_src_drain(aw, s, t);
     }
@@ -65,12 +65,12 @@ static unsigned am_progress(rv_worker_t *w)
      * full, or when the worker has nothing else to do. */
     am_cursors_seal(aw);
     bool trad = aw->cfg->aggregation == RV_AGG_TRAD;
-    bool flush_trad = trad && aw->idle_flush && !aw->streaming && n == 0 &&
+    bool flush_trad = trad && aw->send.idle_flush && !aw->streaming && n == 0 &&
                       rv_worker_idle_polls(w) > 0;
     if (flush_trad)
-        aw->idle_flush = false;
-    for (uint32_t i = 0; i < aw->nused; i++) {
-        am_dest_t *d = aw->used[i];
+        aw->send.idle_flush = false;
+    for (uint32_t i = 0; i < aw->send.nused; i++) {
+        am_dest_t *d = aw->send.used[i];
         if (d->bufs == NULL)
             continue;
         if (flush_trad)
@@ -118,17 +118,17 @@ static void worker_sizes(am_worker_t *aw, size_t ring_chunk)
 {
     const rv_am_config_t *cfg = aw->cfg;
     uint64_t chunk = rv_core_config(rv_context_config(aw->ctx))->memory.chunk;
-    aw->buf_bytes = AM_BUF_FLUSHES * cfg->flush_bytes;
-    if (aw->buf_bytes < AM_BUF_MIN_BYTES)
-        aw->buf_bytes = AM_BUF_MIN_BYTES;
-    if (aw->buf_bytes > chunk)
-        aw->buf_bytes = chunk;
-    aw->max_record = ring_chunk - am_rec_size(8); /* room to rotate */
-    aw->run_max = am_run_max(aw);
+    aw->send.buf_bytes = AM_BUF_FLUSHES * cfg->flush_bytes;
+    if (aw->send.buf_bytes < AM_BUF_MIN_BYTES)
+        aw->send.buf_bytes = AM_BUF_MIN_BYTES;
+    if (aw->send.buf_bytes > chunk)
+        aw->send.buf_bytes = chunk;
+    aw->send.max_record = ring_chunk - am_rec_size(8); /* room to rotate */
+    aw->send.run_max = am_run_max(aw);
     /* trad: what may wait for a full ring before am.on_full applies */
-    aw->trad_limit = cfg->ovfl_limit > 2 * cfg->flush_bytes
-                         ? cfg->ovfl_limit
-                         : 2 * cfg->flush_bytes;
+    aw->send.trad_limit = cfg->ovfl_limit > 2 * cfg->flush_bytes
+                              ? cfg->ovfl_limit
+                              : 2 * cfg->flush_bytes;
 }
 
 static void worker_free(am_worker_t *aw)
@@ -139,14 +139,14 @@ static void worker_free(am_worker_t *aw)
         rv_mem_chunk_allocator_destroy(aw->own_chunks);
     if (aw->ring_chunks)
         rv_mem_chunk_allocator_destroy(aw->ring_chunks);
-    free(aw->dests);
-    free(aw->chans);
-    free(aw->used);
-    free(aw->replying);
-    free(aw->lout);
-    free(aw->lcur);
-    free(aw->srcs);
-    free(aw->rings);
+    free(aw->send.dests);
+    free(aw->send.chans);
+    free(aw->send.used);
+    free(aw->send.replying);
+    free(aw->local.lout);
+    free(aw->local.lcur);
+    free(aw->recv.srcs);
+    free(aw->recv.rings);
     am_cursors_fini(aw);
     free(aw);
 }
@@ -159,7 +159,7 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         return RV_ERR_NO_MEMORY;
     aw->w = w;
     aw->ctx = ctx;
-    aw->pend_free = UINT32_MAX; /* no slot yet (am_pend.c) */
+    aw->send.pend_free = UINT32_MAX; /* no slot yet (am_pend.c) */
     aw->cfg = am_config(ctx);
     aw->proc = rv_layer_context(ctx, am_slot);
     aw->me = rv_worker_tid(w);
@@ -167,17 +167,18 @@ static rv_status_t am_worker_start(rv_worker_t *w)
     aw->rank = rv_rank(ctx);
     aw->threads = rv_threads(ctx);
     aw->first_local = (rv_tid_t)(aw->rank * aw->threads);
-    aw->dests = calloc(aw->nworkers, sizeof(*aw->dests));
-    aw->chans = calloc(aw->nworkers, sizeof(*aw->chans));
-    aw->srcs = calloc(aw->nworkers, sizeof(*aw->srcs));
-    aw->used = calloc(aw->nworkers, sizeof(*aw->used));
-    aw->replying = calloc(aw->nworkers, sizeof(*aw->replying));
-    aw->lout = calloc((size_t)aw->threads, sizeof(*aw->lout));
-    aw->lcur = calloc((size_t)aw->threads, sizeof(*aw->lcur));
-    aw->rings = calloc(aw->nworkers, sizeof(*aw->rings));
-    if (aw->dests == NULL || aw->chans == NULL || aw->srcs == NULL ||
-        aw->rings == NULL || aw->used == NULL || aw->replying == NULL ||
-        aw->lout == NULL || aw->lcur == NULL)
+    aw->send.dests = calloc(aw->nworkers, sizeof(*aw->send.dests));
+    aw->send.chans = calloc(aw->nworkers, sizeof(*aw->send.chans));
+    aw->recv.srcs = calloc(aw->nworkers, sizeof(*aw->recv.srcs));
+    aw->send.used = calloc(aw->nworkers, sizeof(*aw->send.used));
+    aw->send.replying = calloc(aw->nworkers, sizeof(*aw->send.replying));
+    aw->local.lout = calloc((size_t)aw->threads, sizeof(*aw->local.lout));
+    aw->local.lcur = calloc((size_t)aw->threads, sizeof(*aw->local.lcur));
+    aw->recv.rings = calloc(aw->nworkers, sizeof(*aw->recv.rings));
+    if (aw->send.dests == NULL || aw->send.chans == NULL ||
+        aw->recv.srcs == NULL || aw->recv.rings == NULL ||
+        aw->send.used == NULL || aw->send.replying == NULL ||
+        aw->local.lout == NULL || aw->local.lcur == NULL)
         goto err_free;
     size_t ring_chunk =
         (aw->cfg->chunk_bytes + AM_PAGE - 1) & ~(size_t)(AM_PAGE - 1);
@@ -206,7 +207,7 @@ err_free:
 static bool am_busy(am_worker_t *aw)
 {
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
+        am_dest_t *d = aw->send.dests[t];
         for (am_buf_t *b = d ? d->bufs : NULL; b != NULL; b = b->next)
             if (b->inflight > 0)
                 return true;
@@ -295,11 +296,12 @@ static void print_stats(am_worker_t *aw)
         return;
     am_stats_line_t l = {.s = aw->stats,
                          .routed_made = aw->routed_made,
-                         .batch_dests = aw->buffered_dests,
-                         .batch_buffer_bytes = aw->bufs_made * aw->buf_bytes};
+                         .batch_dests = aw->send.buffered_dests,
+                         .batch_buffer_bytes =
+                             aw->send.bufs_made * aw->send.buf_bytes};
     /* The batch buffers are kept for reuse once made: the most held. */
-    for (uint32_t i = 0; i < aw->nused; i++)
-        l.reply_buffer_bytes += aw->used[i]->rcap;
+    for (uint32_t i = 0; i < aw->send.nused; i++)
+        l.reply_buffer_bytes += aw->send.used[i]->rcap;
     rv_stats_print(mode, &am_stats_table, aw->rank, aw->me, &l);
 }
 
@@ -314,7 +316,7 @@ static void am_worker_stop(rv_worker_t *w)
     am_pend_fini(aw);
     am_local_fini(aw);
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
+        am_dest_t *d = aw->send.dests[t];
         if (d != NULL) {
             for (am_buf_t *b = d->bufs, *nb; b != NULL; b = nb) {
                 nb = b->next;
@@ -322,7 +324,7 @@ static void am_worker_stop(rv_worker_t *w)
             }
             free(d);
         }
-        am_src_t *s = aw->srcs[t];
+        am_src_t *s = aw->recv.srcs[t];
         if (s != NULL) {
             for (am_run_t *r = s->head, *nr; r != NULL; r = nr) {
                 nr = r->next;
@@ -337,7 +339,7 @@ static void am_worker_stop(rv_worker_t *w)
             free(s);
         }
     }
-    for (am_buf_t *b = aw->free_bufs, *nb; b != NULL; b = nb) {
+    for (am_buf_t *b = aw->send.free_bufs, *nb; b != NULL; b = nb) {
         nb = b->next;
         free(b);
     }

@@ -28,8 +28,8 @@
 static void local_publish(am_worker_t *aw, int dst)
 {
     am_cursor_seal(aw, aw->first_local + (rv_tid_t)dst);
-    am_lblock_t *b = aw->lout[dst];
-    aw->lout[dst] = NULL;
+    am_lblock_t *b = aw->local.lout[dst];
+    aw->local.lout[dst] = NULL;
     cds_wfcq_node_init(&b->node);
     am_lqueue_t *q = am_lqueue(aw, dst, rv_worker_local(aw->w));
     RV_TSAN_RELEASE(b);
@@ -38,28 +38,28 @@ static void local_publish(am_worker_t *aw, int dst)
 
 uint8_t *am_local_reserve_new(am_worker_t *aw, int dst, size_t size)
 {
-    if (aw->lout[dst] != NULL) {
+    if (aw->local.lout[dst] != NULL) {
         local_publish(aw, dst);
         /* A full block: the worker progresses once (am_stream_progress).
          * Its handlers' calls may open a block to @p dst meanwhile: the
          * call goes behind them. */
         am_stream_progress(aw);
-        if (aw->lout[dst] != NULL)
+        if (aw->local.lout[dst] != NULL)
             return am_local_reserve(aw, dst, size);
     }
     size_t cap = size > AM_LBLOCK_BYTES ? size : AM_LBLOCK_BYTES;
-    am_lblock_t *b = cap == AM_LBLOCK_BYTES && aw->nlspare > 0
-                         ? aw->lspare[--aw->nlspare]
+    am_lblock_t *b = cap == AM_LBLOCK_BYTES && aw->local.nlspare > 0
+                         ? aw->local.lspare[--aw->local.nlspare]
                          : malloc(sizeof(*b) + cap);
     if (b == NULL)
         return NULL;
     b->tail = 0;
     b->cap = cap;
     b->run_at = SIZE_MAX;
-    aw->lout[dst] = b;
+    aw->local.lout[dst] = b;
     uint8_t *at = b->data + b->tail;
     b->tail += size;
-    aw->lpending = true;
+    aw->local.lpending = true;
     return at;
 }
 
@@ -70,7 +70,7 @@ bool am_local_call(am_worker_t *aw, int dst, const am_elem_t *e)
      * 8 bytes per 8-byte call. */
     size_t stride = am_elem_stride(e->kind, e->alen);
     am_cursor_seal(aw, aw->first_local + (rv_tid_t)dst);
-    am_lblock_t *b = aw->lout[dst];
+    am_lblock_t *b = aw->local.lout[dst];
     if (b != NULL && b->run_at != SIZE_MAX && b->tail + stride <= b->cap) {
         am_rec_t rec;
         memcpy(&rec, b->data + b->run_at, sizeof(rec));
@@ -89,18 +89,18 @@ bool am_local_call(am_worker_t *aw, int dst, const am_elem_t *e)
     am_rec_t rec = am_elem_rec(e, stride);
     memcpy(at, &rec, sizeof(rec));
     am_elem_write(at + sizeof(rec), e, stride);
-    b = aw->lout[dst];
+    b = aw->local.lout[dst];
     b->run_at = (size_t)(at - b->data);
     return true;
 }
 
 void am_local_flush(am_worker_t *aw)
 {
-    if (!aw->lpending)
+    if (!aw->local.lpending)
         return;
-    aw->lpending = false;
+    aw->local.lpending = false;
     for (int t = 0; t < aw->threads; t++)
-        if (aw->lout[t] != NULL)
+        if (aw->local.lout[t] != NULL)
             local_publish(aw, t);
 }
 
@@ -109,9 +109,9 @@ void am_local_flush(am_worker_t *aw)
  * afresh from the allocator. */
 static void block_free(am_worker_t *aw, am_lblock_t *b)
 {
-    size_t most = sizeof(aw->lspare) / sizeof(aw->lspare[0]);
-    if (b->cap == AM_LBLOCK_BYTES && aw->nlspare < most)
-        aw->lspare[aw->nlspare++] = b;
+    size_t most = sizeof(aw->local.lspare) / sizeof(aw->local.lspare[0]);
+    if (b->cap == AM_LBLOCK_BYTES && aw->local.nlspare < most)
+        aw->local.lspare[aw->local.nlspare++] = b;
     else
         free(b);
 }
@@ -123,13 +123,13 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
     unsigned n = 0;
     rv_tid_t src = aw->first_local + (rv_tid_t)s;
     for (;;) {
-        am_lblock_t *b = aw->lcur[s];
+        am_lblock_t *b = aw->local.lcur[s];
         if (b == NULL) {
             struct cds_wfcq_node *node =
                 __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail);
             if (node == NULL || node == CDS_WFCQ_WOULDBLOCK)
                 return n;
-            b = aw->lcur[s] = caa_container_of(node, am_lblock_t, node);
+            b = aw->local.lcur[s] = caa_container_of(node, am_lblock_t, node);
             RV_TSAN_ACQUIRE(b);
             b->run = (am_run_t){
                 .cur = {.p = b->data, .end = b->data + b->tail, .local = true}};
@@ -161,8 +161,8 @@ static unsigned local_run(am_worker_t *aw, int s, am_lqueue_t *q)
         /* Consumed. A frame further out that still runs one of its calls
          * frees it when that call returns (it finds it consumed and no
          * longer current). */
-        if (aw->lcur[s] == b)
-            aw->lcur[s] = NULL;
+        if (aw->local.lcur[s] == b)
+            aw->local.lcur[s] = NULL;
         if (b->run.refs == 0)
             block_free(aw, b);
     }
@@ -180,12 +180,12 @@ unsigned am_local_poll(am_worker_t *aw)
 
 void am_local_fini(am_worker_t *aw)
 {
-    for (int t = 0; aw->lout != NULL && t < aw->threads; t++)
-        free(aw->lout[t]);
-    for (int t = 0; aw->lcur != NULL && t < aw->threads; t++)
-        free(aw->lcur[t]);
-    while (aw->nlspare > 0)
-        free(aw->lspare[--aw->nlspare]);
+    for (int t = 0; aw->local.lout != NULL && t < aw->threads; t++)
+        free(aw->local.lout[t]);
+    for (int t = 0; aw->local.lcur != NULL && t < aw->threads; t++)
+        free(aw->local.lcur[t]);
+    while (aw->local.nlspare > 0)
+        free(aw->local.lspare[--aw->local.nlspare]);
 }
 
 void am_local_drop(am_proc_t *proc)

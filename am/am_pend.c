@@ -31,18 +31,18 @@
 
 static bool pend_grow(am_worker_t *aw)
 {
-    uint32_t cap = aw->npend ? 2 * aw->npend : AM_PEND_FIRST;
-    if (cap <= aw->npend)
+    uint32_t cap = aw->send.npend ? 2 * aw->send.npend : AM_PEND_FIRST;
+    if (cap <= aw->send.npend)
         return false; /* 2^32 calls in flight */
-    am_pend_t *grown = realloc(aw->pend, cap * sizeof(*grown));
+    am_pend_t *grown = realloc(aw->send.pend, cap * sizeof(*grown));
     if (grown == NULL)
         return false;
-    for (uint32_t i = aw->npend; i < cap; i++)
-        grown[i] =
-            (am_pend_t){.gen = 1, .next = i + 1 < cap ? i + 1 : aw->pend_free};
-    aw->pend_free = aw->npend;
-    aw->pend = grown;
-    aw->npend = cap;
+    for (uint32_t i = aw->send.npend; i < cap; i++)
+        grown[i] = (am_pend_t){
+            .gen = 1, .next = i + 1 < cap ? i + 1 : aw->send.pend_free};
+    aw->send.pend_free = aw->send.npend;
+    aw->send.pend = grown;
+    aw->send.npend = cap;
     return true;
 }
 
@@ -57,13 +57,13 @@ uint64_t am_pend_add_slow(am_worker_t *aw, rv_sync_t *sync, void *ret,
 void am_pend_cancel(am_worker_t *aw, uint64_t token)
 {
     uint32_t i = (uint32_t)token;
-    if (token == 0 || i >= aw->npend)
+    if (token == 0 || i >= aw->send.npend)
         return;
-    am_pend_t *p = &aw->pend[i];
+    am_pend_t *p = &aw->send.pend[i];
     p->answers = 0;
     p->gen++;
-    p->next = aw->pend_free;
-    aw->pend_free = i;
+    p->next = aw->send.pend_free;
+    aw->send.pend_free = i;
 }
 
 /* Counts and logs (once per source) an answer that names no call of
@@ -86,7 +86,7 @@ rv_sync_t *am_pend_refuse(am_worker_t *aw, rv_tid_t src, uint64_t token,
                           uint32_t ret_len)
 {
     uint32_t i = (uint32_t)token;
-    const am_pend_t *p = i < aw->npend ? &aw->pend[i] : NULL;
+    const am_pend_t *p = i < aw->send.npend ? &aw->send.pend[i] : NULL;
     const char *why;
     if (p == NULL || p->answers <= 0 || p->gen != (uint32_t)(token >> 32))
         why = "no such call awaits an answer (forged, stale or repeated)";
@@ -102,8 +102,8 @@ rv_sync_t *am_pend_refuse(am_worker_t *aw, rv_tid_t src, uint64_t token,
 
 void am_pend_fini(am_worker_t *aw)
 {
-    free(aw->pend);
-    aw->pend = NULL;
-    aw->npend = 0;
-    aw->pend_free = AM_PEND_NONE;
+    free(aw->send.pend);
+    aw->send.pend = NULL;
+    aw->send.npend = 0;
+    aw->send.pend_free = AM_PEND_NONE;
 }

@@ -28,11 +28,11 @@ static inline uint64_t am_pend_add(am_worker_t *aw, rv_sync_t *sync, void *ret,
                                    uint32_t ret_len, rv_tid_t dest,
                                    long answers)
 {
-    uint32_t i = aw->pend_free;
+    uint32_t i = aw->send.pend_free;
     if (i == UINT32_MAX)
         return am_pend_add_slow(aw, sync, ret, ret_len, dest, answers);
-    am_pend_t *p = &aw->pend[i];
-    aw->pend_free = p->next;
+    am_pend_t *p = &aw->send.pend[i];
+    aw->send.pend_free = p->next;
     *p = (am_pend_t){.sync = sync,
                      .ret = ret,
                      .ret_len = ret_len,
@@ -48,9 +48,9 @@ static inline rv_sync_t *am_pend_answer(am_worker_t *aw, rv_tid_t src,
                                         const void *result)
 {
     uint32_t i = (uint32_t)token;
-    if (i >= aw->npend)
+    if (i >= aw->send.npend)
         return am_pend_refuse(aw, src, token, ret_len);
-    am_pend_t *p = &aw->pend[i];
+    am_pend_t *p = &aw->send.pend[i];
     if (p->answers <= 0 || p->gen != (uint32_t)(token >> 32) ||
         (p->dest != src && p->dest != RV_TID_ALL) || ret_len > p->ret_len)
         return am_pend_refuse(aw, src, token, ret_len);
@@ -61,8 +61,8 @@ static inline rv_sync_t *am_pend_answer(am_worker_t *aw, rv_tid_t src,
     rv_sync_t *sync = p->sync;
     if (--p->answers == 0) {
         p->gen++;
-        p->next = aw->pend_free;
-        aw->pend_free = i;
+        p->next = aw->send.pend_free;
+        aw->send.pend_free = i;
     }
     return sync;
 }

@@ -43,7 +43,7 @@ rv_status_t rv_quiesce(rv_worker_t *w)
         const rv_am_stats_t *s = &aw->stats;
         uint64_t mine[2] = {s->calls_sent + s->broadcasts_forwarded +
                                 aw->routed_made - s->calls_lost,
-                            aw->calls_done};
+                            aw->recv.calls_done};
         uint64_t sum[2];
         st = rv_allreduce(w, mine, sum, 2, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)

@@ -47,8 +47,8 @@ static void reply_push(am_worker_t *aw, am_dest_t *d)
 
 void am_reply_flush(am_worker_t *aw)
 {
-    while (aw->nreplying > 0) {
-        am_dest_t *d = aw->replying[--aw->nreplying];
+    while (aw->send.nreplying > 0) {
+        am_dest_t *d = aw->send.replying[--aw->send.nreplying];
         d->rlisted = false;
         reply_push(aw, d);
     }
@@ -73,7 +73,7 @@ static bool reply_room(am_dest_t *d, size_t size)
 rv_status_t am_reply(am_worker_t *aw, rv_tid_t dest, const am_done_t *done,
                      const void *ret)
 {
-    return am_reply_to(aw, dest, aw->dests[dest], done, ret);
+    return am_reply_to(aw, dest, aw->send.dests[dest], done, ret);
 }
 
 rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
@@ -115,7 +115,7 @@ rv_status_t am_reply_to(am_worker_t *aw, rv_tid_t dest, am_dest_t *d,
         reply_push(aw, d);
     } else if (!d->rlisted) {
         d->rlisted = true;
-        aw->replying[aw->nreplying++] = d;
+        aw->send.replying[aw->send.nreplying++] = d;
     }
     return RV_OK;
 }
@@ -192,12 +192,12 @@ rv_status_t am_on_dones(rv_worker_t *w, rv_msg_t *msg, void *arg)
 void am_reply_fini(am_worker_t *aw)
 {
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
+        am_dest_t *d = aw->send.dests[t];
         if (d != NULL) {
             free(d->rbuf);
             d->rbuf = NULL;
             d->rlen = d->rcap = 0;
         }
     }
-    aw->nreplying = 0;
+    aw->send.nreplying = 0;
 }

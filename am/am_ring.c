@@ -294,7 +294,7 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     rv_status_t st = ring_ready(aw, d);
     if (st != RV_OK)
         return st;
-    if (len > aw->max_record)
+    if (len > aw->send.max_record)
         return RV_ERR_INVALID;
     am_ochunk_t *ch = &r->chunks[r->cur];
     if (r->pos + len + AM_ROT_SIZE > ch->len) {
@@ -560,7 +560,7 @@ static int ring_step(am_worker_t *aw, am_iring_t *r, am_src_t *s)
 static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
 {
     unsigned n = 0;
-    am_src_t *s = aw->srcs[r->src];
+    am_src_t *s = aw->recv.srcs[r->src];
     while (n < POLL_BUDGET && r->nchunks > 0 && !r->stopped &&
            !(s != NULL && s->fetching) && am_may_run(aw)) {
         if (am_run_more(&r->batch)) {
@@ -581,18 +581,18 @@ static unsigned ring_poll(am_worker_t *aw, am_iring_t *r)
 unsigned am_ring_progress(am_worker_t *aw)
 {
     unsigned n = 0;
-    for (uint32_t i = 0; i < aw->nrings; i++)
-        n += ring_poll(aw, aw->rings[i]);
-    for (uint32_t i = 0; i < aw->nused; i++)
-        if (aw->used[i]->ring.state == RING_READY)
-            n += notes_poll(aw->used[i]);
+    for (uint32_t i = 0; i < aw->recv.nrings; i++)
+        n += ring_poll(aw, aw->recv.rings[i]);
+    for (uint32_t i = 0; i < aw->send.nused; i++)
+        if (aw->send.used[i]->ring.state == RING_READY)
+            n += notes_poll(aw->send.used[i]);
     return n;
 }
 
 void am_ring_fini(am_worker_t *aw)
 {
     for (rv_tid_t t = 0; t < aw->nworkers; t++) {
-        am_dest_t *d = aw->dests[t];
+        am_dest_t *d = aw->send.dests[t];
         if (d == NULL)
             continue;
         am_oring_t *r = &d->ring;
@@ -606,8 +606,8 @@ void am_ring_fini(am_worker_t *aw)
         if (r->ctrl != NULL)
             rv_mem_general_free(aw->gen, r->ctrl);
     }
-    for (uint32_t i = 0; i < aw->nrings; i++) {
-        am_iring_t *r = aw->rings[i];
+    for (uint32_t i = 0; i < aw->recv.nrings; i++) {
+        am_iring_t *r = aw->recv.rings[i];
         for (uint32_t j = 0; j < r->nchunks; j++)
             rv_mem_chunk_free(aw->ring_chunks, r->chunks[j].chunk);
         for (uint32_t j = 0; j < r->npending; j++)
@@ -618,13 +618,13 @@ void am_ring_fini(am_worker_t *aw)
         free(r->pending);
         free(r);
     }
-    aw->nrings = 0;
+    aw->recv.nrings = 0;
 }
 
 bool am_ring_busy(am_worker_t *aw)
 {
-    for (uint32_t i = 0; i < aw->nrings; i++)
-        if (aw->rings[i]->push_busy || aw->rings[i]->push_due)
+    for (uint32_t i = 0; i < aw->recv.nrings; i++)
+        if (aw->recv.rings[i]->push_busy || aw->recv.rings[i]->push_due)
             return true;
     return false;
 }

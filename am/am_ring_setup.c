@@ -97,7 +97,7 @@ static void ring_alloc(am_sjob_t *job)
 static void ring_grant(am_sjob_t *job)
 {
     am_worker_t *aw = job->aw;
-    am_iring_t *r = aw->srcs[job->src]->ring;
+    am_iring_t *r = aw->recv.srcs[job->src]->ring;
     ring_rep_t rep = {.first = job->first, .nonce = r->nonce};
     am_ichunk_t **list = job->first ? &r->chunks : &r->pending;
     uint32_t *count = job->first ? &r->nchunks : &r->npending;
@@ -163,7 +163,7 @@ static am_iring_t *ring_in_new(am_worker_t *aw, am_src_t *s,
         return NULL;
     }
     s->ring = r;
-    aw->rings[aw->nrings++] = r;
+    aw->recv.rings[aw->recv.nrings++] = r;
     return r;
 }
 

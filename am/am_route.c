@@ -162,7 +162,7 @@ bool am_route_put(am_worker_t *aw, rv_tid_t hop, const am_elem_t *e)
     int local = am_local_thread(aw, hop);
     if (local >= 0)
         return am_local_call(aw, local, e);
-    am_dest_t *d = aw->dests[hop];
+    am_dest_t *d = aw->send.dests[hop];
     if (d == NULL && (d = am_dest(aw, hop)) == NULL)
         return false;
     /* Calls appended to hop's open run by the cursor are sealed first. */
@@ -226,12 +226,12 @@ static am_elem_t run_elem(const am_run_t *r, const uint8_t *p,
  * (am_run_call then drops the call, saying why). */
 static const am_entry_t *run_entry(am_worker_t *aw, const am_run_t *r)
 {
-    const rv_handler_info_t *e = aw->last_entry;
+    const rv_handler_info_t *e = aw->recv.last_entry;
     if (e == NULL || e->id != r->cur.rh) {
         e = rv_handler_find(aw->ctx, r->cur.rh);
         if (e == NULL || e->fn != am_trampoline)
             return NULL;
-        aw->last_entry = e;
+        aw->recv.last_entry = e;
     }
     return e->arg;
 }
@@ -269,7 +269,7 @@ unsigned am_route_run(am_worker_t *aw, am_run_t *r)
                               .args_len = r->cur.ralen};
             am_call_handler(aw, ae, &call);
         }
-        aw->calls_done++;
+        aw->recv.calls_done++;
         n++;
     }
     r->refs--;

@@ -68,8 +68,8 @@
 #include <string.h>
 
 #include "am_internal.h"
-#include "rv_am_ext.h"
 #include "fuzz.h"
+#include "rv_am_ext.h"
 #include "rv_core.h"
 
 #define NPROCS 2
@@ -78,9 +78,9 @@
 #define ME 0  /* the receiving worker */
 #define SRC 2 /* the producer, a worker of the other process */
 #define MAX_CHUNKS (4 + 3)
-#define MAX_PENDING 64 /* transport completions held at once */
-#define MAX_NEST 2     /* progress re-entered from handlers */
-#define BODY_MAX 4096  /* bytes of one record's body */
+#define MAX_PENDING 64     /* transport completions held at once */
+#define MAX_NEST 2         /* progress re-entered from handlers */
+#define BODY_MAX 4096      /* bytes of one record's body */
 #define EXPOSED_BYTES 4096 /* memory extended calls may name */
 
 /* A remote key: the region the owner registered, which a put must stay
@@ -96,7 +96,7 @@ static rv_core_config_t core;
 static rv_transport_ops_t ops;
 static rv_handler_id_t call_id, progress_id, none_id;
 static int progress_tag; /* the argument of the handler that progresses */
-static uint8_t *exposed;  /* EXPOSED_BYTES of it */
+static uint8_t *exposed; /* EXPOSED_BYTES of it */
 static int hook_id;
 static volatile uint64_t sink;
 
@@ -195,7 +195,7 @@ static unsigned progress(void)
     t_complete();
     w.progress_depth++;
     n += am_ring_progress(&aw);
-    for (rv_tid_t t = 0; aw.srcs_busy > 0 && t < NWORKERS; t++)
+    for (rv_tid_t t = 0; aw.recv.srcs_busy > 0 && t < NWORKERS; t++)
         if (srcs[t] != NULL && srcs[t]->head != NULL)
             n += am_src_drain(&aw, srcs[t], t);
     am_reply_flush(&aw);
@@ -518,13 +518,13 @@ static void setup(fuzz_in_t *in)
     aw.me = ME;
     aw.nworkers = NWORKERS;
     aw.threads = NTHREADS;
-    aw.dests = dests;
-    aw.used = used;
-    aw.replying = replying;
-    aw.srcs = srcs;
-    aw.rings = rings;
-    aw.nrings = 1;
-    aw.max_record = chunk - am_rec_size(8);
+    aw.send.dests = dests;
+    aw.send.used = used;
+    aw.send.replying = replying;
+    aw.recv.srcs = srcs;
+    aw.recv.rings = rings;
+    aw.recv.nrings = 1;
+    aw.send.max_record = chunk - am_rec_size(8);
 
     nmem = nring + nspare;
     for (unsigned i = 0; i < nmem; i++) {

@@ -66,7 +66,7 @@ static rv_handler_id_t victim_id, addr_id, long_id;
 static _Alignas(16) uint64_t canary[4]; /* the target's, not registered */
 static atomic_int victim_runs, good_runs, long_runs;
 static _Atomic uint64_t target_canary; /* the target's &canary, at rank 0 */
-static rv_object_id_t obj_id;           /* the store's part */
+static rv_object_id_t obj_id;          /* the store's part */
 static atomic_int obj_sealed, store_done;
 
 static rv_status_t on_victim(rv_worker_t *w, rv_call_t *call, void *arg)
@@ -100,12 +100,12 @@ static rv_status_t on_addr(rv_worker_t *w, rv_call_t *call, void *arg)
  * buffer bytes, as the unaggregated send path carries a call. */
 static void forge(rv_worker_t *w, rv_tid_t dest, am_hdr_t h, size_t n)
 {
-    uint8_t body[16] = {'F', 'O', 'R', 'G', 'E', 'D', 0, 0, 0xee, 0xee,
-                        0xee, 0xee, 0xee, 0xee, 0xee, 0xee};
+    uint8_t body[16] = {'F',  'O',  'R',  'G',  'E',  'D',  0,    0,
+                        0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee};
     struct iovec iov = {.iov_base = body, .iov_len = 8 + n};
     h.args_len = 8;
-    EXPECT(rv_send_raw(w, dest, victim_id, &h, sizeof(h), &iov, 1,
-                       RV_SEND_COPY, NULL, NULL) == RV_OK,
+    EXPECT(rv_send_raw(w, dest, victim_id, &h, sizeof(h), &iov, 1, RV_SEND_COPY,
+                       NULL, NULL) == RV_OK,
            "forged send");
 }
 
@@ -125,8 +125,8 @@ static void forge_routed(rv_worker_t *w, rv_tid_t dest, uint32_t dst,
     memcpy(batch + sizeof(rec), route, sizeof(route));
     memcpy(batch + sizeof(rec) + sizeof(route), "FORGED!", 8);
     struct iovec iov = {.iov_base = batch, .iov_len = sizeof(batch)};
-    EXPECT(rv_send_raw(w, dest, rv_handler_id("rivet.am.batch"), NULL, 0,
-                       &iov, 1, RV_SEND_COPY, NULL, NULL) == RV_OK,
+    EXPECT(rv_send_raw(w, dest, rv_handler_id("rivet.am.batch"), NULL, 0, &iov,
+                       1, RV_SEND_COPY, NULL, NULL) == RV_OK,
            "forged routed batch");
 }
 
@@ -136,11 +136,10 @@ static void forger(rv_worker_t *w)
     WAIT_UNTIL(w, atomic_load(&target_canary) != 0, "the target's address");
     uint64_t at = atomic_load(&target_canary);
     uint32_t flags = AM_LOCAL | AM_NOTIFY | AM_RETURN;
-    forge(w, target, (am_hdr_t){.flags = flags, .sync = at, .ret = at,
-                                .ret_len = 16}, 0);
+    forge(w, target,
+          (am_hdr_t){.flags = flags, .sync = at, .ret = at, .ret_len = 16}, 0);
     forge(w, target, (am_hdr_t){.flags = AM_XPLACE, .ret = at}, 8);
-    forge(w, target, (am_hdr_t){.flags = AM_XREF, .ret = at, .ret_len = 8},
-          0);
+    forge(w, target, (am_hdr_t){.flags = AM_XREF, .ret = at, .ret_len = 8}, 0);
     forge(w, target, (am_hdr_t){.flags = AM_BCAST, .root = 1000}, 0);
     forge_routed(w, target, target, 0);
     forge_routed(w, target, 1000, 0);
@@ -204,8 +203,8 @@ static void long_forger(rv_worker_t *w)
     EXPECT(rv_remote_alloc(w, target, LONG_BYTES, &dst) == RV_OK,
            "remote allocation at the target");
     uint8_t l = 'L';
-    EXPECT(rv_put_handler(w, target, long_id, &l, 1, dst, src, LONG_BYTES,
-                          NULL, 0) == RV_OK,
+    EXPECT(rv_put_handler(w, target, long_id, &l, 1, dst, src, LONG_BYTES, NULL,
+                          0) == RV_OK,
            "a real AM Long");
     EXPECT(rv_flush(w, target) == RV_OK, "flush");
     /* The envelope of an AM Long whose payload was never put. */
@@ -219,8 +218,8 @@ static void long_forger(rv_worker_t *w)
                   .root = FORGED_WORD_AHEAD,
                   .args_len = 1};
     struct iovec iov = {.iov_base = &l, .iov_len = 1};
-    EXPECT(rv_send_raw(w, target, long_id, &h, sizeof(h), &iov, 1,
-                       RV_SEND_COPY, NULL, NULL) == RV_OK,
+    EXPECT(rv_send_raw(w, target, long_id, &h, sizeof(h), &iov, 1, RV_SEND_COPY,
+                       NULL, NULL) == RV_OK,
            "forged envelope");
     uint8_t g = 'G';
     EXPECT(rv_call(w, target, victim_id, &g, 1, NULL, 0) == RV_OK, "good call");
@@ -234,8 +233,10 @@ static void long_target(rv_worker_t *w)
     rv_worker_stats(w, &before);
     WAIT_UNTIL(w, atomic_load(&good_runs) == 1, "the call after the forgery");
     rv_worker_stats(w, &after);
-    EXPECT(atomic_load(&long_runs) == 1, "%d AM Long handlers ran, expected "
-           "the real one only", atomic_load(&long_runs));
+    EXPECT(atomic_load(&long_runs) == 1,
+           "%d AM Long handlers ran, expected "
+           "the real one only",
+           atomic_load(&long_runs));
     uint64_t dropped = after.rx_malformed - before.rx_malformed;
     EXPECT(dropped == 1, "%llu forgeries counted as malformed, expected 1",
            (unsigned long long)dropped);
@@ -282,8 +283,8 @@ static void answer_forger(rv_worker_t *w)
     memset(result, 0xee, sizeof(result));
     struct iovec iov = {.iov_base = result, .iov_len = sizeof(result)};
     am_done_t d = {.sync = at, .ret = at + 16, .ret_len = 8};
-    EXPECT(rv_send_raw(w, caller, rv_handler_id("rivet.am.done"), &d,
-                       sizeof(d), &iov, 1, RV_SEND_COPY, NULL, NULL) == RV_OK,
+    EXPECT(rv_send_raw(w, caller, rv_handler_id("rivet.am.done"), &d, sizeof(d),
+                       &iov, 1, RV_SEND_COPY, NULL, NULL) == RV_OK,
            "forged am.done");
     struct {
         am_dgroup_t g;
@@ -306,13 +307,16 @@ static void answer_caller(rv_worker_t *w)
     rv_worker_stats(w, &before);
     uint64_t at = (uintptr_t)caller_canary;
     EXPECT(rv_call(w, rv_tid_make(ctx, 1, 0), addr_id, &at, sizeof(at), NULL,
-                   0) == RV_OK, "publish the canary's address");
+                   0) == RV_OK,
+           "publish the canary's address");
     EXPECT(rv_flush(w, rv_tid_make(ctx, 1, 0)) == RV_OK, "flush");
     WAIT_UNTIL(w, atomic_load(&good_runs) == 1, "the good call");
     rv_worker_stats(w, &after);
     for (int i = 0; i < 4; i++)
-        EXPECT(caller_canary[i] == CANARY, "caller canary word %d became "
-               "0x%llx", i, (unsigned long long)caller_canary[i]);
+        EXPECT(caller_canary[i] == CANARY,
+               "caller canary word %d became "
+               "0x%llx",
+               i, (unsigned long long)caller_canary[i]);
     uint64_t dropped = after.rx_malformed - before.rx_malformed;
     EXPECT(dropped == 3, "%llu forged completions counted, expected 3",
            (unsigned long long)dropped);
@@ -355,22 +359,26 @@ static void store_forger(rv_worker_t *w)
     EXPECT(rv_call(w, owner, fin, &obj_id, sizeof(obj_id), NULL, 0) == RV_OK,
            "FIN without a pin");
     EXPECT(rv_call_return(w, owner, pin, &obj_id, sizeof(obj_id), where,
-                          sizeof(where), NULL, 0) == RV_OK, "pin");
+                          sizeof(where), NULL, 0) == RV_OK,
+           "pin");
     piece_t bad = {.id = obj_id, .off = UINT64_MAX - 7, .len = 16};
     memset(piece, 0x77, sizeof(piece));
     EXPECT(rv_call_return(w, owner, chunk, &bad, sizeof(bad), piece,
-                          sizeof(piece), NULL, 0) == RV_OK, "bad piece");
+                          sizeof(piece), NULL, 0) == RV_OK,
+           "bad piece");
     for (size_t i = 0; i < sizeof(piece); i++)
         EXPECT(piece[i] == 0x77 || piece[i] == 0,
                "a wrapped piece request read byte %zu: 0x%02x", i, piece[i]);
     piece_t good = {.id = obj_id, .off = 8, .len = 16};
     EXPECT(rv_call_return(w, owner, chunk, &good, sizeof(good), piece,
-                          sizeof(piece), NULL, 0) == RV_OK, "good piece");
+                          sizeof(piece), NULL, 0) == RV_OK,
+           "good piece");
     EXPECT(memcmp(piece, "SSSSSSSSSSSSSSSS", 16) == 0,
            "a pinned reader's piece differs");
     for (int i = 0; i < 2; i++)
         EXPECT(rv_call(w, owner, fin, &obj_id, sizeof(obj_id), NULL, 0) ==
-                   RV_OK, "FIN %d", i);
+                   RV_OK,
+               "FIN %d", i);
     EXPECT(rv_flush(w, owner) == RV_OK, "flush");
     uint8_t g = 'G';
     EXPECT(rv_call(w, owner, victim_id, &g, 1, NULL, 0) == RV_OK, "good");
@@ -378,7 +386,8 @@ static void store_forger(rv_worker_t *w)
     WAIT_UNTIL(w, atomic_load(&store_done) == 1, "the owner's checks");
     rv_store_buf_t b;
     EXPECT(rv_store_get(w, &obj_id, 1, RV_STORE_WAIT_FOREVER, &b, NULL) ==
-               RV_OK, "the object, after the forgeries");
+               RV_OK,
+           "the object, after the forgeries");
     EXPECT(b.data_size == OBJ_BYTES && ((const uint8_t *)b.data)[63] == 'S',
            "the object's bytes");
     rv_store_release(w, &obj_id);
