@@ -19,9 +19,9 @@ am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd)
     if (cd->x != NULL) {
         /* The extension's words take the places of the result's and the
          * broadcast root's, which an extended call has not. */
-        hdr.ret = cd->x->addr;
-        hdr.ret_len = cd->x->len;
-        hdr.root = cd->x->word;
+        hdr.x_addr = cd->x->addr;
+        hdr.x_len = cd->x->len;
+        hdr.x_word = cd->x->word;
     }
     return hdr;
 }

@@ -115,7 +115,7 @@ static void cursor_open(am_worker_t *aw, rv_tid_t dest, const am_rec_t *rec,
         aw->send.copen[aw->send.ncopen++] = dest;
     }
     c->key = am_cursor_key(rec->handler, rec->meta);
-    c->ret_len = rec->seq;
+    c->ret_len = rec->ret_len;
     c->alen = rec->meta >> AM_REC_ALEN_SHIFT;
     c->stride = (uint32_t)am_elem_stride(rec->meta & AM_REC_KIND_MASK, c->alen);
     c->wp = c->start = wp;

@@ -86,17 +86,17 @@ static bool call_extend(am_worker_t *aw, const am_call_t *c, rv_am_xrun_t *x,
                         const rv_am_hook_t **hook_p)
 {
     const am_hdr_t *h = &c->hdr;
-    x->addr = h->ret;
-    x->len = h->ret_len;
-    x->word = h->root;
+    x->addr = h->x_addr;
+    x->len = h->x_len;
+    x->word = h->x_word;
     if (h->flags & AM_XPLACE) {
-        uint8_t *dst = (uint8_t *)(uintptr_t)h->ret;
+        uint8_t *dst = (uint8_t *)(uintptr_t)h->x_addr;
         if (x->buf_len > 0)
             memcpy(dst, x->buf, x->buf_len);
         x->buf = dst;
     } else if (h->flags & AM_XREF) {
-        x->buf = (const void *)(uintptr_t)h->ret;
-        x->buf_len = h->ret_len;
+        x->buf = (const void *)(uintptr_t)h->x_addr;
+        x->buf_len = h->x_len;
     }
     if (!(h->flags & AM_XHOOK))
         return true;
@@ -139,10 +139,10 @@ static bool wire_check(am_worker_t *aw, const am_call_t *c)
          * a write past the exposed memory). */
         why = "asks for its buffer both by reference and put in place";
     } else if (h->flags & (AM_XREF | AM_XPLACE)) {
-        uint64_t len = (h->flags & AM_XREF) ? h->ret_len : c->buf_len;
+        uint64_t len = (h->flags & AM_XREF) ? h->x_len : c->buf_len;
         const am_proc_t *proc = aw->proc;
         if (proc->xcheck == NULL ||
-            !proc->xcheck(aw->w, h->ret, len, proc->xcheck_arg))
+            !proc->xcheck(aw->w, h->x_addr, len, proc->xcheck_arg))
             why = "names a buffer outside this process's exposed memory";
     }
     if (why == NULL)

@@ -97,7 +97,7 @@ int am_cur_next(am_cur_t *r, rv_tid_t src, size_t footer, am_call_t *c)
         r->ralen = alen;
         r->rstride = (uint32_t)stride;
         r->rkind = kind;
-        r->rret_len = rec.seq;
+        r->rret_len = rec.ret_len;
         r->p += size;
     }
     run_call(r, src, c);

@@ -25,11 +25,17 @@
 #include "rv_am.h"
 
 typedef struct am_rec {
-    uint32_t seq;     /* ring records: sequence number (low 32 bits) */
+    /* The first word by record kind: */
+    union {
+        uint32_t seq;     /* ring records: sequence number (low 32 bits) */
+        uint32_t ret_len; /* RETRUN, FRET inside a run: the calls' result
+                             length */
+    };
     uint32_t handler; /* call: handler id; other kinds: 0 */
     uint32_t len;     /* body bytes (excluding pad and footer) */
     uint32_t meta;    /* kind | flags */
 } am_rec_t;
+_Static_assert(sizeof(am_rec_t) == 16, "am_rec_t is a wire format");
 
 enum {
     AM_REC_CALL = 0,   /* a call */
@@ -40,7 +46,7 @@ enum {
                           argument length (meta >> AM_REC_ALEN_SHIFT), one
                           after another, each padded to am_run_stride */
     AM_REC_RETRUN = 5, /* as RUN, of rv_call_return calls with the same
-                          result length (the record's seq): each call is
+                          result length (the record's ret_len): each call is
                           [sync 8][ret 8][arguments, padded to 8] */
     /* Routed runs (am.routing, am_route.c): as RUN and RETRUN, each call
      * led by [destination u32][source u32]; a worker that is not the
@@ -114,7 +120,7 @@ static inline size_t am_elem_stride(uint32_t kind, size_t alen)
 /* The header of a run record of @p e's kind holding one call. */
 static inline am_rec_t am_elem_rec(const am_elem_t *e, size_t stride)
 {
-    return (am_rec_t){.seq = e->ret_len,
+    return (am_rec_t){.ret_len = e->ret_len,
                       .handler = e->h,
                       .len = (uint32_t)stride,
                       .meta = e->kind | e->alen << AM_REC_ALEN_SHIFT};
@@ -125,7 +131,7 @@ static inline bool am_elem_matches(const am_rec_t *rec, const am_elem_t *e)
 {
     return rec->handler == e->h &&
            rec->meta == (e->kind | e->alen << AM_REC_ALEN_SHIFT) &&
-           rec->seq == e->ret_len;
+           rec->ret_len == e->ret_len;
 }
 
 static inline void am_elem_write(uint8_t *at, const am_elem_t *e, size_t stride)
@@ -167,11 +173,23 @@ typedef struct am_hdr {
     uint32_t args_len;
     uint32_t flags; /* AM_* below */
     uint64_t sync;  /* caller's rv_sync_t *, for AM_NOTIFY */
-    uint64_t ret;   /* caller's result buffer, for AM_RETURN */
-    uint32_t ret_len;
-    rv_tid_t root;  /* AM_BCAST: the broadcasting worker */
+    /* An extended call (AM_XREF, AM_XPLACE, AM_XHOOK) has no result and
+     * is no broadcast: the extension's words take those places. */
+    union {
+        uint64_t ret;    /* caller's result buffer, for AM_RETURN */
+        uint64_t x_addr; /* extended: rv_am_xcall_t's addr */
+    };
+    union {
+        uint32_t ret_len;
+        uint32_t x_len; /* extended: rv_am_xcall_t's len */
+    };
+    union {
+        rv_tid_t root;   /* AM_BCAST: the broadcasting worker */
+        uint32_t x_word; /* extended: rv_am_xcall_t's word */
+    };
     uint64_t token; /* AM_DETOUR: matches a ring's DETOUR record */
 } am_hdr_t;
+_Static_assert(sizeof(am_hdr_t) == 40, "am_hdr_t is a wire format");
 
 enum {
     AM_NOTIFY = 1u << 0,     /* answer with rivet.am.done */
