@@ -8,24 +8,6 @@
 
 #include "am_chan.h"
 
-/* The call header of @p cd (notification flags are the caller's). */
-am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd)
-{
-    am_hdr_t hdr = {.args_len = (uint32_t)cd->len,
-                    .flags = cd->am_flags,
-                    .ret = cd->ret != NULL ? cd->token : 0,
-                    .ret_len = (uint32_t)cd->ret_len,
-                    .root = aw->me};
-    if (cd->x != NULL) {
-        /* The extension's words take the places of the result's and the
-         * broadcast root's, which an extended call has not. */
-        hdr.x_addr = cd->x->addr;
-        hdr.x_len = cd->x->len;
-        hdr.x_word = cd->x->word;
-    }
-    return hdr;
-}
-
 /* The synchronizer a call over send gives the transport's send: none
  * when the call notifies (its completion is the target's answer) or when
  * the caller gave none (core's send then waits for the payload, or
@@ -120,15 +102,17 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
 static rv_status_t remote_call(am_worker_t *aw, const call_desc_t *cd,
                                rv_sync_t *s, bool notify, bool by_send)
 {
+    if (!notify || !(by_send || !am_path_write(aw) || cd->ret != NULL))
+        return by_send ? call_am(aw, cd, s, notify)
+                       : am_record_call(aw, cd, s, notify);
+    /* Copied only to carry the token: most calls answer nothing. */
     call_desc_t remote = *cd;
-    if (notify && (by_send || !am_path_write(aw) || cd->ret != NULL)) {
-        bool bcast = cd->am_flags & AM_BCAST;
-        remote.token =
-            am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
-                        bcast ? RV_TID_ALL : cd->dest, cd->notifications);
-        if (remote.token == 0)
-            return RV_ERR_NO_MEMORY;
-    }
+    bool bcast = cd->am_flags & AM_BCAST;
+    remote.token =
+        am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
+                    bcast ? RV_TID_ALL : cd->dest, cd->notifications);
+    if (remote.token == 0)
+        return RV_ERR_NO_MEMORY;
     rv_status_t st = by_send ? call_am(aw, &remote, s, notify)
                              : am_record_call(aw, &remote, s, notify);
     if (st != RV_OK)

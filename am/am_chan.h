@@ -81,7 +81,23 @@ rv_status_t am_chan_bcast(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
                           bool notify);
 
 /* The call header of @p cd (notification flags are the caller's). */
-am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd);
+static inline am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd)
+{
+    am_hdr_t hdr = {.args_len = (uint32_t)cd->len,
+                    .flags = cd->am_flags,
+                    .ret = cd->ret != NULL ? cd->token : 0,
+                    .ret_len = (uint32_t)cd->ret_len,
+                    .root = aw->me};
+    if (cd->x != NULL) {
+        /* The extension's words take the places of the result's and the
+         * broadcast root's, which an extended call has not. */
+        hdr.x_addr = cd->x->addr;
+        hdr.x_len = cd->x->len;
+        hdr.x_word = cd->x->word;
+    }
+    return hdr;
+}
+
 /* The synchronizer a call over send gives the transport's send. */
 rv_sync_t *am_send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify);
 

@@ -314,11 +314,14 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
                                  .args = cd->args}))
         return RV_OK;
     rv_aggregation_t agg = aw->cfg->aggregation;
-    bool rma_note;
-    am_hdr_t hdr = record_hdr(aw, cd, notify, &rma_note);
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
-    size_t body = (need_hdr ? sizeof(hdr) : 0) + cd->len + cd->n;
+    size_t body = (need_hdr ? sizeof(am_hdr_t) : 0) + cd->len + cd->n;
     size_t size = am_rec_size(body);
+    /* A plain call's record has no header: none is built. */
+    bool rma_note = false;
+    am_hdr_t hdr;
+    if (need_hdr || size > aw->send.run_max)
+        hdr = record_hdr(aw, cd, notify, &rma_note);
 
     if (size > aw->send.run_max)
         return call_large(aw, d, cd, &hdr, s, notify, rma_note);
