@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rv_config.h"
 #include "rv_stats.h"
@@ -122,10 +123,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    if (action == ACTION_CHECK)
-        printf("%s: ok\n", path != NULL ? path : "defaults and environment");
-    else
-        rv_config_dump(cfg, stdout);
+    const char *name = path != NULL ? path : "defaults and environment";
+    if (action == ACTION_CHECK) {
+        /* Every problem the keys make together, not only the first. */
+        char problems[2048];
+        int n = rv_config_check(cfg, problems, sizeof(problems));
+        rv_config_free(cfg);
+        if (n > 0) {
+            for (char *line = strtok(problems, "\n"); line != NULL;
+                 line = strtok(NULL, "\n"))
+                fprintf(stderr, "%s: error: %s\n", name, line);
+            return 1;
+        }
+        printf("%s: ok\n", name);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    rv_config_dump(cfg, stdout);
     rv_config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;
 }

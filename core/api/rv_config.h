@@ -330,6 +330,22 @@ RV_EXPORT const rv_core_config_t *rv_core_config(const rv_config_t *cfg);
 RV_EXPORT void rv_config_dump(const rv_config_t *cfg, FILE *out);
 
 /**
+ * @brief Checks what no single key's parser can: the keys against each
+ * other (progress.executors at most job.threads when work is offloaded)
+ * and transport.name against the plugins that can be loaded (naming the
+ * installed ones). rv_config_load has already checked every key alone.
+ * @param [in] cfg the configuration (NULL: nothing to check)
+ * @param [out] errbuf one line per problem found, NUL-terminated (cut
+ *                     short if @p errlen is too small); may be NULL
+ * @param [in] errlen size of @p errbuf
+ * @return the number of problems found (0: none)
+ * @note Any thread, while no thread changes @p cfg. It may load the
+ *       transport plugin named, as rv_init would.
+ */
+RV_EXPORT int rv_config_check(const rv_config_t *cfg, char *errbuf,
+                              size_t errlen);
+
+/**
  * @brief Writes every key of every component (core, the registered layers
  * and the plugins found in the plugin path) as a Markdown reference table:
  * type, default, range or values, environment variable and help.

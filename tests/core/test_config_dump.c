@@ -198,6 +198,23 @@ void test_tool(void **state)
     assert_string_equal(out, expected);
     free(out);
 
+    /* Keys that parse alone but not together, and a transport that is
+     * not installed: --check names every one, not only the first. */
+    path = write_named("cross.yaml", "job:\n  threads: 2\n"
+                                     "transport:\n  name: infiniband\n"
+                                     "progress:\n  mode: dynamic\n"
+                                     "  executors: 4\n");
+    snprintf(cmd, sizeof(cmd), "'%s' -c '%s' --check 2>&1 >/dev/null",
+             RIVET_CONFIG_BIN, path);
+    out = run(cmd, &status);
+    assert_int_equal(status, 1);
+    assert_non_null(strstr(out, "error: transport.name: no transport "
+                                "'infiniband' is installed"));
+    assert_non_null(strstr(out, "the installed ones: ucx, verbs"));
+    assert_non_null(strstr(out, "error: progress.executors: 4 is more than "
+                                "job.threads (2)"));
+    free(out);
+
     snprintf(cmd, sizeof(cmd), "'%s' --help", RIVET_CONFIG_BIN);
     out = run(cmd, &status);
     assert_int_equal(status, 0);
