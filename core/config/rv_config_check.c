@@ -13,6 +13,8 @@
 
 /* Appends one problem, a line, to the caller's buffer. */
 static void problem(char *buf, size_t len, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void problem(char *buf, size_t len, size_t *used, const char *fmt, ...)
 {
     va_list ap;
     int n;
