@@ -17,6 +17,10 @@
 #           where the script writes one: that cancels the drift too)
 #   -n      rounds (default 3)        -N  the results' name (default CSV)
 #   -s      no runs: the summary again from ab-NAME-runs.csv
+#   -d TPL  compare each value divided by the value of key TPL of the same
+#           run (%1 in TPL: the key's first column), e.g. a baseline run
+#           in the same script run: -d "%1/bale/Conveyor/2x1/shm" for
+#           bale.sh; the machine's drift between runs then cancels
 #
 # Writes bench/results/ab-NAME-runs.csv (build,round,KEY...,value) and
 # bench/results/ab-NAME.csv with the columns
@@ -29,8 +33,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 results=$here/results
 rounds=3
-a="" b="" csv="" keys="" col="" name="" summary_only=0
-while getopts "A:B:c:k:v:n:N:sh" o; do
+a="" b="" csv="" keys="" col="" name="" summary_only=0 denom=""
+while getopts "A:B:c:k:v:n:N:sd:h" o; do
   case $o in
     A) a=$OPTARG ;;
     B) b=$OPTARG ;;
@@ -40,7 +44,8 @@ while getopts "A:B:c:k:v:n:N:sh" o; do
     n) rounds=$OPTARG ;;
     N) name=$OPTARG ;;
     s) summary_only=1 ;;
-    *) sed -n "2,28p" "$0"; exit 2 ;;
+    d) denom=$OPTARG ;;
+    *) sed -n "2,32p" "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -50,7 +55,7 @@ runs=$results/ab-$name-runs.csv
 out=$results/ab-$name.csv
 if [ $summary_only -eq 0 ]; then
 [ -n "$a" ] && [ -n "$b" ] && [ -n "$csv" ] && [ -n "$keys" ] && [ -n "$col" ] &&
-  [ $# -ge 1 ] || { sed -n "2,28p" "$0"; exit 2; }
+  [ $# -ge 1 ] || { sed -n "2,32p" "$0"; exit 2; }
 
 echo "build,round,key,value" >"$runs"
 for r in $(seq 1 "$rounds"); do
@@ -74,7 +79,16 @@ fi
 
 median_awk=$(cat "$here/median.awk")
 echo "key,a_median,b_median,b_over_a,a_spread,b_spread" >"$out"
-tail -n +2 "$runs" | awk -F, "$median_awk"'
+# With -d, each value over its run's denominator row (rows without one
+# are left out).
+tail -n +2 "$runs" | awk -F, -v tpl="$denom" '
+  { val[$1, $2, $3] = $4; row[NR] = $0 }
+  END { for (i = 1; i <= NR; i++) { split(row[i], f, ",")
+          if (tpl == "") { print row[i]; continue }
+          split(f[3], k, "/"); d = tpl; gsub(/%1/, k[1], d)
+          if (((f[1], f[2], d) in val) && val[f[1], f[2], d] > 0)
+            print f[1] "," f[2] "," f[3] "," f[4] / val[f[1], f[2], d] } }' |
+  awk -F, "$median_awk"'
   { v[$1, $3] = v[$1, $3] " " $4
     if (!($3 in seen)) { seen[$3] = 1; order[n++] = $3 } }
   function spread(s,   x, m, i, lo, hi) {
