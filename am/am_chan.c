@@ -22,10 +22,9 @@ rv_sync_t *am_send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify)
 
 /* Through the process's own queue: the record is written once into the
  * destination thread's open block; nothing crosses the transport. */
-static rv_status_t call_local(am_worker_t *aw, const call_desc_t *cd,
-                              rv_sync_t *s)
+static rv_status_t local_call(am_worker_t *aw, const call_desc_t *cd,
+                              rv_sync_t *s, bool notify)
 {
-    bool notify = (cd->flags & RV_NOTIFY_CONSUMED) || cd->ret != NULL;
     bool plain = !notify && cd->n == 0 && cd->am_flags == 0;
     size_t body = (plain ? 0 : sizeof(am_hdr_t)) + cd->len + cd->n;
     uint8_t *at = am_local_reserve(aw, am_local_thread(aw, cd->dest),
@@ -62,13 +61,6 @@ static bool local_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
     return true;
 }
 
-static rv_status_t local_call(am_worker_t *aw, const call_desc_t *cd,
-                              rv_sync_t *s, bool notify)
-{
-    (void)notify;
-    return call_local(aw, cd, s);
-}
-
 /* ---------------------------------------------------------------------- */
 /* send, record: calls to another process                                  */
 
@@ -102,20 +94,21 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
 static rv_status_t remote_call(am_worker_t *aw, const call_desc_t *cd,
                                rv_sync_t *s, bool notify, bool by_send)
 {
-    if (!notify || !(by_send || !am_path_write(aw) || cd->ret != NULL))
-        return by_send ? call_am(aw, cd, s, notify)
-                       : am_record_call(aw, cd, s, notify);
-    /* Copied only to carry the token: most calls answer nothing. */
-    call_desc_t remote = *cd;
-    bool bcast = cd->am_flags & AM_BCAST;
-    remote.token =
-        am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
-                    bcast ? RV_TID_ALL : cd->dest, cd->notifications);
-    if (remote.token == 0)
-        return RV_ERR_NO_MEMORY;
-    rv_status_t st = by_send ? call_am(aw, &remote, s, notify)
-                             : am_record_call(aw, &remote, s, notify);
-    if (st != RV_OK)
+    const call_desc_t *c = cd;
+    call_desc_t remote; /* copied only to carry the token */
+    if (notify && (by_send || !am_path_write(aw) || cd->ret != NULL)) {
+        bool bcast = cd->am_flags & AM_BCAST;
+        remote = *cd;
+        remote.token =
+            am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
+                        bcast ? RV_TID_ALL : cd->dest, cd->notifications);
+        if (remote.token == 0)
+            return RV_ERR_NO_MEMORY;
+        c = &remote;
+    }
+    rv_status_t st =
+        by_send ? call_am(aw, c, s, notify) : am_record_call(aw, c, s, notify);
+    if (st != RV_OK && c == &remote)
         am_pend_cancel(aw, remote.token);
     return st;
 }

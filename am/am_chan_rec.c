@@ -305,15 +305,14 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     am_dest_t *d = aw->send.dests[cd->dest];
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
-    if (aw->cfg->aggregation == RV_AGG_TRAD && !notify && cd->n == 0 &&
-        cd->am_flags == 0 &&
+    rv_aggregation_t agg = aw->cfg->aggregation;
+    if (agg == RV_AGG_TRAD && !notify && cd->n == 0 && cd->am_flags == 0 &&
         trad_append(aw, d,
                     &(am_elem_t){.kind = AM_REC_RUN,
                                  .h = cd->h,
                                  .alen = (uint32_t)cd->len,
                                  .args = cd->args}))
         return RV_OK;
-    rv_aggregation_t agg = aw->cfg->aggregation;
     bool need_hdr = cd->n > 0 || notify || cd->am_flags != 0;
     size_t body = (need_hdr ? sizeof(am_hdr_t) : 0) + cd->len + cd->n;
     size_t size = am_rec_size(body);
