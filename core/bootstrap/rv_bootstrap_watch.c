@@ -18,7 +18,8 @@
  *     grace before SIGKILL), it ends it anyway;
  *   - rivetrun is gone (killed): the watch says so, removes what rivetrun
  *     left in its directory (the socket and pid file; the next rivetrun
- *     of the user would sweep them otherwise) and kills the rank's process
+ *     of the user would sweep them otherwise) and the job's
+ *     shared-memory directory (rv_launch_shm.c), and kills the rank's process
  *     group, the wrapper with it, as MPI launchers' daemons do when their
  *     parent vanishes. A rank that is not in the group rivetrun made (a
  *     wrapper that made its own) is killed alone.
@@ -144,6 +145,7 @@ static void remove_launcher_dir(const rv_launcher_watch_t *w)
     (void)unlink(w->sock_path);
     (void)unlink(pid_file);
     (void)rmdir(dir);
+    rv__launch_shm_dir_remove(base);
 }
 
 /* Ends this rank, and its process group when it is the one rivetrun

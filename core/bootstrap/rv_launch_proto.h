@@ -91,6 +91,10 @@ typedef enum rv_launch_type {
 #define RV_LAUNCH_PGID_ENV "RIVET_JOB_PGID"
 /* The name of the directory of rivetrun's socket starts so. */
 #define RV_LAUNCH_DIR_PREFIX "rivetrun."
+/* Where the job's shared-memory directory is made (rv_launch_shm.c), and
+ * the variable that points UCX's posix transport at it. */
+#define RV_LAUNCH_SHM_ROOT "/dev/shm"
+#define RV_LAUNCH_SHM_ENV "UCX_POSIX_DIR"
 
 /* The job's secret: 128 random bits, exported as RV_LAUNCH_TOKEN_ENV in
  * hexadecimal. A token of zeros stands for none. */
@@ -160,5 +164,16 @@ int rv__launch_token_equal(const uint8_t a[RV_LAUNCH_TOKEN_BYTES],
 
 /* True if @p token is all zeros (no token). */
 int rv__launch_token_none(const uint8_t token[RV_LAUNCH_TOKEN_BYTES]);
+
+/* Makes the job's shared-memory directory RV_LAUNCH_SHM_ROOT/@p name
+ * (@p name: the launcher directory's own, rivetrun.XXXXXX), mode 0700,
+ * and writes its path into @p path.
+ * @return 0, or -1 (nothing made) if it cannot be made or checked. */
+int rv__launch_shm_dir_create(const char *name, char *path, size_t len);
+
+/* Removes the job's shared-memory directory RV_LAUNCH_SHM_ROOT/@p name
+ * and the segments in it, if it is this user's; nothing otherwise. Safe
+ * from several processes at once. */
+void rv__launch_shm_dir_remove(const char *name);
 
 #endif

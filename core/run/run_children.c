@@ -75,6 +75,8 @@ static void child_export_env(const launcher_t *l, int r)
     setenv(RV_LAUNCH_TOKEN_ENV, val, 1);
     if (l->config_abs != NULL)
         setenv("RIVET_CONFIG", l->config_abs, 1);
+    if (l->shm_dir[0] != '\0')
+        setenv(RV_LAUNCH_SHM_ENV, l->shm_dir, 1);
     snprintf(val, sizeof(val), "%d", (int)l->self);
     setenv(RV_LAUNCH_PID_ENV, val, 1);
     snprintf(val, sizeof(val), "%d", (int)getpgrp());

@@ -10,6 +10,11 @@
  * it); a socket someone still listens on keeps its directory whatever the
  * pid file says. A directory without a pid file is left alone: its
  * rivetrun may be creating it right now.
+ *
+ * Beside it, the job's shared-memory directory of the same name in
+ * /dev/shm (rv_launch_shm.c), made and removed with it, where UCX's
+ * posix transport makes its segments: a rank killed while UCX makes one
+ * leaves nothing in /dev/shm itself. A user's own UCX_POSIX_DIR is kept.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -166,6 +171,7 @@ static void sweep_one(int tmp_fd, const char *tmp, const char *name)
         unlinkat(dfd, SOCK_NAME, 0);
         unlinkat(dfd, PID_NAME, 0);
         unlinkat(tmp_fd, name, AT_REMOVEDIR);
+        rv__launch_shm_dir_remove(name);
     }
     close(dfd);
 }
@@ -209,6 +215,13 @@ static int dir_check_private(int dfd, const char *dir)
     return 0;
 }
 
+/* The last component of the launcher directory's path: rivetrun.XXXXXX. */
+static const char *dir_name(const launcher_t *l)
+{
+    const char *slash = strrchr(l->dir, '/');
+    return slash != NULL ? slash + 1 : l->dir;
+}
+
 int run_dir_create(launcher_t *l)
 {
     const char *tmp = getenv("TMPDIR");
@@ -240,6 +253,12 @@ int run_dir_create(launcher_t *l)
     /* tmp was chosen above so that the path fits. */
     strcpy(l->sock_path, l->dir);
     strcat(l->sock_path, "/" SOCK_NAME);
+    /* Without it (no /dev/shm), UCX makes its segments where it would. */
+    l->shm_dir[0] = '\0';
+    if (getenv(RV_LAUNCH_SHM_ENV) == NULL &&
+        rv__launch_shm_dir_create(dir_name(l), l->shm_dir,
+                                  sizeof(l->shm_dir)) != 0)
+        l->shm_dir[0] = '\0';
     return 0;
 
 err_check:
@@ -257,6 +276,9 @@ void run_dir_remove(launcher_t *l)
 
     if (l->dir[0] == '\0')
         return;
+    if (l->shm_dir[0] != '\0')
+        rv__launch_shm_dir_remove(dir_name(l));
+    l->shm_dir[0] = '\0';
     if (l->sock_path[0] != '\0')
         unlink(l->sock_path);
     snprintf(pid_path, sizeof(pid_path), "%s/" PID_NAME, l->dir);

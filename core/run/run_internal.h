@@ -19,6 +19,7 @@
 #ifndef RIVET_RUN_INTERNAL_H
 #define RIVET_RUN_INTERNAL_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -110,6 +111,9 @@ typedef struct launcher {
     /* resources */
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    /* The job's shared-memory directory, exported as UCX_POSIX_DIR; empty:
+     * none (the user set UCX_POSIX_DIR, or /dev/shm is not there). */
+    char shm_dir[PATH_MAX];
     int listen_fd;
     int sig_fd;
     sigset_t old_mask;

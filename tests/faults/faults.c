@@ -23,6 +23,11 @@
  *   sigbus           a load past the end of a file mapping
  *   sigfpe           an integer division by zero
  *   sigkill-rank     SIGKILL to itself
+ *   sigkill-in-segment
+ *                    SIGKILL to itself while it makes a shared-memory
+ *                    segment as UCX's posix transport does (a file in
+ *                    UCX_POSIX_DIR, else /dev/shm, filled before it is
+ *                    unlinked): the file must not outlive the job
  *   stall            no fault, but the victim's workers stop progressing
  *                    for STALL_S seconds while the others wait on them;
  *                    the job must finish (exit 0): no false death
@@ -113,6 +118,26 @@ __attribute__((no_sanitize("undefined"))) static void poke_null(void)
     *p = 1;
 }
 
+/* Makes a segment file where UCX's posix transport would, and dies of
+ * SIGKILL between filling it and unlinking it, as a rank killed inside
+ * UCX's uct_posix_mem_alloc does. */
+static void die_in_segment(void)
+{
+    const char *dir = getenv("UCX_POSIX_DIR");
+    char path[4096];
+    char page[4096] = {0};
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/ucx_shm_posix_faults_%d",
+             dir != NULL ? dir : "/dev/shm", (int)getpid());
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || write(fd, page, sizeof(page)) != (ssize_t)sizeof(page)) {
+        fprintf(stderr, "faults: cannot make %s\n", path);
+        _exit(9);
+    }
+    kill(getpid(), SIGKILL);
+}
+
 /* The victim's fault, from its worker 0. */
 static void fault(void)
 {
@@ -137,6 +162,8 @@ static void fault(void)
         printf("faults: %d\n", divide((int)getpid(), zero));
     } else if (is("sigkill-rank")) {
         kill(getpid(), SIGKILL);
+    } else if (is("sigkill-in-segment")) {
+        die_in_segment();
     } else if (is("stall")) {
         sleep(STALL_S); /* no progress at all meanwhile */
         return;
