@@ -1,10 +1,13 @@
 /*
  * rivet-mcts, the program: the game a person or a GTP controller plays
- * against the distributed search (rivet_mcts_main.c, rivet_mcts_gtp.c).
+ * against the distributed search (rivet_mcts_app.c, used by the modes of
+ * rivet_mcts_main.c and the GTP engine of rivet_mcts_gtp.c).
  */
 #ifndef RIVET_MCTS_APP_H
 #define RIVET_MCTS_APP_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "rv_mcts.h"
@@ -16,6 +19,8 @@ typedef struct app {
     int size;            /* Hex: the board's size */
     uint64_t rollouts;   /* per move (0: mcts.rollouts_per_move) */
     double resign_below; /* genmove resigns under this win rate */
+    bool uct;            /* search with the sequential baseline */
+    int top;             /* moves app_print_result prints */
     uint8_t start[1024]; /* the empty board */
     uint8_t state[1024]; /* the position now */
     rv_move_t history[RV_GAME_MAX_MOVES];
@@ -31,8 +36,11 @@ rv_status_t app_play(app_t *a, rv_move_t m);
 rv_status_t app_undo(app_t *a);
 /* Searches the position; res is the caller's. */
 rv_status_t app_search(app_t *a, rv_mcts_result_t *res);
-/* Prints the best moves of @p res and its rate. */
+/* Prints the @c top best moves of @p res and its rate. */
 void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f);
+
+/* An integer key of the job's configuration, or @p def. */
+int64_t app_config_int(rv_context_t *ctx, const char *key, int64_t def);
 
 /* Speaks GTP on @p in / @p out until quit or the end of @p in. */
 int gtp_run(app_t *a, FILE *in, FILE *out);

@@ -54,94 +54,6 @@ static opts_t opt = {
 /* ---------------------------------------------------------------------- */
 /* The game                                                                */
 
-rv_status_t app_new_game(app_t *a, int size)
-{
-    if (a->game == rv_game_hex()) {
-        if (rv_hex_init(a->start, size) != RV_OK)
-            return RV_ERR_INVALID;
-        a->size = size;
-    } else {
-        rv_tictactoe_init(a->start);
-    }
-    memcpy(a->state, a->start, a->game->state_max);
-    a->nhistory = 0;
-    return rv_mcts_position(a->w, a->state);
-}
-
-rv_status_t app_play(app_t *a, rv_move_t m)
-{
-    rv_status_t st = rv_mcts_play(a->w, m);
-    if (st != RV_OK)
-        return st;
-    a->game->apply(a->state, m);
-    a->history[a->nhistory++] = m;
-    return RV_OK;
-}
-
-rv_status_t app_undo(app_t *a)
-{
-    if (a->nhistory == 0)
-        return RV_ERR_INVALID;
-    a->nhistory--;
-    memcpy(a->state, a->start, a->game->state_max);
-    for (int i = 0; i < a->nhistory; i++)
-        a->game->apply(a->state, a->history[i]);
-    return rv_mcts_position(a->w, a->state);
-}
-
-/* An integer mcts.* key of the job, or @p def. */
-static int64_t config_int(rv_context_t *ctx, const char *key, int64_t def)
-{
-    int64_t v = def;
-    rv_config_get_int(rv_context_config(ctx), key, &v);
-    return v;
-}
-
-static double config_c(rv_context_t *ctx)
-{
-    char buf[64];
-    if (rv_config_get(rv_context_config(ctx), "mcts.c", buf, sizeof(buf)) !=
-        RV_OK)
-        return 1.0;
-    return strtod(buf, NULL);
-}
-
-rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
-{
-    if (!opt.uct)
-        return rv_mcts_search(a->w, a->rollouts, res);
-    /* The plain sequential UCT with the same playouts, in this thread:
-     * the framework's baseline. */
-    rv_context_t *ctx = rv_worker_context(a->w);
-    uint64_t n =
-        a->rollouts
-            ? a->rollouts
-            : (uint64_t)config_int(ctx, "mcts.rollouts_per_move", 20000);
-    uint64_t seed = (uint64_t)config_int(ctx, "mcts.seed", 0);
-    return rv_uct_search(a->game, a->state, n,
-                         (int)config_int(ctx, "mcts.simulations_per_leaf", 16),
-                         config_c(ctx), seed ? seed : 0x9e3779b97f4a7c15ull,
-                         res);
-}
-
-void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f)
-{
-    char cell[16];
-    fprintf(f, "%-6s %10s %9s\n", "move", "visits", "win rate");
-    for (int i = 0; i < res->nmoves && i < opt.top; i++) {
-        const rv_mcts_move_t *m = &res->moves[i];
-        fprintf(f, "%-6s %10" PRIu64 " %8.1f%%\n",
-                a->game->move_text(a->state, m->move, cell, sizeof(cell)),
-                m->visits, 100.0 * m->win_rate);
-    }
-    fprintf(f,
-            "%" PRIu64 " rollouts in %.3f s: %.0f rollouts/s; %" PRIu64
-            " nodes, %" PRIu64 " selections deferred\n",
-            res->rollouts, res->seconds,
-            res->seconds > 0 ? (double)res->rollouts / res->seconds : 0.0,
-            res->nodes, res->deferred);
-}
-
 static void announce_winner(const app_t *a, FILE *f)
 {
     static const char *const names[] = {"black", "white", "nobody"};
@@ -489,7 +401,9 @@ int main(int argc, char **argv)
                 opt.game);
         return 2;
     }
-    app.size = opt.size ? opt.size : (int)config_int(ctx, "mcts.size", 11);
+    app.uct = opt.uct;
+    app.top = opt.top;
+    app.size = opt.size ? opt.size : (int)app_config_int(ctx, "mcts.size", 11);
     app.rollouts = (uint64_t)opt.rollouts;
     if (app.game == rv_game_hex() && (app.size < 2 || app.size > RV_HEX_MAX)) {
         fprintf(stderr, "rivet-mcts: --size %d: Hex boards are 2 to %d\n",

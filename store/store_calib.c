@@ -81,7 +81,7 @@ static double time_fetch(rv_worker_t *w, rv_tid_t peer, rv_rptr_t src,
     for (int r = 0; r < CAL_REPS; r++) {
         rv_sync_t sync;
         rv_sync_init(&sync, 0);
-        int64_t t0 = st_now_ns();
+        int64_t t0 = rv_time_ns();
         if (eager) {
             rv_call_return(w, peer, cal_echo_id, NULL, 0, dst, n, &sync, 0);
         } else {
@@ -90,7 +90,7 @@ static double time_fetch(rv_worker_t *w, rv_tid_t peer, rv_rptr_t src,
             rv_get(w, dst, src, n, &sync);
         }
         rv_sync_wait(w, &sync);
-        t[r] = (double)(st_now_ns() - t0);
+        t[r] = (double)(rv_time_ns() - t0);
     }
     qsort(t, CAL_REPS, sizeof(t[0]), cmp_double);
     return t[CAL_REPS / 2];

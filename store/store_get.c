@@ -218,7 +218,7 @@ static void get_hit(st_proc_t *p, st_get_t *g, st_obj_t *o)
 
 static bool expired(const st_get_t *g)
 {
-    return g->deadline_ns != INT64_MAX && st_now_ns() >= g->deadline_ns;
+    return g->deadline_ns != INT64_MAX && rv_time_ns() >= g->deadline_ns;
 }
 
 static void get_lookup(st_worker_t *sw, st_get_t *g)
@@ -513,7 +513,7 @@ rv_status_t st_get_start(st_worker_t *sw, const rv_object_id_t *id,
     g->token = ++sw->next_token;
     g->deadline_ns = timeout_ms < 0    ? INT64_MAX
                      : timeout_ms == 0 ? 0
-                                       : st_now_ns() + timeout_ms * 1000000;
+                                       : rv_time_ns() + timeout_ms * 1000000;
     atomic_fetch_add(&user->pending, 1);
     g->next = sw->gets;
     sw->gets = g;

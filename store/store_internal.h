@@ -211,10 +211,9 @@ static inline bool st_grow(void *vp, size_t n, size_t *cap, size_t elem)
     return true;
 }
 
-/* The home worker of @p id. */
+/* store_id.c: the home worker of @p id. */
 rv_tid_t st_home(const rv_object_id_t *id, uint32_t nworkers);
 rv_status_t st_not_initialised(const char *what);
-int64_t st_now_ns(void);
 
 /* store_obj.c: the process's table (callers hold proc->lock) */
 st_obj_t *st_find(st_proc_t *p, const rv_object_id_t *id);

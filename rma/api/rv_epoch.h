@@ -23,7 +23,7 @@
  * current epoch N or unpinned, the epoch may advance to N+1, and then the
  * limbo list of epoch N-2 is reclaimed — three advances after deferral,
  * one more than Chapel's three-list scheme, which can free an object a
- * reader pinned in the next epoch still holds (see rv_epoch.c).
+ * reader pinned in the next epoch still holds (see rma_epoch.c).
  *
  * rv_epoch_try_reclaim elects one reclaimer for the whole job, first come
  * first served: a process-local flag stops the other threads of the
