@@ -13,7 +13,7 @@
 # move from a fresh tree (the distributed engine sets the position,
 # reclaiming the previous move's tree; the sequential UCT makes a tree and
 # frees it); (b) at equal time both keep the subtree of the moves played,
-# their own and the opponent's (rv_mcts_play; rv_uct_tree_play), from the
+# their own and the opponent's (rv_mcts_play; rv_mcts_uct_tree_play), from the
 # first move of each game. In both, an engine's clock runs over its whole
 # move: the opponent's move played in its tree (or a new game's position
 # set, the old tree reclaimed), the search, and its own move played, the

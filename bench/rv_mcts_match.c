@@ -14,7 +14,7 @@
  * milliseconds per move, as the rollouts that fill T on the first
  * position (measured at the start of the job), and both keep the subtree
  * of the moves played, their own and the opponent's (rv_mcts_play,
- * rv_uct_tree_play). In both modes an engine's clock runs over its whole
+ * rv_mcts_uct_tree_play). In both modes an engine's clock runs over its whole
  * move: bringing its tree up to the position (the opponent's move
  * played in it, or a new game's position set, the old tree reclaimed),
  * the search, and playing its own move (the rest of the tree reclaimed).
@@ -52,7 +52,7 @@ typedef struct engine {
     bool distributed;
     uint64_t rollouts;  /* per move */
     rv_mcts_result_t res;
-    rv_uct_tree_t *tree; /* the sequential engine's, kept across moves */
+    rv_mcts_uct_tree_t *tree; /* the sequential engine's, kept across moves */
     int synced;         /* the game's moves its tree has played; -1: its
                            tree is not of this game */
     double seconds;     /* the games' moves: wall time, */
@@ -69,25 +69,25 @@ static engine_t dist = {.distributed = true}, uct;
  * (@p n of them) led to: a new tree for a new game, otherwise the moves
  * it has not played yet (the opponent's), each keeping its subtree. */
 static rv_status_t sync_tree(rv_worker_t *w, engine_t *e, const void *s,
-                             const rv_move_t *hist, int n, uint64_t seed)
+                             const rv_mcts_move_t *hist, int n, uint64_t seed)
 {
     rv_status_t st = RV_OK;
     if (e->synced < 0) {
         if (e->distributed)
             return rv_mcts_position(w, s);
-        rv_uct_tree_destroy(e->tree);
-        return rv_uct_tree_create(rv_game_hex(), s, opt.sims, opt.c, seed,
+        rv_mcts_uct_tree_destroy(e->tree);
+        return rv_mcts_uct_tree_create(rv_mcts_hex(), s, opt.sims, opt.c, seed,
                                   &e->tree);
     }
     for (int i = e->synced; i < n && st == RV_OK; i++)
         st = e->distributed ? rv_mcts_play(w, hist[i])
-                            : rv_uct_tree_play(e->tree, hist[i]);
+                            : rv_mcts_uct_tree_play(e->tree, hist[i]);
     return st;
 }
 
 /* @p e's move in @p s from a fresh tree. */
 static rv_status_t fresh_move(rv_worker_t *w, engine_t *e, const void *s,
-                              uint64_t seed, rv_move_t *m)
+                              uint64_t seed, rv_mcts_move_t *m)
 {
     rv_status_t st;
     if (e->distributed) {
@@ -95,7 +95,7 @@ static rv_status_t fresh_move(rv_worker_t *w, engine_t *e, const void *s,
         if (st == RV_OK)
             st = rv_mcts_search(w, e->rollouts, &e->res);
     } else {
-        st = rv_uct_search(rv_game_hex(), s, e->rollouts, opt.sims, opt.c,
+        st = rv_mcts_uct_search(rv_mcts_hex(), s, e->rollouts, opt.sims, opt.c,
                            seed, &e->res);
     }
     *m = e->res.best;
@@ -107,8 +107,8 @@ static rv_status_t fresh_move(rv_worker_t *w, engine_t *e, const void *s,
  * in its tree; otherwise a search from a fresh tree. The caller times
  * all of it. */
 static rv_status_t engine_move(rv_worker_t *w, engine_t *e, const void *s,
-                               const rv_move_t *hist, int n, bool keep,
-                               uint64_t seed, rv_move_t *m)
+                               const rv_mcts_move_t *hist, int n, bool keep,
+                               uint64_t seed, rv_mcts_move_t *m)
 {
     if (!keep)
         return fresh_move(w, e, s, seed, m);
@@ -117,12 +117,12 @@ static rv_status_t engine_move(rv_worker_t *w, engine_t *e, const void *s,
     double t1 = bench_now_s();
     if (st == RV_OK)
         st = e->distributed ? rv_mcts_search(w, e->rollouts, &e->res)
-                            : rv_uct_tree_search(e->tree, e->rollouts, &e->res);
+                            : rv_mcts_uct_tree_search(e->tree, e->rollouts, &e->res);
     *m = e->res.best;
     double t2 = bench_now_s();
     if (st == RV_OK)
         st = e->distributed ? rv_mcts_play(w, *m)
-                            : rv_uct_tree_play(e->tree, *m);
+                            : rv_mcts_uct_tree_play(e->tree, *m);
     e->tree_seconds += t1 - t0 + bench_now_s() - t2;
     e->synced = n + 1;
     return st;
@@ -134,7 +134,7 @@ static rv_status_t engine_move(rv_worker_t *w, engine_t *e, const void *s,
 static double move_time(rv_worker_t *w, const void *s, engine_t *e)
 {
     double t[3];
-    rv_move_t m;
+    rv_mcts_move_t m;
     for (int i = 0; i < 3; i++) {
         e->synced = -1;
         double t0 = bench_now_s();
@@ -194,9 +194,9 @@ static void keep_time(engine_t *e, double dt)
 static bool play_game(rv_worker_t *w, const uint8_t *opening, bool dist_black,
                       uint64_t seed)
 {
-    const rv_game_t *g = rv_game_hex();
+    const rv_mcts_game_t *g = rv_mcts_hex();
     uint8_t s[1024];
-    rv_move_t hist[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t hist[RV_MCTS_MAX_MOVES];
     int n = 0;
     bool keep = opt.ms > 0;
     memcpy(s, opening, g->state_max);
@@ -204,7 +204,7 @@ static bool play_game(rv_worker_t *w, const uint8_t *opening, bool dist_black,
     while (!g->is_terminal(s)) {
         bool dist_turn = (g->to_play(s) == 0) == dist_black;
         engine_t *e = dist_turn ? &dist : &uct;
-        rv_move_t m;
+        rv_mcts_move_t m;
         double t0 = bench_now_s();
         rv_status_t st = engine_move(w, e, s, hist, n, keep, seed++, &m);
         double dt = bench_now_s() - t0;
@@ -220,7 +220,7 @@ static bool play_game(rv_worker_t *w, const uint8_t *opening, bool dist_black,
         g->apply(s, m);
         hist[n++] = m;
     }
-    return (g->winner(s) == RV_GAME_FIRST) == dist_black;
+    return (g->winner(s) == RV_MCTS_GAME_FIRST) == dist_black;
 }
 
 static void wilson(int wins, int n, double *lo, double *hi)
@@ -238,8 +238,8 @@ static void wilson(int wins, int n, double *lo, double *hi)
 static void balanced_opening(const uint8_t *empty, uint8_t *opening,
                              uint64_t *x)
 {
-    const rv_game_t *g = rv_game_hex();
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    const rv_mcts_game_t *g = rv_mcts_hex();
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     static rv_mcts_result_t judge;
     for (int tries = 0;; tries++) {
         memcpy(opening, empty, g->state_max);
@@ -248,7 +248,7 @@ static void balanced_opening(const uint8_t *empty, uint8_t *opening,
             *x = *x * 6364136223846793005ull + 1442695040888963407ull;
             g->apply(opening, moves[(*x >> 33) % (uint64_t)n]);
         }
-        if (rv_uct_search(g, opening, 20000, opt.sims, opt.c, *x | 1,
+        if (rv_mcts_uct_search(g, opening, 20000, opt.sims, opt.c, *x | 1,
                           &judge) != RV_OK)
             continue;
         double p = judge.moves[0].win_rate;
@@ -263,7 +263,7 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     if (rv_worker_tid(w) != 0)
         return rv_mcts_serve(w);
     uint8_t empty[1024], opening[1024];
-    rv_hex_init(empty, opt.size);
+    rv_mcts_hex_init(empty, opt.size);
     if (opt.ms > 0)
         calibrate(w, empty);
     else
@@ -296,7 +296,7 @@ static rv_status_t worker(rv_worker_t *w, void *arg)
     printf("%s,%d,%d,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%g,%.2f,%.2f\n",
            opt.ms > 0 ? "equal_time" : "equal_rollouts", opt.games, wins,
            (double)wins / opt.games, lo, hi, dn, un, opt.ms, dms, ums);
-    rv_uct_tree_destroy(uct.tree);
+    rv_mcts_uct_tree_destroy(uct.tree);
     return rv_mcts_shutdown(w);
 }
 
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
     rv_config_get(rv_context_config(ctx), "mcts.c", c, sizeof(c));
     opt.sims = (int)sims;
     opt.c = strtod(c, NULL);
-    if (rv_mcts_init(ctx, rv_game_hex()) != RV_OK)
+    if (rv_mcts_init(ctx, rv_mcts_hex()) != RV_OK)
         return 1;
     rv_status_t st = rv_job_run(ctx, worker, NULL);
     rv_finalize(ctx);

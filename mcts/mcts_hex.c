@@ -1,5 +1,5 @@
 /*
- * Hex on an n x n rhombus, 2 <= n <= RV_HEX_MAX, in HexGui/benzene
+ * Hex on an n x n rhombus, 2 <= n <= RV_MCTS_HEX_MAX, in HexGui/benzene
  * notation: columns a.. are letters, rows 1.. are numbers, a1 is the
  * top-left (acute) corner and cell (row r, column c) is move r * n + c.
  * Black, the first player, connects the top and bottom rows; white
@@ -22,7 +22,7 @@
 #include "mcts_rng.h"
 #include "rv_mcts.h"
 
-#define HEX_CELLS (RV_HEX_MAX * RV_HEX_MAX)
+#define HEX_CELLS (RV_MCTS_HEX_MAX * RV_MCTS_HEX_MAX)
 
 /* What a cell holds: a player's colour is the player plus one. */
 enum { HEX_EMPTY = 0, HEX_BLACK = 1, HEX_WHITE = 2 };
@@ -30,7 +30,8 @@ enum { HEX_EMPTY = 0, HEX_BLACK = 1, HEX_WHITE = 2 };
 typedef struct hex_state {
     uint8_t n;       /* the size */
     uint8_t to_play; /* 0 black, 1 white */
-    int8_t winner;   /* RV_GAME_NONE, RV_GAME_FIRST or RV_GAME_SECOND */
+    int8_t winner;   /* RV_MCTS_GAME_NONE, RV_MCTS_GAME_FIRST or
+                        RV_MCTS_GAME_SECOND */
     uint8_t zero;    /* always 0: keeps equal positions equal bytes */
     uint16_t stones; /* cells taken */
     uint8_t cell[HEX_CELLS];
@@ -95,7 +96,7 @@ static unsigned hex_reach(const hex_state_t *s, uint8_t colour,
  * board this decides the game: exactly one side is connected. */
 static bool hex_black_connects(const hex_state_t *s)
 {
-    uint16_t top[RV_HEX_MAX];
+    uint16_t top[RV_MCTS_HEX_MAX];
     int k = 0;
     for (int c = 0; c < s->n; c++)
         if (s->cell[c] == HEX_BLACK)
@@ -112,7 +113,7 @@ static bool hex_black_connects(const hex_state_t *s)
  * run) hashes alike: positions sent between processes keep their hash. */
 static uint64_t hex_key_cell[HEX_CELLS][2];
 static uint64_t hex_key_white;
-static uint64_t hex_key_size[RV_HEX_MAX + 1];
+static uint64_t hex_key_size[RV_MCTS_HEX_MAX + 1];
 static pthread_once_t hex_keys_once = PTHREAD_ONCE_INIT;
 
 static void hex_make_keys(void)
@@ -123,7 +124,7 @@ static void hex_make_keys(void)
         hex_key_cell[i][1] = mc_rng_splitmix(&x);
     }
     hex_key_white = mc_rng_splitmix(&x);
-    for (int n = 0; n <= RV_HEX_MAX; n++)
+    for (int n = 0; n <= RV_MCTS_HEX_MAX; n++)
         hex_key_size[n] = mc_rng_splitmix(&x);
 }
 
@@ -159,29 +160,29 @@ static int hex_winner(const void *sv)
 
 static bool hex_is_terminal(const void *sv)
 {
-    return ((const hex_state_t *)sv)->winner != RV_GAME_NONE;
+    return ((const hex_state_t *)sv)->winner != RV_MCTS_GAME_NONE;
 }
 
-static int hex_legal_moves(const void *sv, rv_move_t *moves)
+static int hex_legal_moves(const void *sv, rv_mcts_move_t *moves)
 {
     const hex_state_t *s = sv;
     int k = 0;
-    if (s->winner != RV_GAME_NONE)
+    if (s->winner != RV_MCTS_GAME_NONE)
         return 0;
     for (int i = 0; i < s->n * s->n; i++)
         if (s->cell[i] == HEX_EMPTY)
-            moves[k++] = (rv_move_t)i;
+            moves[k++] = (rv_mcts_move_t)i;
     return k;
 }
 
 /* An illegal move (off the board, on a stone, or after the end) leaves
  * the position as it is rather than corrupting it: moves also arrive
  * from other processes. */
-static void hex_apply(void *sv, rv_move_t m)
+static void hex_apply(void *sv, rv_mcts_move_t m)
 {
     hex_state_t *s = sv;
     if (m >= s->n * s->n || s->cell[m] != HEX_EMPTY ||
-        s->winner != RV_GAME_NONE)
+        s->winner != RV_MCTS_GAME_NONE)
         return;
     uint8_t colour = (uint8_t)(s->to_play + 1);
     s->cell[m] = colour;
@@ -204,7 +205,7 @@ static int hex_playout(void *sv, uint64_t *rng)
     uint16_t empty[HEX_CELLS];
     int k = 0, nn = s->n * s->n;
 
-    if (s->winner != RV_GAME_NONE)
+    if (s->winner != RV_MCTS_GAME_NONE)
         return s->winner;
     for (int i = 0; i < nn; i++)
         if (s->cell[i] == HEX_EMPTY)
@@ -221,14 +222,16 @@ static int hex_playout(void *sv, uint64_t *rng)
         s->cell[empty[i]] = other;
     s->stones = (uint16_t)nn;
     s->to_play ^= (uint8_t)(k & 1);
-    s->winner = hex_black_connects(s) ? RV_GAME_FIRST : RV_GAME_SECOND;
+    s->winner =
+        hex_black_connects(s) ? RV_MCTS_GAME_FIRST : RV_MCTS_GAME_SECOND;
     return s->winner;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Notation                                                                */
 
-static char *hex_move_text(const void *sv, rv_move_t m, char *buf, size_t len)
+static char *hex_move_text(const void *sv, rv_mcts_move_t m, char *buf,
+                           size_t len)
 {
     const hex_state_t *s = sv;
     if (len == 0)
@@ -280,7 +283,7 @@ static bool hex_read_cell(const char *text, int *col, int *row, char *name,
 }
 
 static rv_status_t hex_move_parse(const void *sv, const char *text,
-                                  rv_move_t *m, char *why, size_t why_len)
+                                  rv_mcts_move_t *m, char *why, size_t why_len)
 {
     const hex_state_t *s = sv;
     char name[16];
@@ -289,16 +292,16 @@ static rv_status_t hex_move_parse(const void *sv, const char *text,
     if (text == NULL || !hex_read_cell(text, &col, &row, name, sizeof(name)))
         return hex_refuse(why, why_len,
                           "wrong notation: expected a cell like c3");
-    if (s->winner != RV_GAME_NONE)
+    if (s->winner != RV_MCTS_GAME_NONE)
         return hex_refuse(why, why_len, "the game is over: %s has won",
-                          s->winner == RV_GAME_FIRST ? "black" : "white");
+                          s->winner == RV_MCTS_GAME_FIRST ? "black" : "white");
     if (col >= s->n || row < 1 || row > s->n)
         return hex_refuse(why, why_len, "cell %s is off the %dx%d board", name,
                           s->n, s->n);
     int i = (row - 1) * s->n + col;
     if (s->cell[i] != HEX_EMPTY)
         return hex_refuse(why, why_len, "cell %s is occupied", name);
-    *m = (rv_move_t)i;
+    *m = (rv_mcts_move_t)i;
     return RV_OK;
 }
 
@@ -335,17 +338,17 @@ static void hex_print(const void *sv, FILE *f)
     }
     hex_print_letters(n, n + 2, f);
     fprintf(f, "X (black) joins top and bottom, O (white) left and right: ");
-    if (s->winner == RV_GAME_NONE)
+    if (s->winner == RV_MCTS_GAME_NONE)
         fprintf(f, "%s to move\n", s->to_play ? "O (white)" : "X (black)");
     else
         fprintf(f, "%s has won\n",
-                s->winner == RV_GAME_FIRST ? "X (black)" : "O (white)");
+                s->winner == RV_MCTS_GAME_FIRST ? "X (black)" : "O (white)");
 }
 
 /* ---------------------------------------------------------------------- */
 /* The game                                                                */
 
-static const rv_game_t hex_game = {
+static const rv_mcts_game_t hex_game = {
     .name = "hex",
     .state_max = sizeof(hex_state_t),
     .state_len = hex_state_len,
@@ -361,23 +364,23 @@ static const rv_game_t hex_game = {
     .print = hex_print,
 };
 
-const rv_game_t *rv_game_hex(void)
+const rv_mcts_game_t *rv_mcts_hex(void)
 {
     return &hex_game;
 }
 
-rv_status_t rv_hex_init(void *sv, int n)
+rv_status_t rv_mcts_hex_init(void *sv, int n)
 {
     hex_state_t *s = sv;
-    if (s == NULL || n < 2 || n > RV_HEX_MAX)
+    if (s == NULL || n < 2 || n > RV_MCTS_HEX_MAX)
         return RV_ERR_INVALID;
     memset(s, 0, sizeof(*s));
     s->n = (uint8_t)n;
-    s->winner = RV_GAME_NONE;
+    s->winner = RV_MCTS_GAME_NONE;
     return RV_OK;
 }
 
-int rv_hex_size(const void *sv)
+int rv_mcts_hex_size(const void *sv)
 {
     return sv != NULL ? ((const hex_state_t *)sv)->n : 0;
 }

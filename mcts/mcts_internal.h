@@ -63,7 +63,7 @@ typedef struct mc_edge {
                                 in MC_WIN units per playout */
     _Atomic rv_gptr_t child; /* 0 until the child's owner notifies */
     _Atomic uint32_t owner;  /* the child's owner, once claimed */
-    rv_move_t move;
+    rv_mcts_move_t move;
     _Atomic(mc_defer_t *) deferred; /* selections waiting for the child */
 } mc_edge_t;
 
@@ -75,11 +75,11 @@ typedef struct mc_node {
     uint32_t nedges;
     uint32_t owner;        /* the worker owning the node */
     _Atomic uint32_t mark; /* reachability generation (mcts_tree.c) */
-    int8_t winner;         /* RV_GAME_NONE, or the game is over */
+    int8_t winner;         /* RV_MCTS_GAME_NONE, or the game is over */
     uint8_t to_play;
     uint16_t state_len;
-    rv_move_t *moves;             /* the legal moves, in a random order: the
-                                     order their edges are claimed in */
+    rv_mcts_move_t *moves;        /* the legal moves, in a random order: the
+                                order their edges are claimed in */
     _Atomic(mc_edge_t *) *blocks; /* edges in blocks of MC_BLOCK, made
                                    when their first edge is claimed */
     uint8_t *state;               /* the position */
@@ -136,7 +136,7 @@ typedef struct mc_counters {
 } mc_counters_t;
 
 typedef struct mc_proc {
-    const rv_game_t *game;
+    const rv_mcts_game_t *game;
     const rv_mcts_config_t *cfg;
     double c; /* mcts.c */
     rv_rank_t rank;
@@ -236,7 +236,7 @@ unsigned mc_sims_run(mc_worker_t *mw, unsigned most);
 /* mcts_tree.c: roots, moves, reclamation and statistics. */
 rv_status_t mc_tree_register(rv_context_t *ctx);
 rv_status_t mc_tree_position(mc_worker_t *mw, const void *state);
-rv_status_t mc_tree_play(mc_worker_t *mw, rv_move_t m, uint32_t gen);
+rv_status_t mc_tree_play(mc_worker_t *mw, rv_mcts_move_t m, uint32_t gen);
 rv_status_t mc_tree_drop_all(mc_worker_t *mw);
 rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
                             rv_mcts_result_t *res);

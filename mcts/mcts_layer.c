@@ -149,7 +149,7 @@ static rv_status_t exec(mc_worker_t *mw, const mc_cmd_t *cmd,
             st = mc_tree_summary(mw, false, NULL, res);
         return st;
     case MC_OP_PLAY:
-        return mc_tree_play(mw, (rv_move_t)cmd->arg, cmd->seq);
+        return mc_tree_play(mw, (rv_mcts_move_t)cmd->arg, cmd->seq);
     case MC_OP_STATS:
         return mc_tree_summary(mw, true, stats, NULL);
     case MC_OP_QUIT:
@@ -271,9 +271,9 @@ rv_status_t rv_mcts_position(rv_worker_t *w, const void *state)
 }
 
 /* Whether @p m is a legal move of the controller's root position. */
-static bool legal(const mc_worker_t *mw, rv_move_t m)
+static bool legal(const mc_worker_t *mw, rv_mcts_move_t m)
 {
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     int n = mw->proc->game->legal_moves(mw->root_state, moves);
     for (int i = 0; i < n; i++)
         if (moves[i] == m)
@@ -313,7 +313,7 @@ rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
     return st;
 }
 
-rv_status_t rv_mcts_play(rv_worker_t *w, rv_move_t m)
+rv_status_t rv_mcts_play(rv_worker_t *w, rv_mcts_move_t m)
 {
     mc_worker_t *mw = mc_of(w);
     if (root_usable(w, "rv_mcts_play") != RV_OK)
@@ -418,7 +418,7 @@ static const rv_layer_ops_t mcts_layer = {
     .context_fini = mcts_context_fini,
 };
 
-static bool game_complete(const rv_game_t *g)
+static bool game_complete(const rv_mcts_game_t *g)
 {
     return g->state_len && g->to_play && g->legal_moves && g->apply &&
            g->is_terminal && g->winner && g->hash && g->playout &&
@@ -450,7 +450,7 @@ static rv_status_t handlers_register(rv_context_t *ctx)
     return st;
 }
 
-rv_status_t rv_mcts_init(rv_context_t *ctx, const rv_game_t *game)
+rv_status_t rv_mcts_init(rv_context_t *ctx, const rv_mcts_game_t *game)
 {
     if (ctx == NULL || game == NULL)
         return RV_ERR_INVALID;

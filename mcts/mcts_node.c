@@ -82,14 +82,14 @@ static bool nodes_grow(mc_worker_t *mw)
 
 mc_node_t *mc_node_new(mc_worker_t *mw, const void *state, uint64_t hash)
 {
-    const rv_game_t *g = mw->proc->game;
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    const rv_mcts_game_t *g = mw->proc->game;
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     size_t len = g->state_len(state);
     int winner = g->winner(state);
-    int n = winner == RV_GAME_NONE ? g->legal_moves(state, moves) : 0;
+    int n = winner == RV_MCTS_GAME_NONE ? g->legal_moves(state, moves) : 0;
     size_t nblocks = ((size_t)n + MC_BLOCK - 1) / MC_BLOCK;
     mc_node_t *node = malloc(sizeof(*node) + nblocks * sizeof(node->blocks[0]) +
-                             (size_t)n * sizeof(rv_move_t) + len);
+                             (size_t)n * sizeof(rv_mcts_move_t) + len);
     if (node == NULL || !nodes_grow(mw)) {
         free(node);
         mc_fatal(mw, "out of memory for a node");
@@ -99,7 +99,7 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state, uint64_t hash)
     node->blocks = (_Atomic(mc_edge_t *) *)(node + 1);
     for (size_t k = 0; k < nblocks; k++)
         atomic_init(&node->blocks[k], NULL);
-    node->moves = (rv_move_t *)(node->blocks + nblocks);
+    node->moves = (rv_mcts_move_t *)(node->blocks + nblocks);
     node->state = (uint8_t *)(node->moves + n);
     memcpy(node->state, state, len);
     node->state_len = (uint16_t)len;
@@ -111,11 +111,11 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state, uint64_t hash)
     /* Children are claimed in this order: a random one each time. */
     for (int i = n - 1; i > 0; i--) {
         uint32_t j = mc_rng_below(&mw->rng, (uint32_t)i + 1);
-        rv_move_t t = moves[i];
+        rv_mcts_move_t t = moves[i];
         moves[i] = moves[j];
         moves[j] = t;
     }
-    memcpy(node->moves, moves, (size_t)n * sizeof(rv_move_t));
+    memcpy(node->moves, moves, (size_t)n * sizeof(rv_mcts_move_t));
     mw->nodes[mw->nnodes++] = node;
     atomic_fetch_add_explicit(&mw->proc->count.nodes_alive, 1,
                               memory_order_relaxed);
@@ -283,7 +283,7 @@ static void backprop(mc_worker_t *mw, const mc_hop_t *hops, uint32_t nhops,
 static void result_of(int winner, uint32_t sims, uint32_t w2[2])
 {
     w2[0] = w2[1] = 0;
-    if (winner == RV_GAME_DRAW)
+    if (winner == RV_MCTS_GAME_DRAW)
         w2[0] = w2[1] = MC_DRAW * sims;
     else
         w2[winner] = MC_WIN * sims;
@@ -335,7 +335,7 @@ static void queue_sim(mc_worker_t *mw, mc_node_t *leaf, const mc_hop_t *hops,
 
 unsigned mc_sims_run(mc_worker_t *mw, unsigned most)
 {
-    const rv_game_t *g = mw->proc->game;
+    const rv_mcts_game_t *g = mw->proc->game;
     uint32_t sims = (uint32_t)mw->proc->cfg->simulations_per_leaf;
     unsigned n = 0;
     for (; n < most; n++) {
@@ -349,7 +349,7 @@ unsigned mc_sims_run(mc_worker_t *mw, unsigned most)
         for (uint32_t k = 0; k < sims; k++) {
             memcpy(mw->scratch, s->leaf->state, s->leaf->state_len);
             int win = g->playout(mw->scratch, &mw->rng);
-            if (win == RV_GAME_DRAW) {
+            if (win == RV_MCTS_GAME_DRAW) {
                 w2[0] += MC_DRAW;
                 w2[1] += MC_DRAW;
             } else {
@@ -508,7 +508,7 @@ static void create_child(mc_worker_t *mw, const void *s, mc_hop_t *hops,
     notify(mw, &hops[nhops - 1], g);
     if (found)
         descend(mw, g, hops, nhops);
-    else if (n->winner != RV_GAME_NONE)
+    else if (n->winner != RV_MCTS_GAME_NONE)
         backprop_exact(mw, n, hops, nhops);
     else
         queue_sim(mw, n, hops, nhops);
@@ -523,7 +523,7 @@ static rv_status_t on_expand(rv_worker_t *w, rv_call_t *call, void *arg)
     mc_msg_t m;
     if (mw == NULL || !read_path(mw, call, &m, hops))
         return RV_ERR_INVALID;
-    const rv_game_t *g = mw->proc->game;
+    const rv_mcts_game_t *g = mw->proc->game;
     memset(s, 0, g->state_max);
     if (call->buf_len > 0 && call->buf_len <= g->state_max)
         memcpy(s, call->buf, call->buf_len);
@@ -544,7 +544,7 @@ static rv_status_t on_expand(rv_worker_t *w, rv_call_t *call, void *arg)
 static void expand(mc_worker_t *mw, rv_gptr_t g, mc_node_t *n, uint32_t i,
                    mc_hop_t *hops, uint32_t nhops)
 {
-    const rv_game_t *game = mw->proc->game;
+    const rv_mcts_game_t *game = mw->proc->game;
     mc_edge_t *e = edge_claimed(mw, n, i);
     uint8_t s[MC_STATE_MAX];
     if (e == NULL)
@@ -607,7 +607,7 @@ static void descend(mc_worker_t *mw, rv_gptr_t g, mc_hop_t *hops,
 {
     for (;;) {
         mc_node_t *n = mc_node(g);
-        if (n->winner != RV_GAME_NONE) {
+        if (n->winner != RV_MCTS_GAME_NONE) {
             backprop_exact(mw, n, hops, nhops);
             return;
         }

@@ -1,6 +1,6 @@
 /*
  * The search layer's random numbers: xorshift64* (Vigna), the generator
- * the games' playouts advance (rv_game_t.playout), and a splitmix64 step
+ * the games' playouts advance (rv_mcts_game_t.playout), and a splitmix64 step
  * to seed it and to make tables of keys. They are inline because a
  * playout draws one number per cell and a call would cost as much as the
  * draw.

@@ -173,7 +173,7 @@ rv_status_t mc_tree_position(mc_worker_t *mw, const void *state)
 
 /* At the root's owner: the child of move @p m, made here if no rollout
  * reached it. */
-static rv_gptr_t child_of(mc_worker_t *mw, rv_move_t m, uint32_t *owner)
+static rv_gptr_t child_of(mc_worker_t *mw, rv_mcts_move_t m, uint32_t *owner)
 {
     mc_node_t *root = mc_node(mw->root);
     for (uint32_t i = 0; i < root->nedges; i++) {
@@ -192,7 +192,7 @@ static rv_gptr_t child_of(mc_worker_t *mw, rv_move_t m, uint32_t *owner)
     return n ? rv_gptr_make(mw->proc->rank, n) : RV_GPTR_NULL;
 }
 
-rv_status_t mc_tree_play(mc_worker_t *mw, rv_move_t m, uint32_t gen)
+rv_status_t mc_tree_play(mc_worker_t *mw, rv_mcts_move_t m, uint32_t gen)
 {
     bool mine = mw->tid == mw->root_owner;
     uint32_t owner = 0;
@@ -228,7 +228,7 @@ typedef struct mc_check_msg {
 static void check_child(mc_proc_t *p, const mc_node_t *n, uint64_t edge_visits)
 {
     uint64_t v = atomic_load(&n->visits);
-    bool ok = n->winner != RV_GAME_NONE ? v == 0 : v + 1 == edge_visits;
+    bool ok = n->winner != RV_MCTS_GAME_NONE ? v == 0 : v + 1 == edge_visits;
     if (!ok) {
         rv_error("mcts: a node was entered %" PRIu64 " times through an "
                  "edge of %" PRIu64 " visits",
@@ -320,7 +320,7 @@ static size_t sum_fill(mc_worker_t *mw, uint64_t *v)
 
 static int by_visits(const void *a, const void *b)
 {
-    const rv_mcts_move_t *x = a, *y = b;
+    const rv_mcts_edge_t *x = a, *y = b;
     if (x->visits != y->visits)
         return x->visits < y->visits ? 1 : -1;
     return (x->win_rate < y->win_rate) - (x->win_rate > y->win_rate);
@@ -335,7 +335,7 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
         if (st != RV_OK)
             return st;
     }
-    size_t len = MC_SUM_COUNTERS + MC_SUM_MOVES * RV_GAME_MAX_MOVES + 1;
+    size_t len = MC_SUM_COUNTERS + MC_SUM_MOVES * RV_MCTS_MAX_MOVES + 1;
     uint64_t *v = calloc(2 * len, sizeof(*v));
     if (v == NULL) {
         mc_fatal(mw, "out of memory for the search's summary");
@@ -360,8 +360,8 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
         res->nmoves = (int)r[len - 1];
         for (int k = 0; k < res->nmoves; k++) {
             const uint64_t *m = r + MC_SUM_COUNTERS + 3 * k;
-            res->moves[k] = (rv_mcts_move_t){
-                .move = (rv_move_t)m[0],
+            res->moves[k] = (rv_mcts_edge_t){
+                .move = (rv_mcts_move_t)m[0],
                 .visits = m[1],
                 .win_rate = m[1] ? (double)m[2] / (scale * (double)m[1]) : 0};
         }

@@ -18,7 +18,7 @@ enum { TTT_EMPTY = 0, TTT_X = 1, TTT_O = 2 };
 
 typedef struct ttt_state {
     uint8_t to_play; /* 0 X, 1 O */
-    int8_t winner;   /* RV_GAME_NONE, _FIRST, _SECOND or _DRAW */
+    int8_t winner;   /* RV_MCTS_GAME_NONE, _FIRST, _SECOND or _DRAW */
     uint8_t marks;   /* cells taken */
     uint8_t cell[9];
 } ttt_state_t;
@@ -48,18 +48,18 @@ static int ttt_winner(const void *sv)
 
 static bool ttt_is_terminal(const void *sv)
 {
-    return ((const ttt_state_t *)sv)->winner != RV_GAME_NONE;
+    return ((const ttt_state_t *)sv)->winner != RV_MCTS_GAME_NONE;
 }
 
-static int ttt_legal_moves(const void *sv, rv_move_t *moves)
+static int ttt_legal_moves(const void *sv, rv_mcts_move_t *moves)
 {
     const ttt_state_t *s = sv;
     int k = 0;
-    if (s->winner != RV_GAME_NONE)
+    if (s->winner != RV_MCTS_GAME_NONE)
         return 0;
     for (int i = 0; i < 9; i++)
         if (s->cell[i] == TTT_EMPTY)
-            moves[k++] = (rv_move_t)i;
+            moves[k++] = (rv_mcts_move_t)i;
     return k;
 }
 
@@ -80,17 +80,17 @@ static bool ttt_completes(const ttt_state_t *s, int m)
 /* As in Hex, an illegal move (off the board, on a mark, or after the
  * end) leaves the position as it is. The winner is kept in the position
  * so that asking for it costs nothing. */
-static void ttt_apply(void *sv, rv_move_t m)
+static void ttt_apply(void *sv, rv_mcts_move_t m)
 {
     ttt_state_t *s = sv;
-    if (m >= 9 || s->cell[m] != TTT_EMPTY || s->winner != RV_GAME_NONE)
+    if (m >= 9 || s->cell[m] != TTT_EMPTY || s->winner != RV_MCTS_GAME_NONE)
         return;
     s->cell[m] = (uint8_t)(s->to_play + 1);
     s->marks++;
     if (ttt_completes(s, m))
         s->winner = (int8_t)s->to_play;
     else if (s->marks == 9)
-        s->winner = RV_GAME_DRAW;
+        s->winner = RV_MCTS_GAME_DRAW;
     s->to_play ^= 1;
 }
 
@@ -118,18 +118,19 @@ static uint64_t ttt_hash(const void *sv)
 static int ttt_playout(void *sv, uint64_t *rng)
 {
     ttt_state_t *s = sv;
-    rv_move_t empty[9];
+    rv_mcts_move_t empty[9];
     int k = ttt_legal_moves(s, empty);
-    for (int i = 0; i < k && s->winner == RV_GAME_NONE; i++) {
+    for (int i = 0; i < k && s->winner == RV_MCTS_GAME_NONE; i++) {
         int j = i + (int)mc_rng_below(rng, (uint32_t)(k - i));
-        rv_move_t m = empty[j];
+        rv_mcts_move_t m = empty[j];
         empty[j] = empty[i];
         ttt_apply(s, m);
     }
     return s->winner;
 }
 
-static char *ttt_move_text(const void *sv, rv_move_t m, char *buf, size_t len)
+static char *ttt_move_text(const void *sv, rv_mcts_move_t m, char *buf,
+                           size_t len)
 {
     (void)sv;
     if (len == 0)
@@ -158,7 +159,7 @@ static rv_status_t ttt_refuse(char *why, size_t why_len, const char *fmt, ...)
  * digits (so that "d10" is off the board, not malformed), either case,
  * blanks around it allowed. */
 static rv_status_t ttt_move_parse(const void *sv, const char *text,
-                                  rv_move_t *m, char *why, size_t why_len)
+                                  rv_mcts_move_t *m, char *why, size_t why_len)
 {
     const ttt_state_t *s = sv;
     const char *p = text;
@@ -180,7 +181,7 @@ static rv_status_t ttt_move_parse(const void *sv, const char *text,
         return ttt_refuse(why, why_len,
                           "wrong notation: expected a cell like b2");
     static const char *const over[3] = {"X has won", "O has won", "a draw"};
-    if (s->winner != RV_GAME_NONE)
+    if (s->winner != RV_MCTS_GAME_NONE)
         return ttt_refuse(why, why_len, "the game is over: %s",
                           over[s->winner]);
     if (col >= 3 || row < 1 || row > 3)
@@ -190,7 +191,7 @@ static rv_status_t ttt_move_parse(const void *sv, const char *text,
     if (s->cell[i] != TTT_EMPTY)
         return ttt_refuse(why, why_len, "cell %c%d is occupied", 'a' + col,
                           row);
-    *m = (rv_move_t)i;
+    *m = (rv_mcts_move_t)i;
     return RV_OK;
 }
 
@@ -204,15 +205,15 @@ static void ttt_print(const void *sv, FILE *f)
         fprintf(f, "%2d %c  %c  %c %d\n", r + 1, mark[s->cell[r * 3]],
                 mark[s->cell[r * 3 + 1]], mark[s->cell[r * 3 + 2]], r + 1);
     fprintf(f, "   a  b  c\n");
-    if (s->winner == RV_GAME_NONE)
+    if (s->winner == RV_MCTS_GAME_NONE)
         fprintf(f, "%c to move\n", s->to_play ? 'O' : 'X');
-    else if (s->winner == RV_GAME_DRAW)
+    else if (s->winner == RV_MCTS_GAME_DRAW)
         fprintf(f, "a draw\n");
     else
-        fprintf(f, "%c has won\n", s->winner == RV_GAME_FIRST ? 'X' : 'O');
+        fprintf(f, "%c has won\n", s->winner == RV_MCTS_GAME_FIRST ? 'X' : 'O');
 }
 
-static const rv_game_t ttt_game = {
+static const rv_mcts_game_t ttt_game = {
     .name = "tictactoe",
     .state_max = sizeof(ttt_state_t),
     .state_len = ttt_state_len,
@@ -228,16 +229,16 @@ static const rv_game_t ttt_game = {
     .print = ttt_print,
 };
 
-const rv_game_t *rv_game_tictactoe(void)
+const rv_mcts_game_t *rv_mcts_tictactoe(void)
 {
     return &ttt_game;
 }
 
-void rv_tictactoe_init(void *sv)
+void rv_mcts_tictactoe_init(void *sv)
 {
     ttt_state_t *s = sv;
     if (s == NULL)
         return;
     memset(s, 0, sizeof(*s));
-    s->winner = RV_GAME_NONE;
+    s->winner = RV_MCTS_GAME_NONE;
 }

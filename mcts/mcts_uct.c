@@ -20,7 +20,7 @@
  * A tree can outlive one search (rv_uct_tree_*): playing a move keeps the
  * chosen child's subtree, with its statistics, as the new root and frees
  * the rest, as rv_mcts_play does for the distributed tree, so that the
- * two engines can be compared with the same reuse. rv_uct_search is one
+ * two engines can be compared with the same reuse. rv_mcts_uct_search is one
  * search on a tree of its own.
  */
 #include <math.h>
@@ -37,23 +37,23 @@ typedef struct uct_edge {
     struct uct_node *child;
     uint64_t visits;
     double wins; /* the mover's points, over visits * sims playouts */
-    rv_move_t move;
+    rv_mcts_move_t move;
 } uct_edge_t;
 
 typedef struct uct_node {
     struct uct_node *parent;
     int parent_edge; /* this node's edge in parent->edges */
     int to_play;     /* the player to move here */
-    int winner;      /* RV_GAME_NONE unless the game is over here */
+    int winner;      /* RV_MCTS_GAME_NONE unless the game is over here */
     int nedges, cap; /* expanded edges, and room for them */
     uct_edge_t *edges;
     uint64_t visits; /* the edges' visits, summed */
     int nuntried;
-    rv_move_t untried[]; /* legal moves not yet expanded */
+    rv_mcts_move_t untried[]; /* legal moves not yet expanded */
 } uct_node_t;
 
-struct rv_uct_tree {
-    const rv_game_t *game;
+struct rv_mcts_uct_tree {
+    const rv_mcts_game_t *game;
     int sims;
     double c;
     uint64_t rng;
@@ -62,22 +62,23 @@ struct rv_uct_tree {
     void *sim;      /* a playout's scratch copy */
     uct_node_t *root;
     void *root_state; /* the root's position */
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
 };
 
 /* A node for position @p state reached through edge @p edge of
  * @p parent (NULL for the root); NULL when out of memory. */
-static uct_node_t *uct_node_new(rv_uct_tree_t *u, const void *state,
+static uct_node_t *uct_node_new(rv_mcts_uct_tree_t *u, const void *state,
                                 uct_node_t *parent, int edge)
 {
-    const rv_game_t *g = u->game;
+    const rv_mcts_game_t *g = u->game;
     int winner = g->winner(state);
-    int n = winner == RV_GAME_NONE ? g->legal_moves(state, u->moves) : 0;
+    int n = winner == RV_MCTS_GAME_NONE ? g->legal_moves(state, u->moves) : 0;
     /* A game that is not over must have a move; one that breaks that
      * rule is scored as a draw rather than walked into. */
-    if (n == 0 && winner == RV_GAME_NONE)
-        winner = RV_GAME_DRAW;
-    uct_node_t *node = malloc(sizeof(*node) + (size_t)n * sizeof(rv_move_t));
+    if (n == 0 && winner == RV_MCTS_GAME_NONE)
+        winner = RV_MCTS_GAME_DRAW;
+    uct_node_t *node =
+        malloc(sizeof(*node) + (size_t)n * sizeof(rv_mcts_move_t));
     if (node == NULL)
         return NULL;
     *node = (uct_node_t){.parent = parent,
@@ -85,14 +86,14 @@ static uct_node_t *uct_node_new(rv_uct_tree_t *u, const void *state,
                          .to_play = g->to_play(state),
                          .winner = winner,
                          .nuntried = n};
-    memcpy(node->untried, u->moves, (size_t)n * sizeof(rv_move_t));
+    memcpy(node->untried, u->moves, (size_t)n * sizeof(rv_mcts_move_t));
     u->nodes++;
     return node;
 }
 
 /* Frees @p node and its subtree but for a child detached from it (its
  * edge's child set to NULL). */
-static void uct_node_free(rv_uct_tree_t *u, uct_node_t *node)
+static void uct_node_free(rv_mcts_uct_tree_t *u, uct_node_t *node)
 {
     for (int i = 0; i < node->nedges; i++)
         if (node->edges[i].child != NULL)
@@ -103,7 +104,7 @@ static void uct_node_free(rv_uct_tree_t *u, uct_node_t *node)
 }
 
 /* The edge of @p node of highest UCB1 value (every edge has a visit). */
-static int uct_select(const rv_uct_tree_t *u, const uct_node_t *node)
+static int uct_select(const rv_mcts_uct_tree_t *u, const uct_node_t *node)
 {
     double log_n = log((double)node->visits), best_value = -1.0;
     int best = 0;
@@ -122,7 +123,7 @@ static int uct_select(const rv_uct_tree_t *u, const uct_node_t *node)
 /* Creates a child of @p node for one of its untried moves, drawn at
  * random so that a search cut short has not favoured the first moves.
  * u->walk moves to the child's position. NULL when out of memory. */
-static uct_node_t *uct_expand(rv_uct_tree_t *u, uct_node_t *node)
+static uct_node_t *uct_expand(rv_mcts_uct_tree_t *u, uct_node_t *node)
 {
     if (node->nedges == node->cap) {
         int cap = node->cap ? 2 * node->cap : 4;
@@ -133,7 +134,7 @@ static uct_node_t *uct_expand(rv_uct_tree_t *u, uct_node_t *node)
         node->cap = cap;
     }
     int j = (int)mc_rng_below(&u->rng, (uint32_t)node->nuntried);
-    rv_move_t m = node->untried[j];
+    rv_mcts_move_t m = node->untried[j];
     u->game->apply(u->walk, m);
     uct_node_t *child = uct_node_new(u, u->walk, node, node->nedges);
     if (child == NULL)
@@ -144,11 +145,11 @@ static uct_node_t *uct_expand(rv_uct_tree_t *u, uct_node_t *node)
 }
 
 /* Counts the outcomes of u->sims playouts from @p leaf (u->walk) into
- * @p outcome, indexed by RV_GAME_FIRST, _SECOND and _DRAW. */
-static void uct_simulate(rv_uct_tree_t *u, const uct_node_t *leaf,
+ * @p outcome, indexed by RV_MCTS_GAME_FIRST, _SECOND and _DRAW. */
+static void uct_simulate(rv_mcts_uct_tree_t *u, const uct_node_t *leaf,
                          uint64_t outcome[3])
 {
-    if (leaf->winner != RV_GAME_NONE) {
+    if (leaf->winner != RV_MCTS_GAME_NONE) {
         outcome[leaf->winner] += (uint64_t)u->sims;
         return;
     }
@@ -162,7 +163,7 @@ static void uct_simulate(rv_uct_tree_t *u, const uct_node_t *leaf,
 /* Adds @p outcome to every edge from @p leaf up to the root. */
 static void uct_backup(uct_node_t *leaf, const uint64_t outcome[3])
 {
-    double draws = 0.5 * (double)outcome[RV_GAME_DRAW];
+    double draws = 0.5 * (double)outcome[RV_MCTS_GAME_DRAW];
     for (uct_node_t *n = leaf; n->parent != NULL; n = n->parent) {
         uct_node_t *p = n->parent;
         uct_edge_t *e = &p->edges[n->parent_edge];
@@ -174,19 +175,19 @@ static void uct_backup(uct_node_t *leaf, const uint64_t outcome[3])
 
 /* One rollout from @p root; RV_ERR_NO_MEMORY if a node could not be
  * made (the tree is left consistent). */
-static rv_status_t uct_rollout(rv_uct_tree_t *u, uct_node_t *root,
+static rv_status_t uct_rollout(rv_mcts_uct_tree_t *u, uct_node_t *root,
                                const void *state)
 {
     uint64_t outcome[3] = {0, 0, 0};
     uct_node_t *node = root;
 
     memcpy(u->walk, state, u->game->state_len(state));
-    while (node->winner == RV_GAME_NONE && node->nuntried == 0) {
+    while (node->winner == RV_MCTS_GAME_NONE && node->nuntried == 0) {
         uct_edge_t *e = &node->edges[uct_select(u, node)];
         u->game->apply(u->walk, e->move);
         node = e->child;
     }
-    if (node->winner == RV_GAME_NONE) {
+    if (node->winner == RV_MCTS_GAME_NONE) {
         node = uct_expand(u, node);
         if (node == NULL)
             return RV_ERR_NO_MEMORY;
@@ -200,7 +201,7 @@ static rv_status_t uct_rollout(rv_uct_tree_t *u, uct_node_t *root,
  * move, so that the order does not depend on qsort. */
 static int uct_cmp_moves(const void *a, const void *b)
 {
-    const rv_mcts_move_t *x = a, *y = b;
+    const rv_mcts_edge_t *x = a, *y = b;
     if (x->visits != y->visits)
         return x->visits > y->visits ? -1 : 1;
     if (x->win_rate != y->win_rate)
@@ -209,20 +210,20 @@ static int uct_cmp_moves(const void *a, const void *b)
 }
 
 /* The root's moves, tried or not, into @p res. */
-static void uct_report(const rv_uct_tree_t *u, const uct_node_t *root,
+static void uct_report(const rv_mcts_uct_tree_t *u, const uct_node_t *root,
                        rv_mcts_result_t *res)
 {
     int k = 0;
     for (int i = 0; i < root->nedges; i++) {
         const uct_edge_t *e = &root->edges[i];
-        res->moves[k++] = (rv_mcts_move_t){
+        res->moves[k++] = (rv_mcts_edge_t){
             .move = e->move,
             .visits = e->visits,
             .win_rate =
                 e->visits ? e->wins / ((double)e->visits * u->sims) : 0.0};
     }
     for (int i = 0; i < root->nuntried; i++)
-        res->moves[k++] = (rv_mcts_move_t){.move = root->untried[i]};
+        res->moves[k++] = (rv_mcts_edge_t){.move = root->untried[i]};
     qsort(res->moves, (size_t)k, sizeof(res->moves[0]), uct_cmp_moves);
     res->nmoves = k;
     res->best = k > 0 ? res->moves[0].move : 0;
@@ -244,9 +245,9 @@ static void uct_result_clear(rv_mcts_result_t *res)
     res->seconds = 0.0;
 }
 
-rv_status_t rv_uct_tree_create(const rv_game_t *game, const void *state,
-                               int sims, double c, uint64_t seed,
-                               rv_uct_tree_t **tree)
+rv_status_t rv_mcts_uct_tree_create(const rv_mcts_game_t *game,
+                                    const void *state, int sims, double c,
+                                    uint64_t seed, rv_mcts_uct_tree_t **tree)
 {
     if (tree == NULL)
         return RV_ERR_INVALID;
@@ -254,12 +255,12 @@ rv_status_t rv_uct_tree_create(const rv_game_t *game, const void *state,
     if (game == NULL || state == NULL || sims < 1 || !(c >= 0.0) ||
         game->is_terminal(state))
         return RV_ERR_INVALID;
-    rv_uct_tree_t *u = malloc(sizeof(*u));
+    rv_mcts_uct_tree_t *u = malloc(sizeof(*u));
     if (u == NULL)
         return RV_ERR_NO_MEMORY;
     /* A zero seed would stall xorshift64*; the header asks for a
      * non-zero one, and mixing it lets neighbouring seeds differ. */
-    *u = (rv_uct_tree_t){
+    *u = (rv_mcts_uct_tree_t){
         .game = game, .sims = sims, .c = c, .rng = mc_rng_seed(seed)};
     u->walk = malloc(game->state_max);
     u->sim = malloc(game->state_max);
@@ -269,20 +270,20 @@ rv_status_t rv_uct_tree_create(const rv_game_t *game, const void *state,
         u->root = uct_node_new(u, state, NULL, -1);
     }
     if (u->root == NULL) {
-        rv_uct_tree_destroy(u);
+        rv_mcts_uct_tree_destroy(u);
         return RV_ERR_NO_MEMORY;
     }
     *tree = u;
     return RV_OK;
 }
 
-rv_status_t rv_uct_tree_search(rv_uct_tree_t *u, uint64_t rollouts,
-                               rv_mcts_result_t *res)
+rv_status_t rv_mcts_uct_tree_search(rv_mcts_uct_tree_t *u, uint64_t rollouts,
+                                    rv_mcts_result_t *res)
 {
     if (res == NULL)
         return RV_ERR_INVALID;
     uct_result_clear(res);
-    if (u == NULL || u->root->winner != RV_GAME_NONE)
+    if (u == NULL || u->root->winner != RV_MCTS_GAME_NONE)
         return RV_ERR_INVALID;
     double start = uct_now();
     rv_status_t st = RV_OK;
@@ -296,7 +297,7 @@ rv_status_t rv_uct_tree_search(rv_uct_tree_t *u, uint64_t rollouts,
 }
 
 /* The edge of @p node for move @p m, or -1 when no rollout took it. */
-static int uct_edge_of(const uct_node_t *node, rv_move_t m)
+static int uct_edge_of(const uct_node_t *node, rv_mcts_move_t m)
 {
     for (int i = 0; i < node->nedges; i++)
         if (node->edges[i].move == m)
@@ -304,7 +305,7 @@ static int uct_edge_of(const uct_node_t *node, rv_move_t m)
     return -1;
 }
 
-static bool uct_untried(const uct_node_t *node, rv_move_t m)
+static bool uct_untried(const uct_node_t *node, rv_mcts_move_t m)
 {
     for (int i = 0; i < node->nuntried; i++)
         if (node->untried[i] == m)
@@ -312,7 +313,7 @@ static bool uct_untried(const uct_node_t *node, rv_move_t m)
     return false;
 }
 
-rv_status_t rv_uct_tree_play(rv_uct_tree_t *u, rv_move_t m)
+rv_status_t rv_mcts_uct_tree_play(rv_mcts_uct_tree_t *u, rv_mcts_move_t m)
 {
     if (u == NULL)
         return RV_ERR_INVALID;
@@ -340,7 +341,7 @@ rv_status_t rv_uct_tree_play(rv_uct_tree_t *u, rv_move_t m)
     return RV_OK;
 }
 
-void rv_uct_tree_destroy(rv_uct_tree_t *u)
+void rv_mcts_uct_tree_destroy(rv_mcts_uct_tree_t *u)
 {
     if (u == NULL)
         return;
@@ -352,19 +353,19 @@ void rv_uct_tree_destroy(rv_uct_tree_t *u)
     free(u);
 }
 
-rv_status_t rv_uct_search(const rv_game_t *game, const void *state,
-                          uint64_t rollouts, int sims, double c, uint64_t seed,
-                          rv_mcts_result_t *res)
+rv_status_t rv_mcts_uct_search(const rv_mcts_game_t *game, const void *state,
+                               uint64_t rollouts, int sims, double c,
+                               uint64_t seed, rv_mcts_result_t *res)
 {
     if (res == NULL)
         return RV_ERR_INVALID;
     uct_result_clear(res);
     double start = uct_now();
-    rv_uct_tree_t *u;
-    rv_status_t st = rv_uct_tree_create(game, state, sims, c, seed, &u);
+    rv_mcts_uct_tree_t *u;
+    rv_status_t st = rv_mcts_uct_tree_create(game, state, sims, c, seed, &u);
     if (st == RV_OK)
-        st = rv_uct_tree_search(u, rollouts, res);
-    rv_uct_tree_destroy(u);
+        st = rv_mcts_uct_tree_search(u, rollouts, res);
+    rv_mcts_uct_tree_destroy(u);
     /* The one-shot search's time covers its tree's making and freeing. */
     res->seconds = uct_now() - start;
     return st;

@@ -14,7 +14,7 @@
 
 /* The game being played, kept by the controller (worker 0). */
 typedef struct app {
-    const rv_game_t *game;
+    const rv_mcts_game_t *game;
     rv_worker_t *w;
     int size;            /* Hex: the board's size */
     uint64_t rollouts;   /* per move (0: mcts.rollouts_per_move) */
@@ -23,7 +23,7 @@ typedef struct app {
     int top;             /* moves app_print_result prints */
     uint8_t start[1024]; /* the empty board */
     uint8_t state[1024]; /* the position now */
-    rv_move_t history[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t history[RV_MCTS_MAX_MOVES];
     int nhistory;
 } app_t;
 
@@ -31,7 +31,7 @@ typedef struct app {
  * size out of range. */
 rv_status_t app_new_game(app_t *a, int size);
 /* Plays @p m (legal) in the game and at the search's root. */
-rv_status_t app_play(app_t *a, rv_move_t m);
+rv_status_t app_play(app_t *a, rv_mcts_move_t m);
 /* Takes the last move back; RV_ERR_INVALID when there is none. */
 rv_status_t app_undo(app_t *a);
 /* Searches the position; res is the caller's. */

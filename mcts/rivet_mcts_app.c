@@ -13,19 +13,19 @@
 
 rv_status_t app_new_game(app_t *a, int size)
 {
-    if (a->game == rv_game_hex()) {
-        if (rv_hex_init(a->start, size) != RV_OK)
+    if (a->game == rv_mcts_hex()) {
+        if (rv_mcts_hex_init(a->start, size) != RV_OK)
             return RV_ERR_INVALID;
         a->size = size;
     } else {
-        rv_tictactoe_init(a->start);
+        rv_mcts_tictactoe_init(a->start);
     }
     memcpy(a->state, a->start, a->game->state_max);
     a->nhistory = 0;
     return rv_mcts_position(a->w, a->state);
 }
 
-rv_status_t app_play(app_t *a, rv_move_t m)
+rv_status_t app_play(app_t *a, rv_mcts_move_t m)
 {
     rv_status_t st = rv_mcts_play(a->w, m);
     if (st != RV_OK)
@@ -74,7 +74,7 @@ rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
             ? a->rollouts
             : (uint64_t)app_config_int(ctx, "mcts.rollouts_per_move", 20000);
     uint64_t seed = (uint64_t)app_config_int(ctx, "mcts.seed", 0);
-    return rv_uct_search(
+    return rv_mcts_uct_search(
         a->game, a->state, n,
         (int)app_config_int(ctx, "mcts.simulations_per_leaf", 16),
         config_c(ctx), seed ? seed : 0x9e3779b97f4a7c15ull, res);
@@ -85,7 +85,7 @@ void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f)
     char cell[16];
     fprintf(f, "%-6s %10s %9s\n", "move", "visits", "win rate");
     for (int i = 0; i < res->nmoves && i < a->top; i++) {
-        const rv_mcts_move_t *m = &res->moves[i];
+        const rv_mcts_edge_t *m = &res->moves[i];
         fprintf(f, "%-6s %10" PRIu64 " %8.1f%%\n",
                 a->game->move_text(a->state, m->move, cell, sizeof(cell)),
                 m->visits, 100.0 * m->win_rate);

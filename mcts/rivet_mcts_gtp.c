@@ -100,12 +100,12 @@ static void cmd_boardsize(gtp_t *g, int argc, char **argv)
         answer(g, false, "unacceptable size: only square boards");
         return;
     }
-    if (g->a->game != rv_game_hex() && n != 3) {
+    if (g->a->game != rv_mcts_hex() && n != 3) {
         answer(g, false, "unacceptable size: tic-tac-toe is 3x3");
         return;
     }
-    if (n < 2 || n > RV_HEX_MAX || app_new_game(g->a, (int)n) != RV_OK) {
-        answer(g, false, "unacceptable size: 2 to %d", RV_HEX_MAX);
+    if (n < 2 || n > RV_MCTS_HEX_MAX || app_new_game(g->a, (int)n) != RV_OK) {
+        answer(g, false, "unacceptable size: 2 to %d", RV_MCTS_HEX_MAX);
         return;
     }
     answer(g, true, "%s", "");
@@ -115,7 +115,7 @@ static void cmd_play(gtp_t *g, int argc, char **argv)
 {
     app_t *a = g->a;
     char why[128];
-    rv_move_t m;
+    rv_mcts_move_t m;
     if (argc != 2) {
         answer(g, false, "syntax: play COLOR CELL");
         return;

@@ -58,13 +58,13 @@ static void announce_winner(const app_t *a, FILE *f)
 {
     static const char *const names[] = {"black", "white", "nobody"};
     int win = a->game->winner(a->state);
-    if (a->game == rv_game_tictactoe())
+    if (a->game == rv_mcts_tictactoe())
         fprintf(f, "%s\n",
-                win == RV_GAME_DRAW    ? "draw"
-                : win == RV_GAME_FIRST ? "X wins"
-                                       : "O wins");
+                win == RV_MCTS_GAME_DRAW    ? "draw"
+                : win == RV_MCTS_GAME_FIRST ? "X wins"
+                                            : "O wins");
     else
-        fprintf(f, "%s wins\n", names[win == RV_GAME_DRAW ? 2 : win]);
+        fprintf(f, "%s wins\n", names[win == RV_MCTS_GAME_DRAW ? 2 : win]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -90,7 +90,7 @@ static int analyse(app_t *a)
     snprintf(buf, sizeof(buf), "%s", opt.moves);
     for (char *save = NULL, *t = strtok_r(buf, " ,", &save); t != NULL;
          t = strtok_r(NULL, " ,", &save)) {
-        rv_move_t m;
+        rv_mcts_move_t m;
         if (a->game->move_parse(a->state, t, &m, why, sizeof(why)) != RV_OK) {
             fprintf(stderr, "rivet-mcts: --moves: %s\n", why);
             return 2;
@@ -147,7 +147,7 @@ static int engine_move(app_t *a, rv_mcts_result_t *res)
     static const char *const ttt_names[] = {"X", "O"};
     printf("%s plays %s (%" PRIu64 " visits, win rate %.1f%%, %.0f "
            "rollouts/s)\n",
-           (a->game == rv_game_hex() ? hex_names : ttt_names)[mover],
+           (a->game == rv_mcts_hex() ? hex_names : ttt_names)[mover],
            a->game->move_text(a->state, res->best, cell, sizeof(cell)),
            res->moves[0].visits, 100.0 * res->moves[0].win_rate,
            res->seconds > 0 ? (double)res->rollouts / res->seconds : 0.0);
@@ -174,7 +174,7 @@ static int self_play(app_t *a)
 
 /* The person's move, read from standard input until it is legal; false
  * at the end of the input or on "quit". */
-static bool human_move(app_t *a, rv_move_t *m)
+static bool human_move(app_t *a, rv_mcts_move_t *m)
 {
     char line[256], why[128];
     for (;;) {
@@ -200,7 +200,7 @@ static int play_person(app_t *a)
     int rc = res == NULL;
     a->game->print(a->state, stdout);
     while (rc == 0 && !a->game->is_terminal(a->state)) {
-        rv_move_t m;
+        rv_mcts_move_t m;
         if (a->game->to_play(a->state) == opt.human) {
             if (!human_move(a, &m))
                 break;
@@ -335,7 +335,7 @@ static int parse_args(int argc, char **argv)
             opt.moves = optarg;
             break;
         case O_SIZE:
-            if (!int_arg("size", optarg, 2, RV_HEX_MAX, &x))
+            if (!int_arg("size", optarg, 2, RV_MCTS_HEX_MAX, &x))
                 return 2;
             opt.size = (int)x;
             break;
@@ -393,9 +393,9 @@ int main(int argc, char **argv)
     }
     static app_t app = {.resign_below = 0.03};
     if (strcmp(opt.game, "hex") == 0) {
-        app.game = rv_game_hex();
+        app.game = rv_mcts_hex();
     } else if (strcmp(opt.game, "tictactoe") == 0) {
-        app.game = rv_game_tictactoe();
+        app.game = rv_mcts_tictactoe();
     } else {
         fprintf(stderr, "rivet-mcts: unknown game '%s' (hex or tictactoe)\n",
                 opt.game);
@@ -405,9 +405,10 @@ int main(int argc, char **argv)
     app.top = opt.top;
     app.size = opt.size ? opt.size : (int)app_config_int(ctx, "mcts.size", 11);
     app.rollouts = (uint64_t)opt.rollouts;
-    if (app.game == rv_game_hex() && (app.size < 2 || app.size > RV_HEX_MAX)) {
+    if (app.game == rv_mcts_hex() &&
+        (app.size < 2 || app.size > RV_MCTS_HEX_MAX)) {
         fprintf(stderr, "rivet-mcts: --size %d: Hex boards are 2 to %d\n",
-                app.size, RV_HEX_MAX);
+                app.size, RV_MCTS_HEX_MAX);
         return 2;
     }
     if (rv_mcts_init(ctx, app.game) != RV_OK)

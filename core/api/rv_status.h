@@ -21,6 +21,11 @@ extern "C" {
  * visibility and exports exactly the functions so marked. */
 #define RV_EXPORT __attribute__((visibility("default")))
 
+/** Marks a public name kept for one minor release after it was renamed or
+ * replaced: using it warns at compile time with @p msg (what to use
+ * instead). CHANGELOG.md lists each with how to migrate. */
+#define RV_DEPRECATED(msg) __attribute__((deprecated(msg)))
+
 /**
  * @brief Status of every rivet call. Zero is success, a positive value means
  * the operation was started and completes later, negative values are errors.

@@ -3,7 +3,7 @@
  * @brief rivet's distributed tree-parallel Monte-Carlo Tree Search
  * (Seriema, "Seriema: RDMA-based remote invocation with a case-study on
  * Monte-Carlo tree search", section 5.3): a user supplies a game as a
- * struct of callbacks (rv_game_t); rivet supplies the search, its tree
+ * struct of callbacks (rv_mcts_game_t); rivet supplies the search, its tree
  * spread over every worker thread of the job, and all its communication.
  *
  * The tree. Every node is owned by one worker. A child's owner is chosen
@@ -64,17 +64,17 @@ extern "C" {
 #endif
 
 /** @brief A move: an index the game defines (a cell of the board). */
-typedef uint16_t rv_move_t;
+typedef uint16_t rv_mcts_move_t;
 
 /** Most legal moves a position may have. */
-#define RV_GAME_MAX_MOVES 1024
+#define RV_MCTS_MAX_MOVES 1024
 
-/** Winners, as rv_game_t.winner and playout return them. */
+/** Winners, as rv_mcts_game_t.winner and playout return them. */
 enum {
-    RV_GAME_NONE = -1,  /**< the game is not over */
-    RV_GAME_FIRST = 0,  /**< the first player (Hex: black) won */
-    RV_GAME_SECOND = 1, /**< the second player (Hex: white) won */
-    RV_GAME_DRAW = 2,   /**< nobody won */
+    RV_MCTS_GAME_NONE = -1,  /**< the game is not over */
+    RV_MCTS_GAME_FIRST = 0,  /**< the first player (Hex: black) won */
+    RV_MCTS_GAME_SECOND = 1, /**< the second player (Hex: white) won */
+    RV_MCTS_GAME_DRAW = 2,   /**< nobody won */
 };
 
 /**
@@ -87,7 +87,7 @@ enum {
  * @note Every callback is called from many threads at once, each on its
  * own position: it keeps no shared mutable state.
  */
-typedef struct rv_game {
+typedef struct rv_mcts_game {
     const char *name; /**< e.g. "hex" */
     size_t state_max; /**< most bytes of a position */
     /** The bytes of @p s that matter (at most state_max). */
@@ -95,37 +95,37 @@ typedef struct rv_game {
     /** The player to move in @p s: 0 (first) or 1 (second). */
     int (*to_play)(const void *s);
     /** Writes the legal moves of @p s into @p moves (room for
-     * RV_GAME_MAX_MOVES) and returns their number; 0 when the game is
+     * RV_MCTS_MAX_MOVES) and returns their number; 0 when the game is
      * over. */
-    int (*legal_moves)(const void *s, rv_move_t *moves);
+    int (*legal_moves)(const void *s, rv_mcts_move_t *moves);
     /** Plays the legal move @p m in @p s. */
-    void (*apply)(void *s, rv_move_t m);
+    void (*apply)(void *s, rv_mcts_move_t m);
     /** Whether the game is over in @p s. */
     bool (*is_terminal)(const void *s);
-    /** The winner of @p s: RV_GAME_NONE while it is not over, else
-     * RV_GAME_FIRST, RV_GAME_SECOND or RV_GAME_DRAW. */
+    /** The winner of @p s: RV_MCTS_GAME_NONE while it is not over, else
+     * RV_MCTS_GAME_FIRST, RV_MCTS_GAME_SECOND or RV_MCTS_GAME_DRAW. */
     int (*winner)(const void *s);
     /** A Zobrist hash of @p s (equal positions, equal hashes). */
     uint64_t (*hash)(const void *s);
     /** Plays @p s to its end at random, using and advancing the
      * generator state @p rng (xorshift64*, non-zero), and returns the
-     * winner (RV_GAME_FIRST, RV_GAME_SECOND or RV_GAME_DRAW). @p s is
-     * scratch: its content afterwards is unspecified. */
+     * winner (RV_MCTS_GAME_FIRST, RV_MCTS_GAME_SECOND or RV_MCTS_GAME_DRAW). @p
+     * s is scratch: its content afterwards is unspecified. */
     int (*playout)(void *s, uint64_t *rng);
     /** Writes move @p m of position @p s as text ("c3") into @p buf of
      * @p len bytes; returns @p buf. */
-    char *(*move_text)(const void *s, rv_move_t m, char *buf, size_t len);
+    char *(*move_text)(const void *s, rv_mcts_move_t m, char *buf, size_t len);
     /** Reads a move of @p s from @p text. Returns RV_OK and sets @p m
      * when @p text names a legal move of @p s; otherwise writes why into
      * @p why (@p why_len bytes) and returns RV_ERR_INVALID. */
-    rv_status_t (*move_parse)(const void *s, const char *text, rv_move_t *m,
-                              char *why, size_t why_len);
+    rv_status_t (*move_parse)(const void *s, const char *text,
+                              rv_mcts_move_t *m, char *why, size_t why_len);
     /** Draws @p s on @p f for a person; may be NULL. */
     void (*print)(const void *s, FILE *f);
-} rv_game_t;
+} rv_mcts_game_t;
 
 /** Largest Hex board. */
-#define RV_HEX_MAX 19
+#define RV_MCTS_HEX_MAX 19
 
 /**
  * @brief Hex: board sizes 2 to 19, HexGui/benzene notation (columns
@@ -135,16 +135,16 @@ typedef struct rv_game {
  * @return the game (a static struct)
  * @note Any thread.
  */
-RV_EXPORT const rv_game_t *rv_game_hex(void);
+RV_EXPORT const rv_mcts_game_t *rv_mcts_hex(void);
 
 /**
  * @brief An empty Hex board of @p n x @p n cells, black to move.
- * @param [out] s room for rv_game_hex()->state_max bytes
- * @param [in]  n the size, 2 .. RV_HEX_MAX
+ * @param [out] s room for rv_mcts_hex()->state_max bytes
+ * @param [in]  n the size, 2 .. RV_MCTS_HEX_MAX
  * @return RV_OK; RV_ERR_INVALID for a size out of range (not logged)
  * @note Any thread.
  */
-RV_EXPORT rv_status_t rv_hex_init(void *s, int n);
+RV_EXPORT rv_status_t rv_mcts_hex_init(void *s, int n);
 
 /**
  * @brief The size of the Hex board @p s.
@@ -152,7 +152,7 @@ RV_EXPORT rv_status_t rv_hex_init(void *s, int n);
  * @return its n
  * @note Any thread.
  */
-RV_EXPORT int rv_hex_size(const void *s);
+RV_EXPORT int rv_mcts_hex_size(const void *s);
 
 /**
  * @brief Tic-tac-toe (a draw with best play), the small game that shows
@@ -160,14 +160,14 @@ RV_EXPORT int rv_hex_size(const void *s);
  * @return the game (a static struct)
  * @note Any thread.
  */
-RV_EXPORT const rv_game_t *rv_game_tictactoe(void);
+RV_EXPORT const rv_mcts_game_t *rv_mcts_tictactoe(void);
 
 /**
  * @brief An empty tic-tac-toe board.
- * @param [out] s room for rv_game_tictactoe()->state_max bytes
+ * @param [out] s room for rv_mcts_tictactoe()->state_max bytes
  * @note Any thread.
  */
-RV_EXPORT void rv_tictactoe_init(void *s);
+RV_EXPORT void rv_mcts_tictactoe_init(void *s);
 
 /**
  * @brief Installs the search layer in @p ctx (after am and rma, which it
@@ -182,7 +182,8 @@ RV_EXPORT void rv_tictactoe_init(void *s);
  *         rv_am_register's errors
  * @note Main thread, in every process, before rv_job_run.
  */
-RV_EXPORT rv_status_t rv_mcts_init(rv_context_t *ctx, const rv_game_t *game);
+RV_EXPORT rv_status_t rv_mcts_init(rv_context_t *ctx,
+                                   const rv_mcts_game_t *game);
 
 /**
  * @brief Serves the search on a worker other than the controller: runs
@@ -210,18 +211,18 @@ RV_EXPORT rv_status_t rv_mcts_serve(rv_worker_t *w);
 RV_EXPORT rv_status_t rv_mcts_position(rv_worker_t *w, const void *state);
 
 /** @brief One move of the root and its edge's statistics. */
-typedef struct rv_mcts_move {
-    rv_move_t move;  /**< the move */
-    uint64_t visits; /**< rollouts that took it */
-    double win_rate; /**< the mover's wins per playout, 0 .. 1 */
-} rv_mcts_move_t;
+typedef struct rv_mcts_edge {
+    rv_mcts_move_t move; /**< the move */
+    uint64_t visits;     /**< rollouts that took it */
+    double win_rate;     /**< the mover's wins per playout, 0 .. 1 */
+} rv_mcts_edge_t;
 
 /** @brief What a search found. */
 typedef struct rv_mcts_result {
-    rv_move_t best; /**< the most visited move (ties: the higher
+    rv_mcts_move_t best; /**< the most visited move (ties: the higher
                          win rate); valid when nmoves > 0 */
-    int nmoves;     /**< entries of @c moves (legal moves) */
-    rv_mcts_move_t moves[RV_GAME_MAX_MOVES]; /**< by visits, most first */
+    int nmoves;          /**< entries of @c moves (legal moves) */
+    rv_mcts_edge_t moves[RV_MCTS_MAX_MOVES]; /**< by visits, most first */
     uint64_t rollouts;    /**< rollouts this search completed */
     uint64_t root_visits; /**< rollouts the root has seen, this search
                                and those kept from earlier moves */
@@ -255,7 +256,7 @@ RV_EXPORT rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
  *         layer, or for an illegal move; a collective's or a call's error
  * @note Worker 0's thread; the other workers are in rv_mcts_serve.
  */
-RV_EXPORT rv_status_t rv_mcts_play(rv_worker_t *w, rv_move_t m);
+RV_EXPORT rv_status_t rv_mcts_play(rv_worker_t *w, rv_mcts_move_t m);
 
 /** @brief Counters of the whole job's search. */
 typedef struct rv_mcts_stats {
@@ -309,16 +310,17 @@ RV_EXPORT rv_status_t rv_mcts_shutdown(rv_worker_t *w);
  * @note Any thread; it allocates its tree and frees it before returning
  *       (res->seconds counts both).
  */
-RV_EXPORT rv_status_t rv_uct_search(const rv_game_t *game, const void *state,
-                                    uint64_t rollouts, int sims, double c,
-                                    uint64_t seed, rv_mcts_result_t *res);
+RV_EXPORT rv_status_t rv_mcts_uct_search(const rv_mcts_game_t *game,
+                                         const void *state, uint64_t rollouts,
+                                         int sims, double c, uint64_t seed,
+                                         rv_mcts_result_t *res);
 
 /** @brief A sequential UCT tree kept from one search to the next. */
-typedef struct rv_uct_tree rv_uct_tree_t;
+typedef struct rv_mcts_uct_tree rv_mcts_uct_tree_t;
 
 /**
  * @brief A sequential UCT tree of one root, for searches that keep what
- * they found across moves (rv_uct_tree_play), as the distributed search
+ * they found across moves (rv_mcts_uct_tree_play), as the distributed search
  * does.
  * @param [in]  game  the game
  * @param [in]  state the root position (copied)
@@ -330,9 +332,10 @@ typedef struct rv_uct_tree rv_uct_tree_t;
  *         finished game; RV_ERR_NO_MEMORY
  * @note Any thread; a tree is used by one thread at a time.
  */
-RV_EXPORT rv_status_t rv_uct_tree_create(const rv_game_t *game,
-                                         const void *state, int sims, double c,
-                                         uint64_t seed, rv_uct_tree_t **tree);
+RV_EXPORT rv_status_t rv_mcts_uct_tree_create(const rv_mcts_game_t *game,
+                                              const void *state, int sims,
+                                              double c, uint64_t seed,
+                                              rv_mcts_uct_tree_t **tree);
 
 /**
  * @brief Adds @p rollouts rollouts to @p tree and reports its root's
@@ -346,8 +349,9 @@ RV_EXPORT rv_status_t rv_uct_tree_create(const rv_game_t *game,
  *         are kept)
  * @note The thread using the tree.
  */
-RV_EXPORT rv_status_t rv_uct_tree_search(rv_uct_tree_t *tree, uint64_t rollouts,
-                                         rv_mcts_result_t *res);
+RV_EXPORT rv_status_t rv_mcts_uct_tree_search(rv_mcts_uct_tree_t *tree,
+                                              uint64_t rollouts,
+                                              rv_mcts_result_t *res);
 
 /**
  * @brief Plays @p m at the root: the child's subtree, with its
@@ -359,13 +363,68 @@ RV_EXPORT rv_status_t rv_uct_tree_search(rv_uct_tree_t *tree, uint64_t rollouts,
  *         legal at the root; RV_ERR_NO_MEMORY (the tree unchanged)
  * @note The thread using the tree.
  */
-RV_EXPORT rv_status_t rv_uct_tree_play(rv_uct_tree_t *tree, rv_move_t m);
+RV_EXPORT rv_status_t rv_mcts_uct_tree_play(rv_mcts_uct_tree_t *tree,
+                                            rv_mcts_move_t m);
 
 /**
  * @brief Frees @p tree and every node it holds.
  * @param [in] tree the tree (NULL: nothing)
  */
-RV_EXPORT void rv_uct_tree_destroy(rv_uct_tree_t *tree);
+RV_EXPORT void rv_mcts_uct_tree_destroy(rv_mcts_uct_tree_t *tree);
+
+/*
+ * Names before rivet 0.2 (deprecated), out of the reference.
+ * The tree search's public names now all start with rv_mcts_ (before,
+ * rv_uct_search read as a call of UCX's UCT layer to those who use UCX).
+ * The old names compile for one more minor release, with a warning that
+ * names the new one; CHANGELOG.md says how to migrate. The old
+ * rv_mcts_move_t (a root move and its statistics) is rv_mcts_edge_t: that
+ * name now means a move, so it has no alias.
+ */
+/** @cond RV_DEPRECATED_NAMES */
+typedef rv_mcts_move_t rv_move_t RV_DEPRECATED("use rv_mcts_move_t");
+typedef rv_mcts_game_t rv_game_t RV_DEPRECATED("use rv_mcts_game_t");
+typedef rv_mcts_uct_tree_t
+    rv_uct_tree_t RV_DEPRECATED("use rv_mcts_uct_tree_t");
+enum {
+    RV_GAME_MAX_MOVES RV_DEPRECATED("use RV_MCTS_MAX_MOVES") =
+        RV_MCTS_MAX_MOVES,
+    RV_GAME_NONE RV_DEPRECATED("use RV_MCTS_GAME_NONE") = RV_MCTS_GAME_NONE,
+    RV_GAME_FIRST RV_DEPRECATED("use RV_MCTS_GAME_FIRST") = RV_MCTS_GAME_FIRST,
+    RV_GAME_SECOND RV_DEPRECATED("use RV_MCTS_GAME_SECOND") =
+        RV_MCTS_GAME_SECOND,
+    RV_GAME_DRAW RV_DEPRECATED("use RV_MCTS_GAME_DRAW") = RV_MCTS_GAME_DRAW,
+    RV_HEX_MAX RV_DEPRECATED("use RV_MCTS_HEX_MAX") = RV_MCTS_HEX_MAX,
+};
+RV_DEPRECATED("use rv_mcts_hex")
+RV_EXPORT const rv_mcts_game_t *rv_game_hex(void);
+RV_DEPRECATED("use rv_mcts_hex_init")
+RV_EXPORT rv_status_t rv_hex_init(void *s, int n);
+RV_DEPRECATED("use rv_mcts_hex_size") RV_EXPORT int rv_hex_size(const void *s);
+RV_DEPRECATED("use rv_mcts_tictactoe")
+RV_EXPORT const rv_mcts_game_t *rv_game_tictactoe(void);
+RV_DEPRECATED("use rv_mcts_tictactoe_init")
+RV_EXPORT void rv_tictactoe_init(void *s);
+RV_DEPRECATED("use rv_mcts_uct_search")
+RV_EXPORT rv_status_t rv_uct_search(const rv_mcts_game_t *game,
+                                    const void *state, uint64_t rollouts,
+                                    int sims, double c, uint64_t seed,
+                                    rv_mcts_result_t *res);
+RV_DEPRECATED("use rv_mcts_uct_tree_create")
+RV_EXPORT rv_status_t rv_uct_tree_create(const rv_mcts_game_t *game,
+                                         const void *state, int sims, double c,
+                                         uint64_t seed,
+                                         rv_mcts_uct_tree_t **tree);
+RV_DEPRECATED("use rv_mcts_uct_tree_search")
+RV_EXPORT rv_status_t rv_uct_tree_search(rv_mcts_uct_tree_t *tree,
+                                         uint64_t rollouts,
+                                         rv_mcts_result_t *res);
+RV_DEPRECATED("use rv_mcts_uct_tree_play")
+RV_EXPORT rv_status_t rv_uct_tree_play(rv_mcts_uct_tree_t *tree,
+                                       rv_mcts_move_t m);
+RV_DEPRECATED("use rv_mcts_uct_tree_destroy")
+RV_EXPORT void rv_uct_tree_destroy(rv_mcts_uct_tree_t *tree);
+/** @endcond */
 
 #ifdef __cplusplus
 }

@@ -21,9 +21,9 @@
 #define CELL_MAX 16
 
 /* Plays @p n moves chosen by the input from the empty board. */
-static void reach(const rv_game_t *g, void *s, fuzz_in_t *in, int n)
+static void reach(const rv_mcts_game_t *g, void *s, fuzz_in_t *in, int n)
 {
-    rv_move_t legal[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
 
     for (int i = 0; i < n; i++) {
         int k = g->legal_moves(s, legal);
@@ -33,9 +33,9 @@ static void reach(const rv_game_t *g, void *s, fuzz_in_t *in, int n)
     }
 }
 
-static bool is_legal(const rv_game_t *g, const void *s, rv_move_t m)
+static bool is_legal(const rv_mcts_game_t *g, const void *s, rv_mcts_move_t m)
 {
-    rv_move_t legal[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
     int k = g->legal_moves(s, legal);
 
     for (int i = 0; i < k; i++)
@@ -48,17 +48,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_in_t in = {data, size};
     uint8_t first = fuzz_u8(&in);
-    const rv_game_t *g = first & 1 ? rv_game_tictactoe() : rv_game_hex();
+    const rv_mcts_game_t *g = first & 1 ? rv_mcts_tictactoe() : rv_mcts_hex();
     uint8_t state[STATE_MAX];
     char why[WHY_MAX], cell[CELL_MAX], *text;
-    rv_move_t m, again;
+    rv_mcts_move_t m, again;
 
     if (g->state_max > sizeof(state))
         abort();
-    if (g == rv_game_hex())
-        rv_hex_init(state, 2 + (first >> 1) % (RV_HEX_MAX - 1));
+    if (g == rv_mcts_hex())
+        rv_mcts_hex_init(state, 2 + (first >> 1) % (RV_MCTS_HEX_MAX - 1));
     else
-        rv_tictactoe_init(state);
+        rv_mcts_tictactoe_init(state);
     reach(g, state, &in, fuzz_u8(&in));
 
     text = fuzz_string(in.p, in.left);

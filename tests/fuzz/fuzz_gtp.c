@@ -31,28 +31,28 @@ static FILE *devnull;
 
 rv_status_t app_new_game(app_t *a, int size)
 {
-    if (a->game == rv_game_hex()) {
-        if (rv_hex_init(a->start, size) != RV_OK)
+    if (a->game == rv_mcts_hex()) {
+        if (rv_mcts_hex_init(a->start, size) != RV_OK)
             return RV_ERR_INVALID;
         a->size = size;
     } else {
-        rv_tictactoe_init(a->start);
+        rv_mcts_tictactoe_init(a->start);
     }
     memcpy(a->state, a->start, a->game->state_max);
     a->nhistory = 0;
     return RV_OK;
 }
 
-rv_status_t app_play(app_t *a, rv_move_t m)
+rv_status_t app_play(app_t *a, rv_mcts_move_t m)
 {
-    rv_move_t legal[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
     int n = a->game->legal_moves(a->state, legal);
     bool ok = false;
 
     /* The search refuses a move that is not legal; so does this one. */
     for (int i = 0; i < n && !ok; i++)
         ok = legal[i] == m;
-    if (!ok || a->nhistory == RV_GAME_MAX_MOVES)
+    if (!ok || a->nhistory == RV_MCTS_MAX_MOVES)
         return RV_ERR_INVALID;
     a->game->apply(a->state, m);
     a->history[a->nhistory++] = m;
@@ -72,11 +72,11 @@ rv_status_t app_undo(app_t *a)
 
 rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
 {
-    rv_move_t legal[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
     int n;
 
-    if (a->game != rv_game_hex())
-        return rv_uct_search(a->game, a->state, SEARCH_ROLLOUTS, 1, 1.0,
+    if (a->game != rv_mcts_hex())
+        return rv_mcts_uct_search(a->game, a->state, SEARCH_ROLLOUTS, 1, 1.0,
                              SEARCH_SEED, res);
     /* Every legal move, fewer visits further down the list, as the
      * search returns them. */
@@ -84,7 +84,7 @@ rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
     memset(res, 0, sizeof(*res));
     res->nmoves = n;
     for (int i = 0; i < n; i++)
-        res->moves[i] = (rv_mcts_move_t){
+        res->moves[i] = (rv_mcts_edge_t){
             .move = legal[i], .visits = (uint64_t)(n - i), .win_rate = 0.5};
     res->best = n > 0 ? legal[0] : 0;
     res->rollouts = res->root_visits = (uint64_t)n;
@@ -115,8 +115,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         LLVMFuzzerInitialize(NULL, NULL);
     if (a == NULL)
         abort();
-    a->game = first & 1 ? rv_game_tictactoe() : rv_game_hex();
-    if (app_new_game(a, 2 + (first >> 1) % (RV_HEX_MAX - 1)) != RV_OK)
+    a->game = first & 1 ? rv_mcts_tictactoe() : rv_mcts_hex();
+    if (app_new_game(a, 2 + (first >> 1) % (RV_MCTS_HEX_MAX - 1)) != RV_OK)
         abort();
     /* fmemopen refuses an empty buffer; an empty stream is nothing to
      * read anyway. */

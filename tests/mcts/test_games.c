@@ -29,7 +29,7 @@
 #include "games_test.h"
 #include "rv_mcts.h"
 
-#define MAXN RV_HEX_MAX
+#define MAXN RV_MCTS_HEX_MAX
 
 
 /* ---------------------------------------------------------------------- */
@@ -47,7 +47,7 @@ static void read_hex(const void *s, board_t *b)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
-    rv_game_hex()->print(s, f);
+    rv_mcts_hex()->print(s, f);
     fclose(f);
     memset(b, 0, sizeof(*b));
     int rows = 0;
@@ -108,19 +108,19 @@ static int judge(const board_t *b)
 {
     int black = judge_connects(b, 1), white = judge_connects(b, 2);
     assert_false(black && white);
-    return black ? RV_GAME_FIRST : white ? RV_GAME_SECOND : RV_GAME_NONE;
+    return black ? RV_MCTS_GAME_FIRST : white ? RV_MCTS_GAME_SECOND : RV_MCTS_GAME_NONE;
 }
 
 static void hex_new(pos_t *s, int n)
 {
-    assert_true(rv_game_hex()->state_max <= sizeof(s->b));
-    assert_int_equal(rv_hex_init(s, n), RV_OK);
+    assert_true(rv_mcts_hex()->state_max <= sizeof(s->b));
+    assert_int_equal(rv_mcts_hex_init(s, n), RV_OK);
 }
 
 /* Plays @p m after checking it is among the legal moves. */
-static void play(const rv_game_t *g, void *s, rv_move_t m)
+static void play(const rv_mcts_game_t *g, void *s, rv_mcts_move_t m)
 {
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     int k = g->legal_moves(s, moves), found = 0;
     for (int i = 0; i < k; i++)
         found |= moves[i] == m;
@@ -140,12 +140,12 @@ static void play(const rv_game_t *g, void *s, rv_move_t m)
 static void check_chain(int n, int colour, const int (*chain)[2], int k,
                         int expect)
 {
-    const rv_game_t *g = rv_game_hex();
+    const rv_mcts_game_t *g = rv_mcts_hex();
     board_t plan = {.n = n};
     int other = 3 - colour, nf = colour == 1 ? k - 1 : k, fill[MAXN * MAXN];
     /* A full board always has a winner (white's long diagonal on 2x2
      * leaves black the short one): nothing to build. */
-    if (expect == RV_GAME_NONE && k + nf == n * n)
+    if (expect == RV_MCTS_GAME_NONE && k + nf == n * n)
         return;
     for (int i = 0; i < k; i++)
         plan.c[chain[i][0]][chain[i][1]] = (uint8_t)colour;
@@ -164,9 +164,9 @@ static void check_chain(int n, int colour, const int (*chain)[2], int k,
     pos_t s;
     hex_new(&s, n);
     for (int i = 0, total = k + nf; i < total; i++) {
-        assert_int_equal(g->winner(&s), RV_GAME_NONE);
+        assert_int_equal(g->winner(&s), RV_MCTS_GAME_NONE);
         int mine = colour == 1 ? i % 2 == 0 : i % 2 == 1;
-        rv_move_t m = (rv_move_t)(mine ? chain[i / 2][0] * n + chain[i / 2][1]
+        rv_mcts_move_t m = (rv_mcts_move_t)(mine ? chain[i / 2][0] * n + chain[i / 2][1]
                                        : fill[i / 2]);
         play(g, &s, m);
     }
@@ -175,10 +175,10 @@ static void check_chain(int n, int colour, const int (*chain)[2], int k,
     assert_memory_equal(got.c, plan.c, sizeof(plan.c));
     assert_int_equal(judge(&got), expect);
     assert_int_equal(g->winner(&s), expect);
-    assert_int_equal(g->is_terminal(&s), expect != RV_GAME_NONE);
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    assert_int_equal(g->is_terminal(&s), expect != RV_MCTS_GAME_NONE);
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     assert_int_equal(g->legal_moves(&s, moves),
-                     expect != RV_GAME_NONE ? 0 : n * n - k - nf);
+                     expect != RV_MCTS_GAME_NONE ? 0 : n * n - k - nf);
 }
 
 /* The same chain for white, mirrored in the long diagonal: hex adjacency
@@ -192,7 +192,7 @@ static void check_both(int n, int (*cells)[2], int k, int expect_black)
         cells[i][1] = t;
     }
     check_chain(n, 2, (const int(*)[2])cells, k,
-                expect_black == RV_GAME_NONE ? RV_GAME_NONE : RV_GAME_SECOND);
+                expect_black == RV_MCTS_GAME_NONE ? RV_MCTS_GAME_NONE : RV_MCTS_GAME_SECOND);
 }
 
 static void test_hex_lines(void **state)
@@ -203,16 +203,16 @@ static void test_hex_lines(void **state)
         for (int col = 0; col < n; col++) {
             for (int r = 0; r < n; r++)
                 cells[r][0] = r, cells[r][1] = col;
-            check_both(n, cells, n, RV_GAME_FIRST);
+            check_both(n, cells, n, RV_MCTS_GAME_FIRST);
         }
         /* The short diagonal is a chain of neighbours (r+1, c-1) ... */
         for (int r = 0; r < n; r++)
             cells[r][0] = r, cells[r][1] = n - 1 - r;
-        check_both(n, cells, n, RV_GAME_FIRST);
+        check_both(n, cells, n, RV_MCTS_GAME_FIRST);
         /* ... the long one, (r+1, c+1), is not. */
         for (int r = 0; r < n; r++)
             cells[r][0] = r, cells[r][1] = r;
-        check_both(n, cells, n, RV_GAME_NONE);
+        check_both(n, cells, n, RV_MCTS_GAME_NONE);
     }
 }
 
@@ -239,8 +239,8 @@ static void test_hex_steps_and_corners(void **state)
                     for (int r = 0; r < n; r++)
                         cells[r][0] = r, cells[r][1] = r <= rows[ri] ? cp : cq;
                     check_both(n, cells, n,
-                               cq == cp || cq == cp - 1 ? RV_GAME_FIRST
-                                                        : RV_GAME_NONE);
+                               cq == cp || cq == cp - 1 ? RV_MCTS_GAME_FIRST
+                                                        : RV_MCTS_GAME_NONE);
                 }
         }
     }
@@ -252,8 +252,8 @@ static void test_hex_steps_and_corners(void **state)
 static void test_hex_random_games(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_hex();
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    const rv_mcts_game_t *g = rv_mcts_hex();
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     for (int n = 2; n <= MAXN; n++)
         for (int game = 0; game < 12; game++) {
             pos_t s, before;
@@ -264,18 +264,18 @@ static void test_hex_random_games(void **state)
                 int w = judge(&b), k = g->legal_moves(&s, moves);
                 assert_int_equal(g->winner(&s), w);
                 assert_int_equal(g->to_play(&s), ply % 2);
-                if (w != RV_GAME_NONE) {
+                if (w != RV_MCTS_GAME_NONE) {
                     assert_int_equal(k, 0);
                     assert_int_equal(w, (ply + 1) % 2); /* the last mover */
                     break;
                 }
                 assert_int_equal(k, n * n - ply);
-                rv_move_t m = moves[rnd_below(k)];
+                rv_mcts_move_t m = moves[rnd_below(k)];
                 assert_int_equal(b.c[m / n][m % n], 0);
                 g->apply(&s, m);
                 memcpy(&before, &s, sizeof(s));
                 g->apply(&s, m); /* occupied now */
-                g->apply(&s, (rv_move_t)(n * n));
+                g->apply(&s, (rv_mcts_move_t)(n * n));
                 assert_memory_equal(&s, &before, g->state_len(&s));
             }
         }
@@ -287,8 +287,8 @@ static void test_hex_random_games(void **state)
 static void test_hex_playout_full(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_hex();
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    const rv_mcts_game_t *g = rv_mcts_hex();
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     for (int n = 2; n <= MAXN; n++)
         for (int t = 0; t < 150; t++) {
             pos_t s;
@@ -312,7 +312,7 @@ static void test_hex_playout_full(void **state)
                     else
                         assert_int_equal(b1.c[r][c], b0.c[r][c]);
                 }
-            if (was != RV_GAME_NONE) {
+            if (was != RV_MCTS_GAME_NONE) {
                 assert_int_equal(w, was);
                 continue;
             }
@@ -339,7 +339,7 @@ static void test_hex_first_player(void **state)
     (void)state;
     static const double above[12] = {
         [3] = 0.65, [5] = 0.56, [7] = 0.535, [9] = 0.521, [11] = 0.515};
-    const rv_game_t *g = rv_game_hex();
+    const rv_mcts_game_t *g = rv_mcts_hex();
     const int runs = 60000;
     uint64_t rng = 0x243f6a8885a308d3ull;
     for (int n = 3; n <= 11; n++) {
@@ -348,7 +348,7 @@ static void test_hex_first_player(void **state)
         int black = 0;
         for (int i = 0; i < runs; i++) {
             memcpy(&s, &empty, g->state_len(&empty));
-            black += g->playout(&s, &rng) == RV_GAME_FIRST;
+            black += g->playout(&s, &rng) == RV_MCTS_GAME_FIRST;
         }
         double rate = (double)black / runs;
         print_message("%2dx%-2d black wins %.4f of random playouts\n", n, n,
@@ -363,11 +363,11 @@ static void test_hex_first_player(void **state)
 /* ---------------------------------------------------------------------- */
 /* Notation, hashes, the interface's edges                                 */
 
-static void expect_refused(const rv_game_t *g, const void *s, const char *text,
+static void expect_refused(const rv_mcts_game_t *g, const void *s, const char *text,
                            const char *why_has)
 {
     char why[128] = "";
-    rv_move_t m = 999;
+    rv_mcts_move_t m = 999;
     assert_int_equal(g->move_parse(s, text, &m, why, sizeof(why)),
                      RV_ERR_INVALID);
     assert_int_equal(m, 999);
@@ -379,15 +379,15 @@ static void expect_refused(const rv_game_t *g, const void *s, const char *text,
 static void test_hex_notation(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_hex();
+    const rv_mcts_game_t *g = rv_mcts_hex();
     char text[16], upper[24];
-    rv_move_t m;
+    rv_mcts_move_t m;
     for (int n = 2; n <= MAXN; n++) {
         pos_t s;
         hex_new(&s, n);
-        assert_int_equal(rv_hex_size(&s), n);
+        assert_int_equal(rv_mcts_hex_size(&s), n);
         for (int i = 0; i < n * n; i++) {
-            g->move_text(&s, (rv_move_t)i, text, sizeof(text));
+            g->move_text(&s, (rv_mcts_move_t)i, text, sizeof(text));
             char want[8];
             snprintf(want, sizeof(want), "%c%d", 'a' + i % n, i / n + 1);
             assert_string_equal(text, want);
@@ -421,13 +421,13 @@ static void test_hex_notation(void **state)
         assert_int_equal(g->move_parse(&s, win[i], &m, NULL, 0), RV_OK);
         g->apply(&s, m);
     }
-    assert_int_equal(g->winner(&s), RV_GAME_SECOND); /* row 2 */
+    assert_int_equal(g->winner(&s), RV_MCTS_GAME_SECOND); /* row 2 */
     expect_refused(g, &s, "e5", "the game is over: white has won");
 
     for (int n = -1; n <= 25; n++)
         if (n < 2 || n > MAXN)
-            assert_int_equal(rv_hex_init(&s, n), RV_ERR_INVALID);
-    assert_int_equal(rv_hex_init(NULL, 5), RV_ERR_INVALID);
+            assert_int_equal(rv_mcts_hex_init(&s, n), RV_ERR_INVALID);
+    assert_int_equal(rv_mcts_hex_init(NULL, 5), RV_ERR_INVALID);
     pos_t a, b;
     hex_new(&a, 2);
     for (int n = 3; n <= MAXN; n++) {
@@ -444,7 +444,7 @@ static void test_hex_notation(void **state)
 static void test_hex_print(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_hex();
+    const rv_mcts_game_t *g = rv_mcts_hex();
     pos_t s;
     hex_new(&s, 3);
     g->apply(&s, 4);
@@ -466,7 +466,7 @@ static void test_hex_print(void **state)
 static void test_hex_hash(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_hex();
+    const rv_mcts_game_t *g = rv_mcts_hex();
     enum { MAXH = 40000 };
     uint64_t *seen = malloc(MAXH * sizeof(*seen));
     int nseen = 0;
@@ -474,7 +474,7 @@ static void test_hex_hash(void **state)
     pos_t x, y;
     hex_new(&x, 5);
     hex_new(&y, 5);
-    static const rv_move_t xo[4] = {0, 6, 12, 18}, yo[4] = {12, 18, 0, 6};
+    static const rv_mcts_move_t xo[4] = {0, 6, 12, 18}, yo[4] = {12, 18, 0, 6};
     for (int i = 0; i < 4; i++) {
         g->apply(&x, xo[i]);
         g->apply(&y, yo[i]);
@@ -489,13 +489,13 @@ static void test_hex_hash(void **state)
         seen[nseen++] = g->hash(&e);
         for (int i = 0; i < n * n; i++) {
             memcpy(&one, &e, sizeof(e));
-            g->apply(&one, (rv_move_t)i);
+            g->apply(&one, (rv_mcts_move_t)i);
             seen[nseen++] = g->hash(&one);
             for (int j = 0; j < n * n; j++) {
                 if (j == i)
                     continue;
                 memcpy(&two, &one, sizeof(one));
-                g->apply(&two, (rv_move_t)j);
+                g->apply(&two, (rv_mcts_move_t)j);
                 seen[nseen++] = g->hash(&two);
             }
         }
@@ -510,9 +510,9 @@ static void test_hex_hash(void **state)
 /* ---------------------------------------------------------------------- */
 /* Tic-tac-toe                                                             */
 
-static void ttt_play_text(const rv_game_t *g, void *s, const char *cell)
+static void ttt_play_text(const rv_mcts_game_t *g, void *s, const char *cell)
 {
-    rv_move_t m;
+    rv_mcts_move_t m;
     char why[128];
     if (g->move_parse(s, cell, &m, why, sizeof(why)) != RV_OK)
         fail_msg("%s: %s", cell, why);
@@ -522,7 +522,7 @@ static void ttt_play_text(const rv_game_t *g, void *s, const char *cell)
 static void test_ttt_lines(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_tictactoe();
+    const rv_mcts_game_t *g = rv_mcts_tictactoe();
     static const int lines[8][3] = {{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {0, 3, 6},
                                     {1, 4, 7}, {2, 5, 8}, {0, 4, 8}, {2, 4, 6}};
     assert_true(g->state_max <= sizeof(pos_t));
@@ -535,43 +535,43 @@ static void test_ttt_lines(void **state)
                 if (c != lines[l][0] && c != lines[l][1] && c != lines[l][2])
                     other[k < 2 ? k++ : 2] = c;
             pos_t s;
-            rv_tictactoe_init(&s);
+            rv_mcts_tictactoe_init(&s);
             for (int i = 0; i < 3 + need; i++) {
-                assert_int_equal(g->winner(&s), RV_GAME_NONE);
+                assert_int_equal(g->winner(&s), RV_MCTS_GAME_NONE);
                 int mine = (i % 2) == who;
-                play(g, &s, (rv_move_t)(mine ? lines[l][i / 2] : other[i / 2]));
+                play(g, &s, (rv_mcts_move_t)(mine ? lines[l][i / 2] : other[i / 2]));
             }
             assert_int_equal(g->winner(&s), who);
             assert_true(g->is_terminal(&s));
-            rv_move_t moves[RV_GAME_MAX_MOVES];
+            rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
             assert_int_equal(g->legal_moves(&s, moves), 0);
         }
     /* X b2, O a1, X c1, O a3, X a2, O c2, X b1, O b3, X c3: no line. */
     static const char *const draw[9] = {"b2", "a1", "c1", "a3", "a2",
                                         "c2", "b1", "b3", "C3"};
     pos_t s;
-    rv_tictactoe_init(&s);
+    rv_mcts_tictactoe_init(&s);
     for (int i = 0; i < 9; i++) {
-        assert_int_equal(g->winner(&s), RV_GAME_NONE);
+        assert_int_equal(g->winner(&s), RV_MCTS_GAME_NONE);
         assert_int_equal(g->to_play(&s), i % 2);
         ttt_play_text(g, &s, draw[i]);
     }
-    assert_int_equal(g->winner(&s), RV_GAME_DRAW);
+    assert_int_equal(g->winner(&s), RV_MCTS_GAME_DRAW);
     expect_refused(g, &s, "b2", "the game is over: a draw");
     uint64_t rng = 7;
-    assert_int_equal(g->playout(&s, &rng), RV_GAME_DRAW);
+    assert_int_equal(g->playout(&s, &rng), RV_MCTS_GAME_DRAW);
 }
 
 static void test_ttt_notation_and_hash(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_tictactoe();
+    const rv_mcts_game_t *g = rv_mcts_tictactoe();
     pos_t s, t;
     char text[8];
-    rv_move_t m;
-    rv_tictactoe_init(&s);
+    rv_mcts_move_t m;
+    rv_mcts_tictactoe_init(&s);
     for (int i = 0; i < 9; i++) {
-        g->move_text(&s, (rv_move_t)i, text, sizeof(text));
+        g->move_text(&s, (rv_mcts_move_t)i, text, sizeof(text));
         assert_int_equal(text[0], 'a' + i % 3);
         assert_int_equal(atoi(text + 1), i / 3 + 1);
         assert_int_equal(g->move_parse(&s, text, &m, NULL, 0), RV_OK);
@@ -585,7 +585,7 @@ static void test_ttt_notation_and_hash(void **state)
     expect_refused(g, &s, "B2", "cell b2 is occupied");
     ttt_play_text(g, &s, "a1");
     ttt_play_text(g, &s, "c3");
-    rv_tictactoe_init(&t);
+    rv_mcts_tictactoe_init(&t);
     ttt_play_text(g, &t, "c3");
     ttt_play_text(g, &t, "a1");
     ttt_play_text(g, &t, "b2");
@@ -601,15 +601,15 @@ static void test_ttt_notation_and_hash(void **state)
 static void test_ttt_playout_stats(void **state)
 {
     (void)state;
-    const rv_game_t *g = rv_game_tictactoe();
+    const rv_mcts_game_t *g = rv_mcts_tictactoe();
     int count[3] = {0, 0, 0};
     const int runs = 40000;
     uint64_t rng = 0x13198a2e03707344ull;
     for (int i = 0; i < runs; i++) {
         pos_t s;
-        rv_tictactoe_init(&s);
+        rv_mcts_tictactoe_init(&s);
         int w = g->playout(&s, &rng);
-        assert_true(w >= RV_GAME_FIRST && w <= RV_GAME_DRAW);
+        assert_true(w >= RV_MCTS_GAME_FIRST && w <= RV_MCTS_GAME_DRAW);
         assert_int_equal(g->winner(&s), w);
         count[w]++;
     }

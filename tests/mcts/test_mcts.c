@@ -20,7 +20,7 @@
 #include "rv_mcts.h"
 
 static rv_context_t *ctx;
-static const rv_game_t *game;
+static const rv_mcts_game_t *game;
 
 /* ---------------------------------------------------------------------- */
 /* An exact solver                                                         */
@@ -33,9 +33,9 @@ static const rv_game_t *game;
 static int value(const void *s)
 {
     int w = game->winner(s);
-    if (w != RV_GAME_NONE)
-        return w == RV_GAME_DRAW ? 0 : w == game->to_play(s) ? 1 : -1;
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    if (w != RV_MCTS_GAME_NONE)
+        return w == RV_MCTS_GAME_DRAW ? 0 : w == game->to_play(s) ? 1 : -1;
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     uint8_t child[STATE_MAX];
     int n = game->legal_moves(s, moves), best = -1;
     for (int i = 0; i < n && best < 1; i++) {
@@ -48,9 +48,9 @@ static int value(const void *s)
 }
 
 /* The moves of @p s after which the mover wins with best play. */
-static int winning_moves(const void *s, rv_move_t *out)
+static int winning_moves(const void *s, rv_mcts_move_t *out)
 {
-    rv_move_t moves[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
     uint8_t child[STATE_MAX];
     int n = game->legal_moves(s, moves), k = 0;
     for (int i = 0; i < n; i++) {
@@ -66,7 +66,7 @@ static int winning_moves(const void *s, rv_move_t *out)
  * picks at random fails. */
 typedef struct forced {
     uint8_t s[STATE_MAX];
-    rv_move_t win[RV_GAME_MAX_MOVES];
+    rv_mcts_move_t win[RV_MCTS_MAX_MOVES];
     int nwin, nlegal;
 } forced_t;
 
@@ -78,11 +78,11 @@ static void find_positions(int size, int stones, uint64_t seed, int want)
     uint64_t x = seed;
     for (int tries = 0; tries < 4000 && npos < want; tries++) {
         forced_t *f = &pos[npos];
-        if (game == rv_game_hex())
-            rv_hex_init(f->s, size);
+        if (game == rv_mcts_hex())
+            rv_mcts_hex_init(f->s, size);
         else
-            rv_tictactoe_init(f->s);
-        rv_move_t moves[RV_GAME_MAX_MOVES];
+            rv_mcts_tictactoe_init(f->s);
+        rv_mcts_move_t moves[RV_MCTS_MAX_MOVES];
         for (int k = 0; k < stones; k++) {
             int n = game->legal_moves(f->s, moves);
             if (n == 0)
@@ -99,7 +99,7 @@ static void find_positions(int size, int stones, uint64_t seed, int want)
     }
 }
 
-static bool is_winning(const forced_t *f, rv_move_t m)
+static bool is_winning(const forced_t *f, rv_mcts_move_t m)
 {
     for (int i = 0; i < f->nwin; i++)
         if (f->win[i] == m)
@@ -184,7 +184,7 @@ static void control_conservation(rv_worker_t *w)
     uint8_t s[STATE_MAX];
     bool tree = getenv("RIVET_MCTS_OWNER") == NULL ||
                 strcmp(getenv("RIVET_MCTS_OWNER"), "random") == 0;
-    rv_hex_init(s, 4);
+    rv_mcts_hex_init(s, 4);
     EXPECT(rv_mcts_position(w, s) == RV_OK, "rv_mcts_position");
     rv_mcts_stats_t st = stats_checked(w, "a new position");
     EXPECT(st.nodes_alive == 1, "%" PRIu64 " nodes for a new root",
@@ -240,26 +240,26 @@ static void test_conservation(void **state)
 static void control_errors(rv_worker_t *w)
 {
     uint8_t s[STATE_MAX];
-    rv_move_t m;
+    rv_mcts_move_t m;
     char why[128];
     EXPECT(rv_mcts_search(w, 10, &res) == RV_ERR_INVALID,
            "a search without a position");
     EXPECT(rv_mcts_serve(w) == RV_ERR_INVALID, "rv_mcts_serve on worker 0");
-    rv_hex_init(s, 3);
+    rv_mcts_hex_init(s, 3);
     EXPECT(rv_mcts_position(w, s) == RV_OK, "rv_mcts_position");
     EXPECT(game->move_parse(s, "b2", &m, why, sizeof(why)) == RV_OK, "b2");
     EXPECT(rv_mcts_play(w, m) == RV_OK, "playing b2");
     EXPECT(rv_mcts_play(w, m) == RV_ERR_INVALID, "playing b2 twice");
     EXPECT(rv_mcts_play(w, 9) == RV_ERR_INVALID, "a move off the board");
     /* Black's column a1-a2-a3 ends the game. */
-    rv_hex_init(s, 3);
+    rv_mcts_hex_init(s, 3);
     const char *moves[] = {"a1", "b1", "a2", "b2", "a3"};
     for (size_t i = 0; i < 5; i++) {
         EXPECT(game->move_parse(s, moves[i], &m, why, sizeof(why)) == RV_OK,
                "%s: %s", moves[i], why);
         game->apply(s, m);
     }
-    EXPECT(game->winner(s) == RV_GAME_FIRST, "black's column");
+    EXPECT(game->winner(s) == RV_MCTS_GAME_FIRST, "black's column");
     EXPECT(rv_mcts_position(w, s) == RV_OK, "rv_mcts_position");
     EXPECT(rv_mcts_search(w, 10, &res) == RV_ERR_INVALID,
            "a search of a finished game");
@@ -291,7 +291,7 @@ int main(int argc, char **argv)
     if (argc > 1)
         group = argv[1];
     bool ttt = strstr(group, "ttt") != NULL;
-    game = ttt ? rv_game_tictactoe() : rv_game_hex();
+    game = ttt ? rv_mcts_tictactoe() : rv_mcts_hex();
     if (rv_mcts_init(ctx, game) != RV_OK)
         return 1;
     if (ttt) {
