@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     };
     const char *path = NULL;
     int action = ACTION_NONE;
-    char err[1024];
+    char err[8192];
     rv_config_t *cfg;
     int opt;
 

@@ -2,11 +2,43 @@
  * The search layer's configuration table (mcts.*), registered with core
  * when librivet is loaded; see rv_config.h for the conventions of a table.
  */
+#include <errno.h>
+#include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "mcts_config.h"
 
 #define OFF(_member) offsetof(rv_mcts_config_t, _member)
+
+static bool c_value(const char *text, double *c)
+{
+    char *end;
+    errno = 0;
+    *c = strtod(text, &end);
+    return end != text && *end == '\0' && errno == 0 && *c >= 0 && !isinf(*c);
+}
+
+static bool check_c(const char *text, char *why, size_t why_len)
+{
+    double c;
+    if (c_value(text, &c))
+        return true;
+    snprintf(why, why_len, "'%s' is not a number of 0 or more (e.g. 1.0)",
+             text);
+    return false;
+}
+
+rv_status_t mcts_parse_c(const char *text, double *c)
+{
+    char why[128];
+    if (c_value(text, c))
+        return RV_OK;
+    check_c(text, why, sizeof(why));
+    rv_error("mcts.c: %s", why);
+    return RV_ERR_CONFIG;
+}
 
 static const rv_config_field_t mcts_fields[] = {
     {
@@ -27,6 +59,7 @@ static const rv_config_field_t mcts_fields[] = {
         .def = "\"1.0\"",
         .help = "UCB1's exploration constant, a decimal number of 0 or "
                 "more.",
+        .check = check_c,
     },
     {
         .name = "simulations_per_leaf",

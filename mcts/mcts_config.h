@@ -31,6 +31,10 @@ typedef struct rv_mcts_config {
 } rv_mcts_config_t;
 
 /* The mcts.* keys of @p ctx's configuration. */
+/* mcts.c as a number: RV_OK, or RV_ERR_CONFIG (logged) for text that is
+ * not a finite decimal number of 0 or more. */
+rv_status_t mcts_parse_c(const char *text, double *c);
+
 static inline const rv_mcts_config_t *mcts_config(const rv_context_t *ctx)
 {
     return rv_config_component(rv_context_config(ctx), MCTS_CONFIG_PREFIX);

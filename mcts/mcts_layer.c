@@ -426,18 +426,6 @@ static bool game_complete(const rv_mcts_game_t *g)
            g->state_max <= MC_STATE_MAX;
 }
 
-static rv_status_t parse_c(const char *text, double *c)
-{
-    char *end;
-    errno = 0;
-    *c = strtod(text, &end);
-    if (end == text || *end != '\0' || errno != 0 || !(*c >= 0) || isinf(*c)) {
-        rv_error("mcts.c: '%s' is not a number of 0 or more (e.g. 1.0)", text);
-        return RV_ERR_CONFIG;
-    }
-    return RV_OK;
-}
-
 static rv_status_t handlers_register(rv_context_t *ctx)
 {
     rv_status_t st = rv_am_register(ctx, "mcts.cmd", on_cmd, NULL, &mc_h.cmd);
@@ -478,7 +466,7 @@ rv_status_t rv_mcts_init(rv_context_t *ctx, const rv_mcts_game_t *game)
     p->nworkers = rv_nworkers(ctx);
     p->inflight = (uint64_t)p->cfg->inflight * p->nworkers;
     p->workers = calloc((size_t)p->threads, sizeof(*p->workers));
-    st = p->workers == NULL ? RV_ERR_NO_MEMORY : parse_c(p->cfg->c, &p->c);
+    st = p->workers == NULL ? RV_ERR_NO_MEMORY : mcts_parse_c(p->cfg->c, &p->c);
     if (st == RV_OK)
         st = handlers_register(ctx);
     if (st == RV_OK)

@@ -30,22 +30,6 @@ rv_status_t st_not_initialised(const char *what)
 /* ---------------------------------------------------------------------- */
 /* The layer                                                               */
 
-/* store.rndv_threshold: a size (4096, 32KiB, 1M), or auto (*out 0 and
- * *autop true: store_calib.c measures it at job start). */
-static rv_status_t parse_threshold(const char *text, size_t *out, bool *autop)
-{
-    uint64_t v = 0;
-    *autop = strcmp(text, "auto") == 0;
-    if (!*autop && (rv_config_parse_size(text, &v) != RV_OK || v > SIZE_MAX)) {
-        rv_error("store.rndv_threshold: '%s' is neither a size (e.g. 32KiB) "
-                 "nor auto",
-                 text);
-        return RV_ERR_CONFIG;
-    }
-    *out = (size_t)v;
-    return RV_OK;
-}
-
 static rv_status_t store_worker_start(rv_worker_t *w)
 {
     st_worker_t *sw = calloc(1, sizeof(*sw));
@@ -212,8 +196,8 @@ rv_status_t rv_store_init(rv_context_t *ctx)
     if (p->frees == NULL)
         st = RV_ERR_NO_MEMORY;
     if (st == RV_OK)
-        st = parse_threshold(cfg->rndv_threshold, &p->threshold,
-                             &p->auto_threshold);
+        st = store_parse_threshold(cfg->rndv_threshold, &p->threshold,
+                                   &p->auto_threshold);
     if (st == RV_OK)
         st = st_calib_register(ctx);
     if (st == RV_OK)

@@ -161,6 +161,13 @@ typedef struct rv_config_field {
     const char *later;  /**< non-NULL: not supported yet; says what brings it */
     const char *help;   /**< one sentence for the reference and
                              --dump */
+    /** STRING rows whose text has a form of its own (a number, "a size
+     * or auto"): returns true if @p value has it, else writes why into
+     * @p why (@p why_len bytes) and returns false; the value is then
+     * refused as any bad value is, where it was read (file, line and
+     * column; the variable; rv_config_set), and rivet-config --check
+     * reports it. NULL: any text within the length bounds. */
+    bool (*check)(const char *value, char *why, size_t why_len);
 } rv_config_field_t;
 
 /** @brief A component's table of keys and the size of its struct. */
@@ -211,9 +218,10 @@ RV_EXPORT rv_status_t rv_config_register(const rv_config_table_t *table);
  * @param [in]  path   YAML file, or NULL for defaults and environment only
  * @param [out] cfg_p  the configuration, set only on success; free it with
  *                     rv_config_free
- * @param [out] errbuf if not NULL, receives the error message on failure
- *                     ("file:line:col: error: message"); else the error is
- *                     logged
+ * @param [out] errbuf if not NULL, receives the error messages on failure,
+ *                     one per line ("file:line:col: error: message"):
+ *                     every bad key of the file and of the environment,
+ *                     not only the first; else they are logged
  * @param [in]  errlen size of @p errbuf
  * @return RV_OK, or RV_ERR_CONFIG / RV_ERR_NOT_FOUND / RV_ERR_IO /
  *         RV_ERR_NO_MEMORY; RV_ERR_INVALID (not logged) for a NULL

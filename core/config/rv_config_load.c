@@ -47,10 +47,15 @@ void rv__config_report(rv_config_loader_t *ld, const char *fmt, ...)
     }
     msg[n] = '\0';
 
-    if (ld->errbuf != NULL && ld->errlen > 0)
-        snprintf(ld->errbuf, ld->errlen, "%s", msg);
-    else if (ld->errbuf == NULL)
+    /* Each error on a line of its own after those before it: a load
+     * reports every bad key of a file, not only the first. */
+    if (ld->errbuf != NULL && ld->errlen > 0) {
+        size_t used = strnlen(ld->errbuf, ld->errlen - 1);
+        snprintf(ld->errbuf + used, ld->errlen - used, "%s%s",
+                 used > 0 ? "\n" : "", msg);
+    } else if (ld->errbuf == NULL) {
         rv_error("%s", msg);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -257,6 +262,8 @@ static void attach_plugins(rv_config_loader_t *ld)
 /* Applies the RIVET_* variables of every component. */
 static rv_status_t env_overlay(rv_config_loader_t *ld)
 {
+    rv_status_t status = RV_OK;
+
     for (size_t i = 0; i < ld->cfg->ncomps; i++) {
         const rv_config_comp_t *c = &ld->cfg->comps[i];
         for (const rv_config_field_t *f = c->table->fields; f->name != NULL;
@@ -275,17 +282,16 @@ static rv_status_t env_overlay(rv_config_loader_t *ld)
                                   "environment %s: error: %s: not supported "
                                   "yet (%s)",
                                   name, key, f->later);
-                return RV_ERR_CONFIG;
-            }
-            if (!rv__config_parse(f, value, strlen(value), false, c->data, why,
-                                  sizeof(why))) {
+                status = RV_ERR_CONFIG;
+            } else if (!rv__config_parse(f, value, strlen(value), false,
+                                         c->data, why, sizeof(why))) {
                 rv__config_report(ld, "environment %s: error: %s: %s", name,
                                   key, why);
-                return RV_ERR_CONFIG;
+                status = RV_ERR_CONFIG;
             }
         }
     }
-    return RV_OK;
+    return status;
 }
 
 /*
@@ -326,6 +332,8 @@ rv_status_t rv_config_load(const char *path, rv_config_t **cfg_p, char *errbuf,
 
     if (cfg_p == NULL)
         return RV_ERR_INVALID;
+    if (errbuf != NULL && errlen > 0)
+        errbuf[0] = '\0';
     ld.cfg = config_new();
     if (ld.cfg == NULL) {
         rv__config_report(&ld, "cannot load the configuration: out of memory");

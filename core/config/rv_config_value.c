@@ -218,6 +218,22 @@ static bool parse_number(const rv_config_field_t *f, const char *text,
     return true;
 }
 
+/* A STRING value of @p len bytes (within the row's bounds), checked by
+ * the row's own check if it has one before it replaces the old value. */
+static bool parse_string(const rv_config_field_t *f, const char *text,
+                         size_t len, char *dst, char *why, size_t whylen)
+{
+    char value[RV_CONFIG_STR_MAX] = {0};
+
+    memcpy(value, text, len);
+    if (f->check != NULL && !f->check(value, why, whylen))
+        return false;
+    /* The whole array, zeros included, so that equal configurations
+     * compare equal. */
+    memcpy(dst, value, RV_CONFIG_STR_MAX);
+    return true;
+}
+
 bool rv__config_parse(const rv_config_field_t *f, const char *text, size_t len,
                       bool is_null, void *base, char *why, size_t whylen)
 {
@@ -252,10 +268,7 @@ bool rv__config_parse(const rv_config_field_t *f, const char *text, size_t len,
             snprintf(why, whylen, "the value must not be empty");
             return false;
         }
-        /* Zero the whole array so equal configurations compare equal. */
-        memset(dst, 0, RV_CONFIG_STR_MAX);
-        memcpy(dst, text, len);
-        return true;
+        return parse_string(f, text, len, dst, why, whylen);
     case RV_CFG_ENUM:
         for (int i = 0;; i++) {
             const char *name;

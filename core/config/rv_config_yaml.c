@@ -189,13 +189,19 @@ static rv_status_t load_pair(rv_config_loader_t *ld, yaml_document_t *doc,
 static rv_status_t load_mapping(rv_config_loader_t *ld, yaml_document_t *doc,
                                 yaml_node_t *map, const char *prefix)
 {
+    rv_status_t first = RV_OK;
+
+    /* On past a bad key, so that one load names every bad key of the file
+     * (each reported where it is); the first error is the result. */
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
          pair < map->data.mapping.pairs.top; pair++) {
         rv_status_t status = load_pair(ld, doc, pair, map, prefix);
-        if (status != RV_OK)
+        if (status == RV_ERR_NO_MEMORY)
             return status;
+        if (first == RV_OK)
+            first = status;
     }
-    return RV_OK;
+    return first;
 }
 
 /* Reports a libyaml error with its problem text and position. */

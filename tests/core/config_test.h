@@ -109,6 +109,7 @@ void test_valid_file(void **state);
 void test_shipped_configs(void **state);
 void test_unknown_keys(void **state);
 void test_bad_values(void **state);
+void test_every_error(void **state);
 void test_wrong_types(void **state);
 void test_syntax_and_structure(void **state);
 void test_later_keys(void **state);

@@ -247,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_shipped_configs),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_every_error),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_bools),

@@ -191,6 +191,44 @@ void test_bad_values(void **state)
                  "most 255)");
 }
 
+/* One load names every bad key of a file, each where it is, in the
+ * file's order; the layers' own forms (mcts.c a number, store.rndv_threshold
+ * a size or auto) are checked as they are read, by rv_config_set too. */
+void test_every_error(void **state)
+{
+    char err[2048] = "", expected[2048];
+    rv_config_t *cfg = NULL;
+    const char *path = write_yaml("job:\n  threads: many\nmcts:\n  c: banana\n"
+                                  "store:\n  rndv_threshold: lots\n"
+                                  "  capacity: 1GiB\nam:\n  pth: write\n");
+
+    (void)state;
+    assert_int_equal(rv_config_load(path, &cfg, err, sizeof(err)),
+                     RV_ERR_CONFIG);
+    assert_null(cfg);
+    snprintf(expected, sizeof(expected),
+             "%s:2:12: error: job.threads: expected an integer in 1..1024, "
+             "got 'many'\n"
+             "%s:4:6: error: mcts.c: 'banana' is not a number of 0 or more "
+             "(e.g. 1.0)\n"
+             "%s:6:19: error: store.rndv_threshold: 'lots' is neither a size "
+             "(e.g. 32KiB) nor auto\n"
+             "%s:9:3: error: unknown key 'am.pth'; did you mean 'am.path'?",
+             path, path, path, path);
+    assert_string_equal(err, expected);
+
+    cfg = load_ok("mcts:\n  c: 0.5\nstore:\n  rndv_threshold: auto\n");
+    assert_int_equal(rv_config_set(cfg, "mcts.c", "-1"), RV_ERR_CONFIG);
+    assert_int_equal(rv_config_set(cfg, "store.rndv_threshold", "1Q"),
+                     RV_ERR_CONFIG);
+    char v[64];
+    assert_int_equal(rv_config_get(cfg, "mcts.c", v, sizeof(v)), RV_OK);
+    assert_string_equal(v, "0.5");
+    assert_int_equal(rv_config_set(cfg, "store.rndv_threshold", "64KiB"),
+                     RV_OK);
+    rv_config_free(cfg);
+}
+
 void test_wrong_types(void **state)
 {
     (void)state;
