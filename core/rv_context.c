@@ -107,6 +107,9 @@ rv_status_t rv_init_config(const rv_config_t *cfg, rv_context_t **ctx_p)
     if (status != RV_OK)
         goto err_free;
     rv_log_set_identity(ctx->bs->rank, -1);
+    /* Once per job, not once per process. */
+    if (ctx->bs->rank == 0)
+        rv__config_env_check(ctx->config);
 
     status = rv__msg_init(ctx);
     if (status != RV_OK)

@@ -176,4 +176,19 @@ void rv__config_env_name(const char *key, char *buf, size_t len);
  */
 void rv__config_unknown(const char *key, bool section, char *buf, size_t len);
 
+/* Levenshtein distance between @p a and @p b (longer than RV_CFG_KEY_MAX:
+ * far), and how far a name of @p len characters may be from a
+ * suggestion. */
+size_t rv__config_distance(const char *a, const char *b);
+size_t rv__config_distance_limit(size_t len);
+
+/* ---- the environment (rv_config_env.c) -------------------------------- */
+
+/* Warns once for each RIVET_* variable of the environment that is neither
+ * the variable of a key of @p cfg nor one rivet reads otherwise, with the
+ * nearest key's variable when one is close: it is ignored, and a
+ * misspelled variable would otherwise go unnoticed (UCX warns so of its
+ * own unused UCX_* variables). Returns how many it warned of. */
+int rv__config_env_check(const rv_config_t *cfg);
+
 #endif

@@ -136,7 +136,7 @@ void rv__config_env_name(const char *key, char *buf, size_t len)
 /* ---------------------------------------------------------------------- */
 
 /* Levenshtein distance; strings longer than RV_CFG_KEY_MAX count as far. */
-static size_t distance(const char *a, const char *b)
+size_t rv__config_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     size_t row[RV_CFG_KEY_MAX + 1];
@@ -163,7 +163,7 @@ static size_t distance(const char *a, const char *b)
 }
 
 /* How many edits a name of @p len characters may be from a suggestion. */
-static size_t distance_limit(size_t len)
+size_t rv__config_distance_limit(size_t len)
 {
     return len <= 4 ? 1 : len <= 8 ? 2 : 3;
 }
@@ -182,12 +182,13 @@ typedef struct suggestion {
 /* Considers candidate @p cand (a key or section) as a suggestion for @p key. */
 static void consider(suggestion_t *s, const char *key, const char *cand)
 {
-    size_t full = distance(key, cand);
-    size_t last = distance(last_component(key), last_component(cand));
+    size_t full = rv__config_distance(key, cand);
+    size_t last =
+        rv__config_distance(last_component(key), last_component(cand));
     size_t score = full < last ? full : last;
 
-    if (full > distance_limit(strlen(key)) &&
-        last > distance_limit(strlen(last_component(key))))
+    if (full > rv__config_distance_limit(strlen(key)) &&
+        last > rv__config_distance_limit(strlen(last_component(key))))
         return;
     if (score < s->score || (score == s->score && full < s->full)) {
         snprintf(s->name, sizeof(s->name), "%s", cand);
@@ -263,9 +264,9 @@ typedef struct {
 static void guess_one(const char *name, void *arg)
 {
     plugin_guess_t *g = arg;
-    size_t d = distance(g->want, name);
+    size_t d = rv__config_distance(g->want, name);
 
-    if (d <= distance_limit(strlen(g->want)) && d < g->score) {
+    if (d <= rv__config_distance_limit(strlen(g->want)) && d < g->score) {
         snprintf(g->best, sizeof(g->best), "%s", name);
         g->score = d;
     }

@@ -4,7 +4,8 @@
  * transport.ucx.tls, .net_devices, .rndv_thresh, .tcp_seg_size and
  * .gid_index are applied through ucp_config_modify, so users configure UCX
  * from the job file without touching UCX_* variables (which still work,
- * and are overridden by the job file's values when both are set).
+ * and are overridden by the job file's values when both are set: rank 0
+ * warns of each such override).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +47,19 @@ rv_status_t rv_ucx_status(ucs_status_t status)
     }
 }
 
+/* Sets UCX's @p name to @p value, the job file's key @p key. Where the
+ * user set UCX's own variable @p env to something else, the job file
+ * wins; rank 0 says so once, since an override the user does not see is
+ * the one they spend an afternoon on. */
 static rv_status_t config_set(ucp_config_t *cfg, const char *name,
-                              const char *key, const char *value)
+                              const char *key, const char *value,
+                              const char *env, bool warn)
 {
+    const char *user = getenv(env);
+    if (warn && user != NULL && strcmp(user, value) != 0)
+        rv_warn("%s: %s from the job's configuration overrides %s=%s of "
+                "the environment (unset the key to keep UCX's)",
+                key, value, env, user);
     ucs_status_t s = ucp_config_modify(cfg, name, value);
     if (s != UCS_OK) {
         rv_error("%s '%s' is not accepted by UCX (UCX_%s): %s", key, value,
@@ -60,7 +71,8 @@ static rv_status_t config_set(ucp_config_t *cfg, const char *name,
 
 /* Reads UCX's configuration and applies the transport.ucx.* keys on top
  * of it (each one only when set, so UCX_* variables keep working). */
-static rv_status_t ucx_config(const rv_ucx_config_t *c, ucp_config_t **cfg_p)
+static rv_status_t ucx_config(const rv_ucx_config_t *c, bool warn,
+                              ucp_config_t **cfg_p)
 {
     ucp_config_t *cfg;
     ucs_status_t s = ucp_config_read(NULL, NULL, &cfg);
@@ -71,30 +83,34 @@ static rv_status_t ucx_config(const rv_ucx_config_t *c, ucp_config_t **cfg_p)
     char v[32];
     rv_status_t status = RV_OK;
     if (c->tls[0] != '\0')
-        status = config_set(cfg, "TLS", "transport.ucx.tls", c->tls);
+        status = config_set(cfg, "TLS", "transport.ucx.tls", c->tls, "UCX_TLS",
+                            warn);
     if (status == RV_OK && c->net_devices[0] != '\0')
         status = config_set(cfg, "NET_DEVICES", "transport.ucx.net_devices",
-                            c->net_devices);
+                            c->net_devices, "UCX_NET_DEVICES", warn);
     if (status == RV_OK && c->rndv_thresh != 0) {
         snprintf(v, sizeof(v), "%llu", (unsigned long long)c->rndv_thresh);
-        status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v);
+        status = config_set(cfg, "RNDV_THRESH", "transport.ucx.rndv_thresh", v,
+                            "UCX_RNDV_THRESH", warn);
     }
     /* UCX 1.13 hands keys it does not know to its transports' tables by
      * their names without the table's prefix: "TCP_TX_SEG_SIZE" is
      * accepted and ignored, "TX_SEG_SIZE" reaches the TCP transport. */
     if (status == RV_OK && c->tcp_seg_size != 0) {
         snprintf(v, sizeof(v), "%llu", (unsigned long long)c->tcp_seg_size);
-        status =
-            config_set(cfg, "TX_SEG_SIZE", "transport.ucx.tcp_seg_size", v);
+        status = config_set(cfg, "TX_SEG_SIZE", "transport.ucx.tcp_seg_size", v,
+                            "UCX_TCP_TX_SEG_SIZE", warn);
         if (status == RV_OK)
             status =
-                config_set(cfg, "RX_SEG_SIZE", "transport.ucx.tcp_seg_size", v);
+                config_set(cfg, "RX_SEG_SIZE", "transport.ucx.tcp_seg_size", v,
+                           "UCX_TCP_RX_SEG_SIZE", warn);
     }
     if (status == RV_OK && c->gid_index >= 0) {
         /* UCX 1.13 takes the IB iface's GID index under its short name;
          * "IB_GID_INDEX" is reported invalid and ignored. */
         snprintf(v, sizeof(v), "%lld", (long long)c->gid_index);
-        status = config_set(cfg, "GID_INDEX", "transport.ucx.gid_index", v);
+        status = config_set(cfg, "GID_INDEX", "transport.ucx.gid_index", v,
+                            "UCX_IB_GID_INDEX", warn);
     }
     if (status != RV_OK) {
         ucp_config_release(cfg);
@@ -129,7 +145,7 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     ucp_get_version(&major, &minor, &release);
     snprintf(tp->version, sizeof(tp->version), "%u.%u.%u", major, minor,
              release);
-    rv_status_t status = ucx_config(c, &cfg);
+    rv_status_t status = ucx_config(c, params->rank == 0, &cfg);
     if (status != RV_OK)
         goto err_free;
     const char *env_tls = getenv("UCX_TLS");
