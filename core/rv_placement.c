@@ -70,6 +70,16 @@ static hwloc_obj_type_t core_type(void)
 }
 
 /* The NUMA zone with the @p idx-th non-empty cpuset, modulo such zones. */
+int rv__placement_cores(void)
+{
+    int n;
+
+    if (!topo_get())
+        return 0;
+    n = hwloc_get_nbobjs_by_type(topo, core_type());
+    return n > 0 ? n : 0;
+}
+
 static hwloc_obj_t numa_zone(int idx)
 {
     int nzones = 0, n;

@@ -33,4 +33,8 @@ void rv__placement_describe(char *buf, size_t len);
  * their locality queries from it (rv_services.c). */
 struct hwloc_topology *rv__placement_topology(void);
 
+/* The cores this process may run on as hwloc sees the machine (its
+ * PUs where hwloc finds no cores); 0 when the topology is unknown. */
+int rv__placement_cores(void);
+
 #endif
