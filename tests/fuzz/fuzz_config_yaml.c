@@ -115,9 +115,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rv_config_load(file_path, &cfg, err, sizeof(err)) == RV_OK) {
         check_round_trip(cfg);
         rv_config_free(cfg);
-    } else if (err[0] == '\0' || strchr(err, '\n') != NULL) {
-        /* Every refusal says why, in one line. */
-        fprintf(stderr, "a refused file without a one-line reason: '%s'\n",
+    } else if (err[0] == '\0' || err[0] == '\n' ||
+               strstr(err, "\n\n") != NULL ||
+               err[strlen(err) - 1] == '\n') {
+        /* Every refusal says why: each bad key on a line of its own, and
+         * no line empty. */
+        fprintf(stderr, "a refused file without its reasons, one a line: "
+                        "'%s'\n",
                 err);
         abort();
     }
