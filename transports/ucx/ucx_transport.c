@@ -69,6 +69,24 @@ static rv_status_t config_set(ucp_config_t *cfg, const char *name,
     return RV_OK;
 }
 
+/* Whether UCX's transport list @p tls ("sm,self", "all", "^sm": all
+ * but) can hold TCP. */
+static bool tls_has_tcp(const char *tls)
+{
+    bool except = tls[0] == '^';
+    char list[RV_CONFIG_STR_MAX], *save = NULL;
+
+    snprintf(list, sizeof(list), "%s", except ? tls + 1 : tls);
+    for (char *t = strtok_r(list, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        if (strcmp(t, "tcp") == 0)
+            return !except;
+        if (strcmp(t, "all") == 0 && !except)
+            return true;
+    }
+    return except;
+}
+
 /* Reads UCX's configuration and applies the transport.ucx.* keys on top
  * of it (each one only when set, so UCX_* variables keep working). */
 static rv_status_t ucx_config(const rv_ucx_config_t *c, bool warn,
@@ -96,7 +114,12 @@ static rv_status_t ucx_config(const rv_ucx_config_t *c, bool warn,
     /* UCX 1.13 hands keys it does not know to its transports' tables by
      * their names without the table's prefix: "TCP_TX_SEG_SIZE" is
      * accepted and ignored, "TX_SEG_SIZE" reaches the TCP transport. */
-    if (status == RV_OK && c->tcp_seg_size != 0) {
+    /* Only where TCP can be used: with tls: sm,self UCX warns of the two
+     * keys on every run ("invalid configurations"), while a job file that
+     * keeps the key for when it switches to tcp is what we ask for. */
+    const char *env_tls = getenv("UCX_TLS");
+    const char *tls = c->tls[0] ? c->tls : env_tls ? env_tls : "all";
+    if (status == RV_OK && c->tcp_seg_size != 0 && tls_has_tcp(tls)) {
         snprintf(v, sizeof(v), "%llu", (unsigned long long)c->tcp_seg_size);
         status = config_set(cfg, "TX_SEG_SIZE", "transport.ucx.tcp_seg_size", v,
                             "UCX_TCP_TX_SEG_SIZE", warn);
