@@ -15,8 +15,11 @@
  *
  * Every rank gets the objects named (put by an earlier `put` in the same
  * job is not possible across jobs: a job's store ends with it), waiting
- * up to TIMEOUT_MS for each (default: forever) -- useful beside a
- * program that puts them.
+ * up to TIMEOUT_MS for each (default: GET_TIMEOUT_MS, said on stderr;
+ * "forever" waits as long as it takes) -- useful beside a program that
+ * puts them. A file that cannot be put, or an object that cannot be got,
+ * is named and skipped; the others still go, and the job fails at the
+ * end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,9 +41,14 @@ typedef struct {
     uint8_t (*digests)[SHA256_DIGEST_SIZE]; /* rank 0's, for the others */
     bool get_only;
     int64_t timeout_ms;
+    bool timeout_given; /* -t: else GET_TIMEOUT_MS, and get says so */
 } opts_t;
 
-static opts_t opt = {.timeout_ms = RV_STORE_WAIT_FOREVER};
+/* get's wait for each object without -t: an object no one puts would
+ * otherwise keep every process busy-polling for ever. */
+#define GET_TIMEOUT_MS 30000
+
+static opts_t opt = {.timeout_ms = GET_TIMEOUT_MS};
 
 static double now_s(void)
 {
@@ -153,41 +161,54 @@ static int worker(rv_worker_t *w, void *arg)
     /* One worker per process puts or gets; rank 0's first worker puts. */
     bool mine = rv_worker_local(w) == 0;
     bool putter = !opt.get_only && rv_worker_tid(w) == 0;
-    int put_done = 0;
-    for (; putter && put_done < opt.nfiles && st == RV_OK; put_done++)
-        st = put_file(w, opt.files[put_done], put_done);
-    if (st != RV_OK)
-        put_done--;
+    bool *put_ok = calloc((size_t)opt.nfiles, sizeof(*put_ok));
+    if (put_ok == NULL)
+        rv_abort(ctx, 1, "rivet-store: out of memory");
+    if (opt.get_only && !opt.timeout_given && rv_worker_tid(w) == 0)
+        fprintf(stderr,
+                "rivet-store: get waits up to %d s for each object "
+                "(-t MS or -t forever to change it)\n",
+                GET_TIMEOUT_MS / 1000);
+    /* A file that cannot be put is said and skipped: the others still go,
+     * and the job fails at the end. */
+    for (int k = 0; putter && k < opt.nfiles; k++) {
+        put_ok[k] = put_file(w, opt.files[k], k) == RV_OK;
+        if (!put_ok[k]) {
+            fprintf(stderr, "rivet-store: %s: not put; the other files are\n",
+                    opt.files[k]);
+            st = RV_ERR_IO;
+        }
+    }
     fflush(stdout);
     /* Rank 0's digests, for the others to check against (every worker
      * takes part in the gather; the putter's come first). */
-    bool *put_ok = calloc((size_t)opt.nfiles, sizeof(*put_ok));
     if (!opt.get_only) {
         /* [put ok][digest], per file. */
         uint8_t rec[40] = {0};
         uint8_t *all = malloc(sizeof(rec) * (size_t)rv_nworkers(ctx));
         for (int k = 0; k < opt.nfiles; k++) {
-            rec[0] = putter && k < put_done;
+            rec[0] = putter && put_ok[k];
             memcpy(rec + 8, opt.digests[k], 32);
             rv_status_t gst =
                 all ? rv_allgather(w, rec, sizeof(rec), all) : RV_ERR_NO_MEMORY;
             if (gst != RV_OK)
                 rv_abort(ctx, 1, "rivet-store: gathering the digests failed");
-            if (mine && put_ok != NULL) {
+            if (mine) {
                 put_ok[k] = all[0];
                 memcpy(opt.digests[k], all + 8, 32);
             }
         }
         free(all);
     }
-    for (int k = 0; mine && !putter && k < opt.nfiles && st == RV_OK; k++) {
-        if (!opt.get_only && (put_ok == NULL || !put_ok[k])) {
+    for (int k = 0; mine && !putter && k < opt.nfiles; k++) {
+        if (!opt.get_only && !put_ok[k]) {
             fprintf(stderr, "rivet-store: %s: rank 0 could not put it\n",
                     opt.files[k]);
             st = RV_ERR_NOT_FOUND;
-            break;
+            continue;
         }
-        st = get_file(w, opt.files[k], k);
+        if (get_file(w, opt.files[k], k) != RV_OK)
+            st = RV_ERR_IO;
     }
     free(put_ok);
     fflush(stdout);
@@ -198,7 +219,9 @@ static int worker(rv_worker_t *w, void *arg)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: rivet-store put FILE...\n"
-               "       rivet-store get [-t|--timeout TIMEOUT_MS] NAME...\n"
+               "       rivet-store get [-t|--timeout TIMEOUT_MS|forever] "
+               "NAME...\n"
+               "         (get waits 30 s for each object by default)\n"
                "       rivet-store --help\n"
                "under rivetrun, e.g. rivetrun -c configs/store.yaml "
                "build/bin/rivet-store put FILE...\n");
@@ -231,12 +254,17 @@ static int parse_args(int argc, char **argv)
         switch (c) {
         case 't':
             errno = 0;
+            opt.timeout_given = true;
+            if (strcmp(optarg, "forever") == 0) {
+                opt.timeout_ms = RV_STORE_WAIT_FOREVER;
+                break;
+            }
             opt.timeout_ms = strtoll(optarg, &end, 10);
             if (!opt.get_only || errno != 0 || end == optarg || *end != '\0' ||
                 opt.timeout_ms < 0) {
                 fprintf(stderr,
                         "rivet-store: --timeout '%s': expected a number of "
-                        "milliseconds, 0 or more (get only)\n",
+                        "milliseconds, 0 or more, or forever (get only)\n",
                         optarg);
                 return 2;
             }
