@@ -46,6 +46,7 @@
 #include "rv_config.h"
 #include "rv_status.h"
 #include "rv_types.h"
+#include "rv_version.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -38,6 +38,15 @@ static int body(rv_worker_t *w, void *arg)
 int main(int argc, char **argv)
 {
     rv_context_t *ctx;
+    unsigned major, minor, patch;
+    const char *v = rv_version(&major, &minor, &patch);
+    /* The installed library is the one the installed headers describe. */
+    if (major != RV_VERSION_MAJOR || minor != RV_VERSION_MINOR ||
+        patch != RV_VERSION_PATCH || RV_VERSION < RV_VERSION_OF(0, 2, 0)) {
+        fprintf(stderr, "rivet %s runs, the headers say %d.%d.%d\n", v,
+                RV_VERSION_MAJOR, RV_VERSION_MINOR, RV_VERSION_PATCH);
+        return 1;
+    }
     if (rv_init(&argc, &argv, &ctx) != RV_OK)
         return 1;
     if (rv_handler_register(ctx, "hello.greet", on_hello, NULL, 0, &hello))
