@@ -15,6 +15,7 @@ pkgs=("$@")
   gnuplot-nox procps doxygen python3
   spin
   clang libclang-rt-dev clang-format
+  abigail-tools
 )
 
 missing=()
