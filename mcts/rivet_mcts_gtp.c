@@ -5,7 +5,8 @@
  * empty line. Colours are b/black and w/white; cells are in the game's
  * notation (a1 the top-left corner). Positions alternate (the search's
  * games have no pass): play and genmove take the colour to move only,
- * and say whose turn it is otherwise.
+ * and say whose turn it is otherwise; genmove on a finished game answers
+ * resign for the loser and pass otherwise.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -29,9 +30,9 @@ static void answer(gtp_t *g, bool ok, const char *fmt, ...)
 static void answer(gtp_t *g, bool ok, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(g->out, "%c%s", ok ? '=' : '?', g->id);
-    if (fmt[0] != '\0' && fmt[0] != '\n')
-        fputc(' ', g->out);
+    /* "=id " always: a multi-line answer (showboard) starts "= " and its
+     * first line, as HexGui requires ("Invalid HTP response" else). */
+    fprintf(g->out, "%c%s ", ok ? '=' : '?', g->id);
     va_start(ap, fmt);
     vfprintf(g->out, fmt, ap);
     va_end(ap);
@@ -141,6 +142,13 @@ static void cmd_genmove(gtp_t *g, int argc, char **argv)
         answer(g, false, "syntax: genmove COLOR");
     } else if (res == NULL) {
         answer(g, false, "out of memory");
+    } else if (colour_of(argv[0]) >= 0 && a->game->is_terminal(a->state)) {
+        /* A finished game, as MoHex answers it: the loser resigns, a
+         * winner or a draw has nothing to play. */
+        int w = a->game->winner(a->state);
+        answer(g, true, "%s",
+               w == RV_MCTS_GAME_FIRST + !colour_of(argv[0]) ? "resign"
+                                                             : "pass");
     } else if (side_to_move(g, argv[0]) >= 0) {
         if (app_search(a, res) != RV_OK || res->nmoves == 0) {
             answer(g, false, "the search failed");
