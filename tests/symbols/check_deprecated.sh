@@ -4,13 +4,17 @@
 # CHANGELOG.md). Builds a program written against the tree search's
 # names before 0.2 and runs it.
 #
-#   check_deprecated.sh CC SOURCE_DIR LIBRIVET
+#   check_deprecated.sh CC SOURCE_DIR LIBRIVET [CFLAGS]
+#
+# CFLAGS: what a program needs to load this librivet (a sanitizer build's
+# -fsanitize=..., whose runtime must come first).
 set -euo pipefail
 # The compiler's quotes in ASCII, as grep reads them below.
 export LC_ALL=C
 cc=$1
 src=$2
 lib=$3
+read -r -a cflags <<< "${4:-}"
 inc=(-I"$src/core/api" -I"$src/am/api" -I"$src/rma/api" -I"$src/mcts/api")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,7 +43,7 @@ int main(void)
     return 0;
 }
 C
-"$cc" -std=c11 -Wall "${inc[@]}" "$work/old.c" -o "$work/old" \
+"$cc" -std=c11 -Wall "${cflags[@]}" "${inc[@]}" "$work/old.c" -o "$work/old" \
     -L"$(dirname "$lib")" -lrivet -Wl,-rpath,"$(dirname "$lib")" \
     2> "$work/warnings" || { cat "$work/warnings"; exit 1; }
 bad=0
