@@ -37,7 +37,7 @@ if [ "${1:-}" = --agent ]; then
   host=$1
   shift
   ns=
-  for pair in $RIVET_MN_HOSTS; do
+  for pair in $RIVET_TEST_MN_HOSTS; do
     [ "${pair%%=*}" = "$host" ] && ns=${pair#*=}
   done
   [ -n "$ns" ] || { echo "multinode: no host $host" >&2; exit 1; }
@@ -60,7 +60,7 @@ if [ "${1:-}" = --inside ]; then
   shift 2
   hostname "$host"
   mount -t tmpfs -o mode=1777,size=1g tmpfs /dev/shm
-  mount --bind "$RIVET_MN_DIR/hosts" /etc/hosts
+  mount --bind "$RIVET_TEST_MN_DIR/hosts" /etc/hosts
   exec "$@"
 fi
 
@@ -114,10 +114,10 @@ done
 printf '127.0.0.1 localhost\n10.231.0.1 %s\n10.231.0.2 %s\n' \
   "${hosts[0]}" "${hosts[1]}" > "$dir/hosts"
 
-export RIVET_MN_DIR=$dir
-export RIVET_MN_HOSTS="${hosts[0]}=${nss[0]} ${hosts[1]}=${nss[1]}"
+export RIVET_TEST_MN_DIR=$dir
+export RIVET_TEST_MN_HOSTS="${hosts[0]}=${nss[0]} ${hosts[1]}=${nss[1]}"
 [ -z "$job" ] || export RIVET_CONFIG=$job
-launch_pass RIVET_MN_
+launch_pass RIVET_TEST_MN_
 echo "multinode: hosts ${hosts[0]} (10.231.0.1) and ${hosts[1]} (10.231.0.2)," \
   "$((np / 2)) processes each"
 

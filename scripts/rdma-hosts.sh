@@ -61,7 +61,7 @@ if [ "${1:-}" = --agent ]; then
     host=$1
     shift
     [ "$host" != "$(hostname)" ] || exec bash -c "$*"
-    x=${RIVET_RH_DIR:?}
+    x=${RIVET_TEST_RH_DIR:?}
     id=$x/exec/$(date +%s%N)-$$
     printf '%s\n' "$*" > "$id.tmp"
     mv "$id.tmp" "$id.cmd"
@@ -80,7 +80,7 @@ if [ "${1:-}" = --run ]; then
     for _ in $(seq 600); do [ -e "$x/ready2" ] && break; sleep 0.5; done
     [ -e "$x/ready2" ] || { echo "$me: guest 2 never came up" >&2; exit 125; }
     echo "rdma-hosts: $(hostname) and $(cat "$x/ready2") are up"
-    export RIVET_RH_DIR=$x
+    export RIVET_TEST_RH_DIR=$x
     rc=0
     "$@" || rc=$?
     touch "$x/stop"
@@ -136,7 +136,7 @@ job=
 launch_opts "$@"
 set -- "${launch_rest[@]}"
 [ $# -gt 0 ] || { echo "$me: no program" >&2; exit 2; }
-if [ -z "${RIVET_RH_DIR:-}" ] || [ ! -e "$RIVET_RH_DIR/ready2" ]; then
+if [ -z "${RIVET_TEST_RH_DIR:-}" ] || [ ! -e "$RIVET_TEST_RH_DIR/ready2" ]; then
     echo "$me: not inside the two guests of scripts/rdma-hosts.sh" \
         "(make check-verbs runs these tests there): skipped" >&2
     exit $SKIP
@@ -146,7 +146,7 @@ if [ $((np % 2)) -ne 0 ]; then
     exit 2
 fi
 [ -z "$job" ] || export RIVET_CONFIG=$job
-launch_pass RIVET_RH_
+launch_pass RIVET_TEST_RH_
 exec mpirun --allow-run-as-root --timeout "$timeout" \
     --mca plm_rsh_agent "$self --agent" \
     --mca oob_tcp_if_include 192.168.78.0/24 \
