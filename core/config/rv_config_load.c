@@ -51,8 +51,12 @@ void rv__config_report(rv_config_loader_t *ld, const char *fmt, ...)
      * reports every bad key of a file, not only the first. */
     if (ld->errbuf != NULL && ld->errlen > 0) {
         size_t used = strnlen(ld->errbuf, ld->errlen - 1);
-        snprintf(ld->errbuf + used, ld->errlen - used, "%s%s",
-                 used > 0 ? "\n" : "", msg);
+        /* Whole lines only: the first error (cut to fit if it must), then
+         * each later one that fits entirely. */
+        if (used == 0)
+            snprintf(ld->errbuf, ld->errlen, "%s", msg);
+        else if (used + 1 + strlen(msg) < ld->errlen)
+            snprintf(ld->errbuf + used, ld->errlen - used, "\n%s", msg);
     } else if (ld->errbuf == NULL) {
         rv_error("%s", msg);
     }
