@@ -39,14 +39,17 @@ static const char *const known[] = {
     NULL,
 };
 
-/* The variables of rivet's own test harness (RIVET_TEST_REQUIRE_RDMA and
- * the like): reserved, read by the tests, not by the library. */
-#define TEST_PREFIX "RIVET_TEST_"
+/* Reserved for rivet's own scripts, read by them, not by the library:
+ * the test harness's (RIVET_TEST_REQUIRE_RDMA) and the RDMA guest's
+ * (scripts/rdma-vm.sh exports RIVET_RDMA_VM_DEVICE inside it). */
+static const char *const script_prefixes[] = {"RIVET_TEST_", "RIVET_RDMA_VM_",
+                                              NULL};
 
 static bool is_known(const char *name)
 {
-    if (strncmp(name, TEST_PREFIX, strlen(TEST_PREFIX)) == 0)
-        return true;
+    for (const char *const *p = script_prefixes; *p != NULL; p++)
+        if (strncmp(name, *p, strlen(*p)) == 0)
+            return true;
     for (const char *const *k = known; *k != NULL; k++)
         if (strcmp(*k, name) == 0)
             return true;
