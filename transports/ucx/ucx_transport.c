@@ -87,6 +87,14 @@ static bool tls_has_tcp(const char *tls)
     return except;
 }
 
+/* The transport list UCX will use: the job file's, else UCX_TLS, else
+ * UCX's default. */
+static const char *effective_tls(const rv_ucx_config_t *c)
+{
+    const char *env_tls = getenv("UCX_TLS");
+    return c->tls[0] ? c->tls : env_tls ? env_tls : "all";
+}
+
 /* Reads UCX's configuration and applies the transport.ucx.* keys on top
  * of it (each one only when set, so UCX_* variables keep working). */
 static rv_status_t ucx_config(const rv_ucx_config_t *c, bool warn,
@@ -117,9 +125,8 @@ static rv_status_t ucx_config(const rv_ucx_config_t *c, bool warn,
     /* Only where TCP can be used: with tls: sm,self UCX warns of the two
      * keys on every run ("invalid configurations"), while a job file that
      * keeps the key for when it switches to tcp is what we ask for. */
-    const char *env_tls = getenv("UCX_TLS");
-    const char *tls = c->tls[0] ? c->tls : env_tls ? env_tls : "all";
-    if (status == RV_OK && c->tcp_seg_size != 0 && tls_has_tcp(tls)) {
+    if (status == RV_OK && c->tcp_seg_size != 0 &&
+        tls_has_tcp(effective_tls(c))) {
         snprintf(v, sizeof(v), "%llu", (unsigned long long)c->tcp_seg_size);
         status = config_set(cfg, "TX_SEG_SIZE", "transport.ucx.tcp_seg_size", v,
                             "UCX_TCP_TX_SEG_SIZE", warn);
@@ -171,8 +178,7 @@ static rv_status_t ucx_init(const rv_transport_params_t *params,
     rv_status_t status = ucx_config(c, params->rank == 0, &cfg);
     if (status != RV_OK)
         goto err_free;
-    const char *env_tls = getenv("UCX_TLS");
-    const char *tls = c->tls[0] ? c->tls : env_tls ? env_tls : "all";
+    const char *tls = effective_tls(c);
     snprintf(tp->tls, sizeof(tp->tls), "%.*s", (int)sizeof(tp->tls) - 1, tls);
 
     ucp_params_t up = {
