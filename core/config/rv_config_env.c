@@ -72,7 +72,7 @@ static bool nearest_key(const rv_config_t *cfg, const char *name, char *best,
 
             rv__config_full_key(t, f, key, sizeof(key));
             rv__config_env_name(key, var, sizeof(var));
-            d = rv__config_distance(name, var);
+            d = rv__config_distance(name, var, best_d);
             if (d == 0)
                 return true;
             if (d < best_d) {

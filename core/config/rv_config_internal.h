@@ -176,10 +176,10 @@ void rv__config_env_name(const char *key, char *buf, size_t len);
  */
 void rv__config_unknown(const char *key, bool section, char *buf, size_t len);
 
-/* Levenshtein distance between @p a and @p b (longer than RV_CFG_KEY_MAX:
- * far), and how far a name of @p len characters may be from a
- * suggestion. */
-size_t rv__config_distance(const char *a, const char *b);
+/* Levenshtein distance between @p a and @p b when at most @p limit, else
+ * limit + 1 (longer than RV_CFG_KEY_MAX: far), and how far a name of
+ * @p len characters may be from a suggestion. */
+size_t rv__config_distance(const char *a, const char *b, size_t limit);
 size_t rv__config_distance_limit(size_t len);
 
 /* ---- the environment (rv_config_env.c) -------------------------------- */

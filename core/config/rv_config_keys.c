@@ -135,19 +135,26 @@ void rv__config_env_name(const char *key, char *buf, size_t len)
 /* Suggestions                                                             */
 /* ---------------------------------------------------------------------- */
 
-/* Levenshtein distance; strings longer than RV_CFG_KEY_MAX count as far. */
-size_t rv__config_distance(const char *a, const char *b)
+/*
+ * Levenshtein distance when it is at most @p limit, else limit + 1; strings
+ * longer than RV_CFG_KEY_MAX count as far. Bounded because a file full of
+ * unknown keys compares each with every key of every table: lengths that
+ * differ by more than the limit need no table, and a row whose every
+ * entry is past the limit ends the walk (a row's minimum never falls).
+ */
+size_t rv__config_distance(const char *a, const char *b, size_t limit)
 {
     size_t la = strlen(a), lb = strlen(b);
     size_t row[RV_CFG_KEY_MAX + 1];
 
-    if (la > RV_CFG_KEY_MAX || lb > RV_CFG_KEY_MAX)
-        return SIZE_MAX / 2;
+    if (la > RV_CFG_KEY_MAX || lb > RV_CFG_KEY_MAX ||
+        (la > lb ? la - lb : lb - la) > limit)
+        return limit + 1;
     for (size_t j = 0; j <= lb; j++)
         row[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        size_t diag = row[0], least;
+        row[0] = least = i;
         for (size_t j = 1; j <= lb; j++) {
             size_t up = row[j];
             size_t best = diag + (a[i - 1] != b[j - 1]);
@@ -157,9 +164,13 @@ size_t rv__config_distance(const char *a, const char *b)
                 best = row[j - 1] + 1;
             row[j] = best;
             diag = up;
+            if (best < least)
+                least = best;
         }
+        if (least > limit)
+            return limit + 1;
     }
-    return row[lb];
+    return row[lb] <= limit ? row[lb] : limit + 1;
 }
 
 /* How many edits a name of @p len characters may be from a suggestion. */
@@ -179,18 +190,25 @@ typedef struct suggestion {
     size_t score, full; /* best of both distances; full-path distance */
 } suggestion_t;
 
-/* Considers candidate @p cand (a key or section) as a suggestion for @p key. */
+/* Considers candidate @p cand (a key or section) as a suggestion for @p key.
+ * A candidate counts when either distance is within its limit, so its
+ * score is within the larger limit, and only those are computed exactly;
+ * the full distance that breaks a tie is, when it is needed. */
 static void consider(suggestion_t *s, const char *key, const char *cand)
 {
-    size_t full = rv__config_distance(key, cand);
+    size_t lim_full = rv__config_distance_limit(strlen(key));
+    size_t lim_last = rv__config_distance_limit(strlen(last_component(key)));
+    size_t lim = lim_full > lim_last ? lim_full : lim_last;
+    size_t full = rv__config_distance(key, cand, lim);
     size_t last =
-        rv__config_distance(last_component(key), last_component(cand));
+        rv__config_distance(last_component(key), last_component(cand), lim);
     size_t score = full < last ? full : last;
 
-    if (full > rv__config_distance_limit(strlen(key)) &&
-        last > rv__config_distance_limit(strlen(last_component(key))))
+    if ((full > lim_full && last > lim_last) || score > s->score)
         return;
-    if (score < s->score || (score == s->score && full < s->full)) {
+    if (full > lim)
+        full = rv__config_distance(key, cand, SIZE_MAX / 2);
+    if (score < s->score || full < s->full) {
         snprintf(s->name, sizeof(s->name), "%s", cand);
         s->score = score;
         s->full = full;
@@ -264,9 +282,10 @@ typedef struct {
 static void guess_one(const char *name, void *arg)
 {
     plugin_guess_t *g = arg;
-    size_t d = rv__config_distance(g->want, name);
+    size_t limit = rv__config_distance_limit(strlen(g->want));
+    size_t d = rv__config_distance(g->want, name, limit);
 
-    if (d <= rv__config_distance_limit(strlen(g->want)) && d < g->score) {
+    if (d <= limit && d < g->score) {
         snprintf(g->best, sizeof(g->best), "%s", name);
         g->score = d;
     }

@@ -103,6 +103,7 @@ void test_defaults(void **state);
 void test_tables(void **state);
 void test_registration(void **state);
 void test_plugin_tables(void **state);
+void test_distance_bounded(void **state);
 int config_tables_teardown(void **state);
 
 void test_valid_file(void **state);

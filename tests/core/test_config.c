@@ -243,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_tables),
         cmocka_unit_test_teardown(test_registration, config_tables_teardown),
         cmocka_unit_test(test_plugin_tables),
+        cmocka_unit_test(test_distance_bounded),
         cmocka_unit_test(test_valid_file),
         cmocka_unit_test(test_shipped_configs),
         cmocka_unit_test(test_unknown_keys),

@@ -278,6 +278,63 @@ void test_plugin_tables(void **state)
     unsetenv("RIVET_PLUGIN_PATH");
 }
 
+/* Levenshtein distance by the whole table, to check the bounded one. */
+static size_t distance_ref(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), d[16][16];
+
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+/* The bounded distance is the distance when within the limit, else one
+ * past it, on random words of a small alphabet (many near each other);
+ * and a suggestion's tie broken by the full distance still finds the
+ * nearer key. */
+void test_distance_bounded(void **state)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    char a[16], b[16], buf[256];
+
+    (void)state;
+    for (int round = 0; round < 20000; round++) {
+        size_t la, lb, limit, ref;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        la = (x >> 33) % 13;
+        lb = (x >> 40) % 13;
+        limit = (x >> 50) % 7;
+        for (size_t i = 0; i < 15; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            a[i] = (char)('a' + (x >> 60) % 3);
+            b[i] = (char)('a' + (x >> 56) % 3);
+        }
+        a[la] = b[lb] = '\0';
+        ref = distance_ref(a, b);
+        assert_int_equal(rv__config_distance(a, b, limit),
+                         ref <= limit ? ref : limit + 1);
+        assert_int_equal(rv__config_distance(a, b, SIZE_MAX / 2), ref);
+    }
+    rv__config_unknown("transport.tls", false, buf, sizeof(buf));
+    assert_string_equal(buf, "unknown key 'transport.tls'; did you mean "
+                             "'transport.ucx.tls'?");
+    rv__config_unknown("transport.gid_index", false, buf, sizeof(buf));
+    assert_string_equal(buf, "unknown key 'transport.gid_index'; did you "
+                             "mean 'transport.ucx.gid_index'?");
+}
+
 int config_tables_teardown(void **state)
 {
     return capture_teardown(state);

@@ -46,12 +46,9 @@ static volatile uint64_t sink; /* keeps the handlers' reads */
 /* Reads every byte a handler was given, as a program's handler may. */
 static void touch(const rv_msg_t *msg)
 {
-    uint64_t sum = msg->src;
-    for (size_t i = 0; i < msg->len; i++)
-        sum += ((const uint8_t *)msg->data)[i];
-    for (size_t i = 0; i < msg->xhdr_len; i++)
-        sum += ((const uint8_t *)msg->xhdr)[i];
-    sink += sum;
+    sink += msg->src;
+    fuzz_touch(&sink, msg->data, msg->len);
+    fuzz_touch(&sink, msg->xhdr, msg->xhdr_len);
 }
 
 static rv_status_t on_keep(rv_worker_t *w, rv_msg_t *msg, void *arg)

@@ -126,10 +126,7 @@ static unsigned nallocs;
 
 static void touch(const void *p, size_t len)
 {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < len; i++)
-        sum += ((const uint8_t *)p)[i];
-    sink += sum;
+    fuzz_touch(&sink, p, len);
 }
 
 /* The transport: what is sent leaves at once, its bytes read as the
@@ -219,9 +216,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* Byte @p i of the object with id @p k (data, then metadata): never 0,
  * and different for another object or offset nearby. */
-static uint8_t pattern(unsigned k, size_t i)
+FUZZ_NOCOV static uint8_t pattern(unsigned k, size_t i)
 {
     return (uint8_t)(((i * 7 + k * 31 + (i >> 8)) % 255) + 1);
+}
+
+/* The bytes of object @p k from offset @p off: written when it is made,
+ * checked in what a fetch was served. */
+FUZZ_NOCOV static void pattern_fill(uint8_t *p, unsigned k, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        p[i] = pattern(k, i);
+}
+
+FUZZ_NOCOV static bool pattern_holds(const uint8_t *p, unsigned k, size_t off,
+                                     size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != pattern(k, off + i))
+            return false;
+    return true;
 }
 
 static rv_handler_id_t handler_of(unsigned h)
@@ -320,9 +334,8 @@ static void check_result(unsigned h, unsigned k, const uint8_t *args,
     }
     if (o == NULL || off > size || len > size - off || len > ret_len)
         abort(); /* served bytes of no object, or past its end */
-    for (size_t i = 0; i < len; i++)
-        if (ret[i] != pattern(k, off + i))
-            abort(); /* bytes from outside the object */
+    if (!pattern_holds(ret, k, off, len))
+        abort(); /* bytes from outside the object */
 }
 
 /* A call from worker @p src, run as am runs a decoded call: with the
@@ -466,8 +479,7 @@ static void make_object(fuzz_in_t *in)
         allocs[nallocs].len = ST_HEAD + total;
         nallocs++;
         memset(base, 0, ST_HEAD);
-        for (size_t i = 0; i < total; i++)
-            base[ST_HEAD + i] = pattern(k, i);
+        pattern_fill(base + ST_HEAD, k, total);
         o->state = ST_CREATED;
         o->base = base;
         o->mem = base + ST_HEAD;
