@@ -79,7 +79,10 @@ typedef struct rma_worker {
     uint32_t nworkers;
     int rank;
     bool mapped; /* transport memory is load/store to peers */
-    bool dirty;  /* one-sided operations since rv_flush */
+    /* atomics on this process's memory go through the transport: its
+     * atomics are not atomic with the CPU's (atomics_cpu_coherent) */
+    bool amo_loopback;
+    bool dirty; /* one-sided operations since rv_flush */
     rv_mem_chunk_allocator_t *chunks;
     rv_mem_general_t *gen; /* rv_mem_alloc's memory */
     rma_rkey_t *rkeys;     /* peers' remote keys, cached */

@@ -110,7 +110,9 @@ static rv_status_t rma_worker_start(rv_worker_t *w)
     rw->me = rv_worker_tid(w);
     rw->nworkers = rv_nworkers(ctx);
     rw->rank = rv_rank(ctx);
-    rw->mapped = rv_context_caps(ctx)->mem_alloc_mapped;
+    const rv_transport_caps_t *caps = rv_context_caps(ctx);
+    rw->mapped = caps->mem_alloc_mapped;
+    rw->amo_loopback = caps->atomics64 && !caps->atomics_cpu_coherent;
     rw->long_dests = calloc(rw->nworkers, sizeof(*rw->long_dests));
     if (rw->long_dests == NULL)
         goto err_free;

@@ -6,7 +6,8 @@
  * reach its registered memory, and spreading the callers over the
  * target's endpoints keeps one worker's transport from serializing them.
  * The remote key comes from the worker's cache (rma_mem.c). Pointers
- * into the caller's own process need no transport.
+ * into the caller's own process need no transport, but for atomics where
+ * the transport's are not atomic with the CPU's (amo_target).
  */
 #include <string.h>
 
@@ -92,6 +93,25 @@ rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
     return xfer(w, src, dst, n, true, sync);
 }
 
+/*
+ * The target of an atomic: rma_target's, except that a word of this
+ * process is reached through the transport too, on this worker's own
+ * connection, where the transport's atomics are not atomic with the CPU's.
+ * A NIC that reports IBV_ATOMIC_HCA applies another process's atomic as a
+ * read and a write of its own; a CPU atomic between the two is lost, or
+ * the two elect two winners (OpenSHMEM implementations over such NICs
+ * send their own atomics through the NIC for the same reason).
+ */
+static rv_status_t amo_target(rma_worker_t *rw, rv_rptr_t p, rv_tid_t *peer_p,
+                              rv_trkey_t **rkey_p)
+{
+    if (p.rank != rw->rank || !rw->amo_loopback)
+        return rma_target(rw, p, peer_p, rkey_p);
+    *peer_p = rw->me;
+    rw->dirty = true;
+    return rma_rkey(rw, rw->me, p.region, rkey_p);
+}
+
 static rv_status_t atomic_op(rv_worker_t *w, rv_rptr_t p, bool cswap,
                              uint64_t v1, uint64_t v2, uint64_t *old,
                              rv_sync_t *sync)
@@ -103,13 +123,13 @@ static rv_status_t atomic_op(rv_worker_t *w, rv_rptr_t p, bool cswap,
         return rma_not_initialised("an atomic");
     if (p.addr % sizeof(uint64_t) != 0)
         return RV_ERR_INVALID;
-    rv_status_t st = rma_target(rw, p, &peer, &rkey);
+    rv_status_t st = amo_target(rw, p, &peer, &rkey);
     if (st != RV_OK)
         return st;
     if (rkey == NULL) {
         /* CPU atomics: atomic with respect to the transport's, which are
-         * CPU atomics on mapped memory (shm) or applied by this process
-         * (emulation). */
+         * CPU atomics on mapped memory (shm), applied by this process
+         * (emulation), or a NIC's that says so (IBV_ATOMIC_GLOB). */
         uint64_t *at = (uint64_t *)(uintptr_t)p.addr, prev;
         if (cswap) {
             prev = v1;

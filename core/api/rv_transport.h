@@ -53,7 +53,7 @@ extern "C" {
  * services table below, and the layouts of the rv_regmem.h structures the
  * services take. A plugin built for another version is not loaded.
  */
-#define RV_TRANSPORT_ABI_VERSION 3
+#define RV_TRANSPORT_ABI_VERSION 4
 
 /** The AM header bytes every transport carries at least
  * (rv_transport_caps_t.max_am_header): core's message header and the
@@ -96,6 +96,16 @@ typedef struct rv_transport_caps {
      * running (or last) job. */
     bool rma_target_progress;
     char description[512]; /**< what is actually in use, for the user */
+    /** The transport's atomics on this process's memory are atomic with
+     * respect to the CPU's atomics on it: shared memory, or atomics that
+     * this process's CPU applies (RMA emulated over active messages).
+     * False where a NIC applies them and is atomic only among its own
+     * operations (libibverbs' IBV_ATOMIC_HCA, which Soft-RoCE and most
+     * InfiniBand and RoCE adapters report): the layers above then send
+     * even a process's atomics on its own memory through the transport,
+     * on its loopback connection, as OpenSHMEM implementations over
+     * such NICs do. False is always safe. */
+    bool atomics_cpu_coherent;
 } rv_transport_caps_t;
 
 /** @brief An active message as the transport delivers it to the core.

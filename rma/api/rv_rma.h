@@ -8,7 +8,10 @@
  * A remote pointer names a process, an address and the registration it
  * lies in; the first use from a worker fetches that registration's remote
  * key (a service call) and caches it. Operations on memory of the
- * caller's own process are plain loads, stores and CPU atomics.
+ * caller's own process are plain loads, stores and CPU atomics, but for
+ * atomics where the transport's are not atomic with the CPU's (a NIC that
+ * reports IBV_ATOMIC_HCA, as Soft-RoCE and most adapters do): there they
+ * go through the NIC too.
  * Vocabulary as in rv_am.h: destination before source, `sync` NULL to
  * wait; rv_flush completes one-sided operations at their targets.
  *
@@ -188,9 +191,12 @@ RV_EXPORT rv_status_t rv_get(rv_worker_t *w, void *dst, rv_rptr_t src, size_t n,
  * value is in @p *old (if not NULL) when @p sync completes.
  *
  * On memory of the caller's own process it is a CPU atomic, done on
- * return; elsewhere the transport's (a NIC atomic on RDMA; on shared
- * memory a CPU atomic; applied by the target's CPU where RMA is
- * emulated).
+ * return, where the transport's atomics are atomic with the CPU's;
+ * elsewhere, and on a NIC whose atomics are atomic only among themselves
+ * (IBV_ATOMIC_HCA) even on the caller's own memory, the transport's (a NIC
+ * atomic on RDMA; on shared memory a CPU atomic; applied by the target's
+ * CPU where RMA is emulated). Either way it is atomic with every other
+ * rv_atomic_* on the word, not with plain loads and stores.
  * @param [in]     w     the calling worker
  * @param [in]     p     the word, 8-byte aligned, in registered memory
  * @param [in]     value what to add

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "config_test.h"
+#include "rv_transport.h"
 #include "stderr_capture.h"
 
 /* ---------------------------------------------------------------------- */
@@ -272,8 +273,9 @@ void test_plugin_tables(void **state)
     setenv("RIVET_PLUGIN_PATH", FAKE_PLUGIN_DIR, 1);
     snprintf(expected, sizeof(expected),
              "transport.wrongabi: %s/librivet-wrongabi.so implements "
-             "transport ABI 103, this rivet needs 3; rebuild the plugin",
-             FAKE_PLUGIN_DIR);
+             "transport ABI %d, this rivet needs %d; rebuild the plugin",
+             FAKE_PLUGIN_DIR, RV_TRANSPORT_ABI_VERSION + 100,
+             RV_TRANSPORT_ABI_VERSION);
     expect_error("transport:\n  wrongabi:\n    x: 1\n", 2, 3, expected);
     unsetenv("RIVET_PLUGIN_PATH");
 }

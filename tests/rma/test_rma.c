@@ -2,11 +2,13 @@
  * The remote memory layer as a multi-process job: memory allocated in
  * another worker's zone, put and get of 1 B - 64 MiB at odd offsets
  * (checked by reading back), 64-bit atomics contended by every worker of
- * the job (the final count is exact), swap, free, and AM Long (handlers
+ * the job (the final count is exact), also between the word's own process
+ * and the others, swap, free, and AM Long (handlers
  * run only on whole payloads, under either protocol).
  *
  * Worker threads record failures; the main thread asserts after the job.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -109,6 +111,63 @@ static int body_put_get(rv_worker_t *w, void *arg)
 /* ---------------------------------------------------------------------- */
 
 #define ADDS 500
+#define CONTENDED 4096
+#define CONTEND_S 3.0
+
+static _Atomic uint64_t owner_adds; /* by the counter's own process */
+static _Atomic uint64_t other_adds; /* by this process, if not it */
+
+/*
+ * The counter's own process against the others: each worker of another
+ * process makes up to CONTENDED fetch-adds, then adds how many to the
+ * word two after the counter and counts itself finished in the one after; the workers of the counter's
+ * process add for as long as any other still does, so that their atomics
+ * meet the transport's in the word. Over a NIC whose atomics are atomic
+ * only among themselves (IBV_ATOMIC_HCA: Soft-RoCE, most adapters), CPU
+ * atomics there lose some of the NIC's increments, or the NIC some of
+ * theirs; rivet then sends the process's own atomics through the NIC too.
+ */
+static void contend(rv_worker_t *w, rv_rptr_t finished)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w), others = 0;
+    bool owner = rv_tid_rank(ctx, me) == (int)counter.rank;
+
+    for (uint32_t t = 0; t < n; t++)
+        others += rv_tid_rank(ctx, t) != (int)counter.rank;
+    uint64_t done = 0, mine = 0;
+    double t0 = now_s();
+    if (!owner) {
+        /* 64 in flight at a time, for the most NIC atomics a second;
+         * CONTENDED of them, or as many as CONTEND_S allows (an emulated
+         * NIC under software emulation does a few hundred a second). */
+        while (mine < CONTENDED && now_s() - t0 < CONTEND_S) {
+            rv_sync_t sync;
+            rv_sync_init(&sync, 0);
+            for (int i = 0; i < 64; i++)
+                EXPECT(rv_atomic_fadd(w, counter, 1, NULL, &sync) == RV_OK,
+                       "contended fadd");
+            EXPECT(rv_sync_wait(w, &sync) == RV_OK, "contended fadds");
+            mine += 64;
+        }
+        atomic_fetch_add(&other_adds, mine);
+        EXPECT(rv_atomic_fadd(w, finished, 1, NULL, NULL) == RV_OK,
+               "finished");
+        return;
+    }
+    while (done < others && now_s() - t0 < WAIT_LIMIT_S) {
+        /* Back to back, for the most chances to meet a NIC's atomic. */
+        for (int i = 0; i < 64; i++)
+            EXPECT(rv_atomic_fadd(w, counter, 1, NULL, NULL) == RV_OK,
+                   "owner's fadd");
+        mine += 64;
+        rv_progress(w); /* emulated atomics need the target's progress */
+        sched_yield();  /* and the others' adds need a core */
+        EXPECT(rv_atomic_fadd(w, finished, 0, &done, NULL) == RV_OK,
+               "read finished");
+    }
+    EXPECT(done >= others, "the other processes' adds did not finish");
+    atomic_fetch_add(&owner_adds, mine);
+}
 
 static int body_atomics(rv_worker_t *w, void *arg)
 {
@@ -117,8 +176,10 @@ static int body_atomics(rv_worker_t *w, void *arg)
 
     if (me == 0) {
         rv_rptr_t c;
-        EXPECT(rv_remote_alloc(w, 0, sizeof(uint64_t), &c) == RV_OK, "counter");
-        EXPECT(rv_put(w, c, &(uint64_t){0}, sizeof(uint64_t), NULL) == RV_OK,
+        EXPECT(rv_remote_alloc(w, 0, 3 * sizeof(uint64_t), &c) == RV_OK,
+               "counter");
+        EXPECT(rv_put(w, c, (uint64_t[3]){0, 0, 0}, 3 * sizeof(uint64_t),
+                      NULL) == RV_OK,
                "zero");
         EXPECT(rv_broadcast(w, publish_id, &c, sizeof(c), NULL,
                             RV_NOTIFY_CONSUMED) == RV_OK, "publish");
@@ -165,6 +226,28 @@ static int body_atomics(rv_worker_t *w, void *arg)
                (unsigned long long)old, (unsigned long long)total);
         EXPECT(rv_atomic_swap(w, counter, 7, &old) == RV_OK && old == 42,
                "second swap returned %llu", (unsigned long long)old);
+    }
+    rv_barrier(w);
+
+    contend(w, rv_rptr_add(counter, sizeof(uint64_t)));
+    rv_barrier(w);
+    /* Each other process's first worker reports its process's adds. */
+    if (rv_worker_local(w) == 0 && rv_tid_rank(ctx, me) != (int)counter.rank)
+        EXPECT(rv_atomic_fadd(w, rv_rptr_add(counter, 2 * sizeof(uint64_t)),
+                              atomic_load(&other_adds), NULL, NULL) == RV_OK,
+               "report");
+    rv_barrier(w);
+    if (me == 0) { /* of the counter's process: owner_adds is complete */
+        uint64_t words[3];
+        EXPECT(rv_get(w, words, counter, sizeof(words), NULL) == RV_OK,
+               "read after contention");
+        uint64_t want = 7 + words[2] + atomic_load(&owner_adds);
+        EXPECT(words[0] == want,
+               "the counter is %llu after contention, expected %llu (%llu "
+               "adds by the other processes, %llu by its own)",
+               (unsigned long long)words[0], (unsigned long long)want,
+               (unsigned long long)words[2],
+               (unsigned long long)atomic_load(&owner_adds));
     }
     rv_barrier(w);
     if (me == n - 1)

@@ -87,6 +87,32 @@ static void test_rma_emulation(void **state)
         rv_ucx_rma_needs_emulation("#   rma_bw: mds rndv_rkey_size 9\n"));
 }
 
+/* Where UCX's atomics run, as ucp_worker_print_info says, captured from
+ * UCX 1.13.1 (ucx_info -w -u ra): on the CPU (sm), in software (tcp: only
+ * self; Soft-RoCE's rc_verbs: none), or on a NIC (a made-up line in the
+ * same format: rc_mlx5), and an unknown transport counted as a NIC. */
+static void test_atomics_on_device(void **state)
+{
+    (void)state;
+    assert_false(rv_ucx_atomics_on_device(
+        "#\n#                 atomics: 0:self/memory0, 1:sysv/memory, "
+        "2:posix/memory\n#\n"));
+    assert_false(
+        rv_ucx_atomics_on_device("#                 atomics: 0:self/memory0\n"));
+    assert_false(rv_ucx_atomics_on_device("#                 atomics: \n"));
+    assert_true(rv_ucx_atomics_on_device(
+        "#                 atomics: 3:rc_mlx5/mlx5_0:1, 4:dc_mlx5/mlx5_0:1\n"));
+    assert_true(rv_ucx_atomics_on_device(
+        "#                 atomics: 0:self/memory0, 5:gga_mlx5/mlx5_0:1\n"));
+    /* Nothing said: as UCX 1.13 with no atomics at all. */
+    assert_false(rv_ucx_atomics_on_device(""));
+    assert_false(rv_ucx_atomics_on_device(NULL));
+    assert_false(rv_ucx_atomics_on_device("#   address: 190 bytes\n"));
+    /* Another line's text is not read as the list. */
+    assert_false(rv_ucx_atomics_on_device(
+        "#                 atomics: 1:sysv/memory\n#   lane[0]: 8:rc_verbs/rxe0\n"));
+}
+
 /* One host's process and two of another: two classes, in words as the
  * job's transport line prints them. */
 static void test_classes(void **state)
@@ -130,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rma_emulation),
+        cmocka_unit_test(test_atomics_on_device),
         cmocka_unit_test(test_classes),
         cmocka_unit_test(test_classes_odd),
     };

@@ -1,5 +1,6 @@
 /*
- * What UCX says of an endpoint (ucp_ep_print_info), read once when it
+ * What UCX says of a worker (ucp_worker_print_info: where its atomics
+ * run) and of an endpoint (ucp_ep_print_info), read once when it
  * connects: the transports its lanes use (shown to the user, by class of
  * processes that UCX reaches the same way), whether its
  * RMA would run over TCP (then rivet emulates RMA), and, at log level
@@ -126,6 +127,58 @@ void rv_ucx_describe_classes(const rv_transport_t *tp, char *out, size_t len)
     }
     if (tp->classes_full)
         snprintf(out + used, used < len ? len - used : 0, "; others");
+}
+
+/*
+ * True when the UCP worker that @p worker_info describes
+ * (ucp_worker_print_info: "atomics: 0:self/memory0, 1:sysv/memory") runs
+ * atomics on a network device: UCX then takes every atomic of the worker
+ * there, even to a peer on the same host or to itself (UCX_ATOMIC_MODE
+ * device, or guess finding a device), and a NIC's atomics need not be
+ * atomic with the CPU's. The CPU's transports (shared memory, self), or
+ * none (UCX's atomics in software, applied by the target's CPU, as over
+ * TCP or a device without them, such as Soft-RoCE under UCX 1.13), are
+ * not. A transport not known here counts as a device: sending atomics
+ * through UCX is always safe, only slower.
+ */
+bool rv_ucx_atomics_on_device(const char *worker_info)
+{
+    static const char *const cpu[] = {"self",  "sysv", "posix",
+                                      "xpmem", "knem", "cma"};
+    const char *p = worker_info ? strstr(worker_info, "atomics:") : NULL;
+    if (p == NULL)
+        return false;
+    const char *eol = strchrnul(p, '\n');
+    for (p += strlen("atomics:"); p < eol; p++) {
+        /* each entry: "N:tl/dev", comma-separated */
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        if (colon == NULL)
+            break;
+        const char *tl = colon + 1;
+        size_t n = strcspn(tl, "/, \n");
+        bool known = false;
+        for (size_t i = 0; i < sizeof(cpu) / sizeof(cpu[0]); i++)
+            known |= strlen(cpu[i]) == n && strncmp(tl, cpu[i], n) == 0;
+        if (!known)
+            return true;
+        p = memchr(tl, ',', (size_t)(eol - tl));
+        if (p == NULL)
+            break;
+    }
+    return false;
+}
+
+/* What ucp_worker_print_info says of @p worker (malloc'ed), or NULL. */
+char *rv_ucx_worker_info(ucp_worker_h worker)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (f == NULL)
+        return NULL;
+    ucp_worker_print_info(worker, f);
+    fclose(f);
+    return text;
 }
 
 /* True when UCX would carry @p info's RMA over TCP, or has no RMA lane

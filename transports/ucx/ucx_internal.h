@@ -9,6 +9,7 @@
 #define RIVET_UCX_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <ucp/api/ucp.h>
 
 #include "rv_layer.h" /* RV_TSAN_RELEASE, RV_TSAN_ACQUIRE */
@@ -58,7 +59,9 @@ struct rv_transport {
      * process's first worker as it connects (ucx_ep_info.c). */
     rv_ucx_peer_class_t classes[RV_UCX_MAX_CLASSES];
     unsigned nclasses;
-    bool classes_full;  /* a further class was seen, not recorded */
+    bool classes_full; /* a further class was seen, not recorded */
+    /* UCX runs the workers' atomics on a NIC (set by the first worker) */
+    _Atomic bool amo_device;
     int described_upto; /* the highest rank counted in a class, or -1 */
     char version[32];
 };
@@ -231,6 +234,11 @@ bool rv_ucx_record_lanes(rv_transport_t *tp, int peer_rank, const char *info,
 /* The classes in words: "posix/memory, cma/memory (rank 1); tcp/eth0
  * (2 ranks, 2..3; RMA over active messages)". */
 void rv_ucx_describe_classes(const rv_transport_t *tp, char *out, size_t len);
+/* What ucp_worker_print_info says of @p worker (malloc'ed), or NULL; and
+ * whether it runs atomics on a network device (or one not known to be the
+ * CPU's). */
+char *rv_ucx_worker_info(ucp_worker_h worker);
+bool rv_ucx_atomics_on_device(const char *worker_info);
 /* True when UCX would carry @p info's RMA over TCP, or has no RMA lane. */
 bool rv_ucx_rma_needs_emulation(const char *info);
 /* At log level info, logs @p info's lanes and AM protocols by size. */

@@ -239,6 +239,13 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->rdma_read = !emulated && !tcp;
     caps->mem_alloc_mapped = mapped && !tp->classes_full;
     caps->rma_target_progress = emulated || tcp || tp->classes_full;
+    /* UCX's device atomics are the NIC's (atomic only among themselves);
+     * its CPU and software atomics, and rivet's emulation, are applied by
+     * the target's CPU. A job that emulates RMA to some peers (TCP to
+     * other hosts) while UCX runs device atomics mixes both: the device's
+     * is taken for this process's own, those peers' stay CPU atomics. */
+    caps->atomics_cpu_coherent =
+        !atomic_load_explicit(&tp->amo_device, memory_order_relaxed);
     int n = snprintf(caps->description, sizeof(caps->description),
                      "ucx %s, tls %s%s", tp->version, tp->tls,
                      tp->nclasses > 0 ? "; to peers: " : "");

@@ -97,6 +97,15 @@ rv_status_t rv_ucx_worker_create(rv_transport_t *tp,
         goto err_free;
     }
 
+    /* Where UCX runs atomics is the same for every worker of the process
+     * (one context): its first worker reads it. */
+    if (tw->tid % (uint32_t)tp->threads == 0) {
+        char *info = rv_ucx_worker_info(tw->worker);
+        atomic_store_explicit(&tp->amo_device, rv_ucx_atomics_on_device(info),
+                              memory_order_relaxed);
+        free(info);
+    }
+
     ucp_am_handler_param_t hp = {
         .field_mask =
             UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |

@@ -298,6 +298,9 @@ static void vb_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->ordered_am = true;
     caps->ordered_puts = true; /* RC executes writes in order */
     caps->atomics64 = tp->dev.atomic_cap != IBV_ATOMIC_NONE;
+    /* IBV_ATOMIC_HCA (Soft-RoCE, most adapters): the HCA's atomics are
+     * atomic only among themselves. */
+    caps->atomics_cpu_coherent = tp->dev.atomic_cap == IBV_ATOMIC_GLOB;
     caps->rdma_read = true;
     caps->mem_alloc_mapped = false;
     caps->rma_target_progress = false; /* the responder's HCA executes them */
