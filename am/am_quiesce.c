@@ -10,7 +10,7 @@
  * Computing 2(3), 1987, section 4): every worker counts the calls it
  * made (forwards of broadcasts and of routed calls, and routed answers,
  * included, calls the transport lost
- * excluded) and the calls it ran; waves of rv_allreduce sum both over the
+ * excluded) and the calls it ran; waves of rv_coll_allreduce sum both over the
  * job. The job is quiet when one wave finds the sums equal and the next
  * finds the same sums again: a call counted as made in the second wave
  * but not run in the first would have changed a sum. Each worker reads
@@ -45,7 +45,7 @@ rv_status_t rv_quiesce(rv_worker_t *w)
                                 aw->routed_made - s->calls_lost,
                             aw->recv.calls_done};
         uint64_t sum[2];
-        st = rv_allreduce(w, mine, sum, 2, RV_COLL_U64, RV_COLL_SUM);
+        st = rv_coll_allreduce(w, sum, mine, 2, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)
             break;
         if (sum[0] == sum[1] && sum[0] == prev[0] && sum[1] == prev[1]) {

@@ -148,7 +148,7 @@ static int run_target(rv_worker_t *w, bool other, double *sum)
     t_calls[local] = t1 - t0;
 
     double mine[3] = {t_total[local], t_calls[local], t_base[local]};
-    if ((st = rv_allreduce(w, mine, sum, 3, RV_COLL_DOUBLE, RV_COLL_SUM)) !=
+    if ((st = rv_coll_allreduce(w, sum, mine, 3, RV_COLL_DOUBLE, RV_COLL_SUM)) !=
         RV_OK)
         fail(ctx, "rv-local-call: %s", rv_status_str(st));
     return 0;

@@ -16,7 +16,7 @@
  *   -d SECONDS how long (default 60)
  *
  * Every worker makes STEPS steps per round; the workers then sum their
- * operations with rv_allreduce, which also tells them all, at once, that
+ * operations with rv_coll_allreduce, which also tells them all, at once, that
  * the time is up. Worker 0 of rank 0 prints one line per second:
  *   soak: t=SECONDS ops_per_s=RATE
  * Under -m store the first worker of every process also prints, after a
@@ -229,9 +229,9 @@ static int body(rv_worker_t *w, void *arg)
             store_peak(w, t);
         uint64_t in[2] = {mine, t >= seconds};
         rv_status_t st =
-            rv_allreduce(w, in, total, 2, RV_COLL_U64, RV_COLL_SUM);
+            rv_coll_allreduce(w, total, in, 2, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)
-            die(w, "rv_allreduce", st);
+            die(w, "rv_coll_allreduce", st);
         ops_since += total[0];
         if (lead && t - last_print >= 1) {
             printf("soak: t=%.1f ops_per_s=%.0f\n", t,

@@ -1,6 +1,6 @@
 /*
- * Collectives among a running job's workers: rv_allreduce and
- * rv_allgather, up and down a binomial tree rooted at worker 0.
+ * Collectives among a running job's workers: rv_coll_allreduce and
+ * rv_coll_allgather, up and down a binomial tree rooted at worker 0.
  *
  * Worker r's parent is r with its lowest set bit cleared; its children
  * are r + 2^k for every 2^k below that bit (every k for worker 0), and
@@ -14,7 +14,14 @@
  * parent forwarded e's result and went on with its own work), never
  * e + 2 (that needs e + 1's result, which needs the parent): the slots
  * for the two epochs are kept apart by parity.
+ *
+ * Every worker checks its children's contributions against its own
+ * call's shape (which collective, its type, operation and size), so a
+ * worker that calls another collective, or the same with another size,
+ * is found by its parent wherever it is in the tree: the job ends naming
+ * both calls, as MPI's erroneous programs do not.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +113,48 @@ static void combine(void *acc, const void *in, size_t len, uint32_t type,
     }
 }
 
+/* A collective's call in words: "rv_coll_allreduce of 4 u64 (sum)". */
+static void shape_str(uint32_t kind, uint32_t type, uint32_t op, uint32_t len,
+                      char *buf, size_t size)
+{
+    static const char *const types[] = {"u64", "i64", "double"};
+    static const char *const ops[] = {"sum", "min", "max"};
+    if (kind == COLL_GATHER)
+        snprintf(buf, size, "rv_coll_allgather of %u bytes", len);
+    else
+        snprintf(buf, size, "rv_coll_allreduce of %u %s (%s)", len / 8,
+                 type < 3 ? types[type] : "?", op < 3 ? ops[op] : "?");
+}
+
+/* Checks worker @p who's call @p h of the slot's collective against the
+ * shape the slot holds (taking it when it holds none): a different one
+ * ends the job, naming both. */
+static void shape_check(rv_worker_t *w, rv_coll_slot_t *s, const coll_up_t *h,
+                        uint32_t who)
+{
+    if (!s->shaped) {
+        s->shaped = true;
+        s->kind = h->kind;
+        s->type = h->type;
+        s->op = h->op;
+        s->len = h->len;
+        s->shaper = who;
+        return;
+    }
+    if (s->kind == h->kind && s->len == h->len &&
+        (h->kind == COLL_GATHER || (s->type == h->type && s->op == h->op)))
+        return;
+    char a[80], b[80], why[320];
+    shape_str(s->kind, s->type, s->op, s->len, a, sizeof(a));
+    shape_str(h->kind, h->type, h->op, h->len, b, sizeof(b));
+    snprintf(why, sizeof(why),
+             "collective %llu: worker %u called %s, worker %u %s; every "
+             "worker makes the same collectives in the same order, with the "
+             "same size, type and operation",
+             (unsigned long long)s->epoch, s->shaper, a, who, b);
+    rv_abort(w->ctx, 1, why);
+}
+
 /* The slot of @p epoch, emptied when it held an older one. */
 static rv_coll_slot_t *slot_of(rv_worker_t *w, uint64_t epoch, size_t need)
 {
@@ -113,6 +162,7 @@ static rv_coll_slot_t *slot_of(rv_worker_t *w, uint64_t epoch, size_t need)
     if (s->epoch != epoch) {
         s->epoch = epoch;
         s->arrived = 0;
+        s->shaped = false;
     }
     if (s->cap < need) {
         uint8_t *b = realloc(s->buf, need);
@@ -154,6 +204,7 @@ static rv_status_t on_up(rv_worker_t *w, rv_msg_t *msg, void *arg)
                  msg->src, msg->len);
         return RV_OK;
     }
+    shape_check(w, s, &h, msg->src);
     /* The worker's own contribution is combined last (coll_run), so the
      * first child's bytes are copied, later ones combined. */
     if (h.kind == COLL_REDUCE && s->arrived > 0)
@@ -204,6 +255,7 @@ static rv_status_t coll_run(rv_worker_t *w, coll_up_t *h, const void *mine,
     rv_coll_slot_t *s = slot_of(w, epoch, need);
     if (s == NULL)
         return RV_ERR_NO_MEMORY;
+    shape_check(w, s, h, me);
     w->coll.out = out;
     w->coll.out_len = out_len;
     unsigned want = children(me, n);
@@ -254,15 +306,16 @@ static bool coll_refused(rv_worker_t *w, const char *what)
     return true;
 }
 
-rv_status_t rv_allreduce(rv_worker_t *w, const void *in, void *out,
-                         size_t count, rv_coll_type_t type, rv_coll_op_t op)
+rv_status_t rv_coll_allreduce(rv_worker_t *w, void *out, const void *in,
+                              size_t count, rv_coll_type_t type,
+                              rv_coll_op_t op)
 {
-    if (coll_refused(w, "rv_allreduce"))
+    if (coll_refused(w, "rv_coll_allreduce"))
         return RV_ERR_INVALID;
     if (count == 0 || count > RV_COLL_MAX_BYTES / 8 || type > RV_COLL_DOUBLE ||
         op > RV_COLL_MAX) {
-        rv_error("rv_allreduce of %zu elements of type %d, operation %d: "
-                 "1 to %u elements of a known type and operation",
+        rv_error("rv_coll_allreduce of %zu elements of type %d, operation "
+                 "%d: 1 to %u elements of a known type and operation",
                  count, (int)type, (int)op, RV_COLL_MAX_BYTES / 8);
         return RV_ERR_INVALID;
     }
@@ -273,18 +326,38 @@ rv_status_t rv_allreduce(rv_worker_t *w, const void *in, void *out,
     return coll_run(w, &h, in, out, count * 8);
 }
 
-rv_status_t rv_allgather(rv_worker_t *w, const void *in, size_t len, void *out)
+rv_status_t rv_coll_allgather(rv_worker_t *w, void *out, const void *in,
+                              size_t len)
 {
-    if (coll_refused(w, "rv_allgather"))
+    if (coll_refused(w, "rv_coll_allgather"))
         return RV_ERR_INVALID;
     size_t n = rv_nworkers(w->ctx);
     if (len == 0 || len > RV_COLL_MAX_BYTES / n) {
-        rv_error("rv_allgather of %zu bytes per worker: 1 to %zu", len,
+        rv_error("rv_coll_allgather of %zu bytes per worker: 1 to %zu", len,
                  RV_COLL_MAX_BYTES / n);
+        return RV_ERR_INVALID;
+    }
+    uintptr_t o = (uintptr_t)out, i = (uintptr_t)in;
+    if (o < i + len && i < o + n * len) {
+        rv_error("rv_coll_allgather: the result (%zu bytes at %p) overlaps "
+                 "this worker's bytes (%zu at %p)",
+                 n * len, out, len, in);
         return RV_ERR_INVALID;
     }
     coll_up_t h = {.kind = COLL_GATHER, .len = (uint32_t)len};
     return coll_run(w, &h, in, out, n * len);
+}
+
+/* The names before 0.3 (rv_coll.h), source first. */
+rv_status_t rv_allreduce(rv_worker_t *w, const void *in, void *out,
+                         size_t count, rv_coll_type_t type, rv_coll_op_t op)
+{
+    return rv_coll_allreduce(w, out, in, count, type, op);
+}
+
+rv_status_t rv_allgather(rv_worker_t *w, const void *in, size_t len, void *out)
+{
+    return rv_coll_allgather(w, out, in, len);
 }
 
 void rv__coll_fini(rv_worker_t *w)

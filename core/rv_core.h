@@ -50,6 +50,10 @@ typedef struct rv_coll_slot {
     uint8_t *buf;
     size_t cap;
     unsigned arrived; /* children's contributions combined */
+    /* the collective's shape (kind, type, op, len) as the first to report
+     * it (a child, or this worker) gave it, and which worker that was */
+    bool shaped;
+    uint32_t kind, type, op, len, shaper;
 } rv_coll_slot_t;
 
 typedef struct rv_coll_state {
@@ -78,7 +82,7 @@ struct rv_worker {
     unsigned idle_polls;     /* consecutive empty progress calls */
     int in_callback;         /* running an inline handler */
     unsigned progress_depth; /* rv_progress frames on the stack */
-    rv_coll_state_t coll;    /* rv_allreduce, rv_allgather */
+    rv_coll_state_t coll;    /* rv_coll_allreduce, rv_coll_allgather */
     bool warned_inline;      /* reported an inline handler waiting */
 };
 

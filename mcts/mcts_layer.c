@@ -4,7 +4,7 @@
  * (rv_mcts_position, _search, _play, _stats, _shutdown) broadcasts a
  * command, and every worker, the controller included, runs the command's
  * steps in the same order, so the collectives inside them (rv_quiesce,
- * rv_allreduce, rv_barrier, the epoch manager's) line up. The other
+ * rv_coll_allreduce, rv_barrier, the epoch manager's) line up. The other
  * workers wait for commands in rv_mcts_serve, running calls and playouts
  * meanwhile.
  */

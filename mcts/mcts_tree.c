@@ -147,7 +147,8 @@ static rv_status_t root_share(mc_worker_t *mw, rv_gptr_t root, uint32_t owner,
                               bool mine)
 {
     uint64_t in[2] = {mine ? root : 0, mine ? (uint64_t)owner + 1 : 0}, out[2];
-    rv_status_t st = rv_allreduce(mw->w, in, out, 2, RV_COLL_U64, RV_COLL_MAX);
+    rv_status_t st =
+        rv_coll_allreduce(mw->w, out, in, 2, RV_COLL_U64, RV_COLL_MAX);
     if (st != RV_OK)
         return st;
     mw->root = out[0];
@@ -343,7 +344,7 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
     }
     v[len - 1] = sum_fill(mw, v);
     rv_status_t st =
-        rv_allreduce(mw->w, v, v + len, len, RV_COLL_U64, RV_COLL_SUM);
+        rv_coll_allreduce(mw->w, v + len, v, len, RV_COLL_U64, RV_COLL_SUM);
     const uint64_t *r = v + len;
     if (st == RV_OK && stats != NULL)
         *stats = (rv_mcts_stats_t){.nodes_alive = r[0],

@@ -189,8 +189,8 @@ static int worker(rv_worker_t *w, void *arg)
         for (int k = 0; k < opt.nfiles; k++) {
             rec[0] = putter && put_ok[k];
             memcpy(rec + 8, opt.digests[k], 32);
-            rv_status_t gst =
-                all ? rv_allgather(w, rec, sizeof(rec), all) : RV_ERR_NO_MEMORY;
+            rv_status_t gst = all ? rv_coll_allgather(w, all, rec, sizeof(rec))
+                                  : RV_ERR_NO_MEMORY;
             if (gst != RV_OK)
                 rv_abort(ctx, 1, "rivet-store: gathering the digests failed");
             if (mine) {

@@ -324,7 +324,7 @@ RV_EXPORT rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
  * nothing of calls; rv_flush only that they left.
  *
  * Counting termination detection (Mattern's four counters): calls held
- * back are pushed out, then waves of rv_allreduce sum the calls every
+ * back are pushed out, then waves of rv_coll_allreduce sum the calls every
  * worker made and ran, until two waves in a row find both sums equal and
  * unchanged. A quiet job takes two waves, each about two tree traversals
  * of small messages (log2 of the workers deep); workers run calls while
@@ -334,7 +334,7 @@ RV_EXPORT rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
  *         handler (logged); a flush's or a send's error
  * @note A collective of every worker of the job, each from its own code
  *       (never from a handler), the same number of times, in the same
- *       order relative to rv_allreduce and rv_allgather. Calls made
+ *       order relative to rv_coll_allreduce and rv_coll_allgather. Calls made
  *       during it by handlers are covered; calls the worker's own code
  *       makes after it returns are not. A call the transport lost
  *       (rv_am_stats_t.calls_lost) is not waited for; a malformed batch

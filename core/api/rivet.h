@@ -639,8 +639,8 @@ RV_EXPORT void rv_worker_stats(const rv_worker_t *w, rv_worker_stats_t *stats);
 }
 #endif
 
-/* Collectives among the running job's workers (rv_allreduce,
- * rv_allgather). */
+/* Collectives among the running job's workers (rv_coll_allreduce,
+ * rv_coll_allgather). */
 #include "rv_coll.h"
 
 #endif

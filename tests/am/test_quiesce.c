@@ -1,5 +1,5 @@
 /*
- * Collectives among workers (rv_allreduce, rv_allgather) and the barrier
+ * Collectives among workers (rv_coll_allreduce, rv_coll_allgather) and the barrier
  * of calls (rv_quiesce).
  *
  * allreduce: sums, minima and maxima of u64, i64 and double over every
@@ -12,7 +12,7 @@
  * after it, the calls run over the job must equal the calls made, counted
  * by the handlers themselves, in every round. A quiesce that returned
  * early (a sleep, a barrier of workers, a flush) fails this: the hops are
- * still running. Also: rv_quiesce and rv_allreduce refuse to run inside a
+ * still running. Also: rv_quiesce and rv_coll_allreduce refuse to run inside a
  * handler.
  *
  * Worker threads record failures; the main thread asserts after the job.
@@ -80,9 +80,9 @@ static rv_status_t on_refuse(rv_worker_t *w, rv_call_t *call, void *arg)
     (void)call;
     (void)arg;
     EXPECT(rv_quiesce(w) == RV_ERR_INVALID, "rv_quiesce inside a handler");
-    EXPECT(rv_allreduce(w, &x, &y, 1, RV_COLL_U64, RV_COLL_SUM) ==
+    EXPECT(rv_coll_allreduce(w, &y, &x, 1, RV_COLL_U64, RV_COLL_SUM) ==
                RV_ERR_INVALID,
-           "rv_allreduce inside a handler");
+           "rv_coll_allreduce inside a handler");
     return RV_OK;
 }
 
@@ -95,15 +95,15 @@ static int body_allreduce(rv_worker_t *w, void *arg)
         uint64_t usum[3], umin[3], umax[3];
         int64_t i[2] = {(int64_t)me - (int64_t)r, -(int64_t)me}, imin[2];
         double d[2] = {0.5 * (double)me, -(double)r}, dmax[2];
-        EXPECT(rv_allreduce(w, u, usum, 3, RV_COLL_U64, RV_COLL_SUM) == RV_OK,
+        EXPECT(rv_coll_allreduce(w, usum, u, 3, RV_COLL_U64, RV_COLL_SUM) == RV_OK,
                "u64 sum");
-        EXPECT(rv_allreduce(w, u, umin, 3, RV_COLL_U64, RV_COLL_MIN) == RV_OK,
+        EXPECT(rv_coll_allreduce(w, umin, u, 3, RV_COLL_U64, RV_COLL_MIN) == RV_OK,
                "u64 min");
-        EXPECT(rv_allreduce(w, u, umax, 3, RV_COLL_U64, RV_COLL_MAX) == RV_OK,
+        EXPECT(rv_coll_allreduce(w, umax, u, 3, RV_COLL_U64, RV_COLL_MAX) == RV_OK,
                "u64 max");
-        EXPECT(rv_allreduce(w, i, imin, 2, RV_COLL_I64, RV_COLL_MIN) == RV_OK,
+        EXPECT(rv_coll_allreduce(w, imin, i, 2, RV_COLL_I64, RV_COLL_MIN) == RV_OK,
                "i64 min");
-        EXPECT(rv_allreduce(w, d, dmax, 2, RV_COLL_DOUBLE, RV_COLL_MAX) ==
+        EXPECT(rv_coll_allreduce(w, dmax, d, 2, RV_COLL_DOUBLE, RV_COLL_MAX) ==
                    RV_OK,
                "double max");
         uint64_t tri = n * (n - 1) / 2;
@@ -121,14 +121,14 @@ static int body_allreduce(rv_worker_t *w, void *arg)
                "round %" PRIu64 ": double maxima", r);
         /* The same value in place (out == in). */
         double dsum = (double)me;
-        EXPECT(rv_allreduce(w, &dsum, &dsum, 1, RV_COLL_DOUBLE, RV_COLL_SUM) ==
+        EXPECT(rv_coll_allreduce(w, &dsum, &dsum, 1, RV_COLL_DOUBLE, RV_COLL_SUM) ==
                        RV_OK &&
                    dsum == (double)tri,
                "double sum in place: %g", dsum);
     }
     uint32_t mine[3] = {(uint32_t)me, (uint32_t)me * 7, 0xabcd};
     uint32_t *all = calloc(n * 3, sizeof(*all));
-    EXPECT(all != NULL && rv_allgather(w, mine, sizeof(mine), all) == RV_OK,
+    EXPECT(all != NULL && rv_coll_allgather(w, all, mine, sizeof(mine)) == RV_OK,
            "allgather");
     for (uint64_t t = 0; all != NULL && t < n; t++)
         EXPECT(all[t * 3] == t && all[t * 3 + 1] == t * 7 &&
@@ -136,7 +136,7 @@ static int body_allreduce(rv_worker_t *w, void *arg)
                "allgather: worker %" PRIu64 "'s bytes", t);
     free(all);
     uint64_t x = 0;
-    EXPECT(rv_allreduce(w, &x, &x, 0, RV_COLL_U64, RV_COLL_SUM) ==
+    EXPECT(rv_coll_allreduce(w, &x, &x, 0, RV_COLL_U64, RV_COLL_SUM) ==
                RV_ERR_INVALID,
            "a count of 0 is refused");
     return 0;
@@ -163,7 +163,7 @@ static int body_quiesce(rv_worker_t *w, void *arg)
         /* Nothing may run between rv_quiesce and these reads: every call
          * has run already. */
         uint64_t counts[2] = {made, c->ran}, sums[2];
-        EXPECT(rv_allreduce(w, counts, sums, 2, RV_COLL_U64, RV_COLL_SUM) ==
+        EXPECT(rv_coll_allreduce(w, sums, counts, 2, RV_COLL_U64, RV_COLL_SUM) ==
                    RV_OK,
                "allreduce");
         EXPECT(sums[0] == sums[1],
@@ -177,6 +177,22 @@ static int body_quiesce(rv_worker_t *w, void *arg)
                "the refusing call");
     EXPECT(rv_quiesce(w) == RV_OK, "the last rv_quiesce");
     return 0;
+}
+
+/* The last worker makes another call than the others (@p arg: "count",
+ * another size; "kind", another collective): the job must end, naming
+ * both calls, instead of hanging or reading past a buffer. */
+static int body_mismatch(rv_worker_t *w, void *arg)
+{
+    uint64_t in[2] = {1, 2}, out[64];
+    bool odd = rv_worker_tid(w) == rv_nworkers(ctx) - 1;
+    if (odd && strcmp(arg, "kind") == 0)
+        rv_coll_allgather(w, out, in, sizeof(in[0]));
+    else
+        rv_coll_allreduce(w, out, in, odd ? 2 : 1, RV_COLL_U64, RV_COLL_SUM);
+    printf("a mismatched collective returned on worker %u\n",
+           rv_worker_tid(w));
+    return 1;
 }
 
 static void test_allreduce(void **state)
@@ -200,7 +216,7 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 1)
         group = argv[1];
-    if (argc > 2)
+    if (argc > 2 && strcmp(group, "coll-mismatch") != 0)
         calls_per_round = atoi(argv[2]);
     counters = calloc((size_t)rv_threads(ctx), sizeof(*counters));
     if (counters == NULL ||
@@ -208,6 +224,12 @@ int main(int argc, char **argv)
         rv_am_register(ctx, "test.refuse", on_refuse, NULL, &refuse_id) !=
             RV_OK)
         return 1;
+    if (strcmp(group, "coll-mismatch") == 0)
+        return rv_job_run(ctx, body_mismatch,
+                          argc > 2 ? argv[2] : (char *)"count") ==
+                       RV_OK
+                   ? 0
+                   : 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_quiesce),

@@ -104,7 +104,7 @@ static int body(rv_worker_t *w, void *arg)
     rv_barrier(w);
     counts[2] = rv_worker_local(w) == 0 ? atomic_load(&ran) : 0;
     uint64_t sum[3];
-    EXPECT(rv_allreduce(w, counts, sum, 3, RV_COLL_U64, RV_COLL_SUM) == RV_OK,
+    EXPECT(rv_coll_allreduce(w, sum, counts, 3, RV_COLL_U64, RV_COLL_SUM) == RV_OK,
            "allreduce");
     EXPECT(sum[2] == sum[0], "%llu calls accepted, %llu ran (%llu refused)",
            (unsigned long long)sum[0], (unsigned long long)sum[2],
