@@ -396,6 +396,9 @@ typedef struct am_worker {
     uint64_t routed_made; /* calls forwarded, and routed answers made:
                              made by this worker for rv_quiesce */
     bool warned_route;    /* a routed call naming no worker was dropped */
+    /* rv_quiesce_hook: the program's own queues, drained each wave */
+    rv_quiesce_hook_fn quiesce_hook;
+    void *quiesce_arg;
     /* service calls done by service threads, to finish here */
     struct __cds_wfcq_head outbox_head;
     struct cds_wfcq_tail outbox_tail;

@@ -18,7 +18,10 @@
  * call counted as run has finished, and the calls it made are counted.
  * Between waves, and while a wave's reduction waits, workers progress and
  * run calls; what the workers hold back (trad batches, queued calls) is
- * pushed out before every wave.
+ * pushed out before every wave. Work the program holds in its own
+ * queues takes part through its hook (rv_quiesce_hook): called before
+ * each wave, it makes the calls it can and says what it still holds, and
+ * a wave that finds anything held is not quiet.
  */
 #include <inttypes.h>
 
@@ -37,18 +40,27 @@ rv_status_t rv_quiesce(rv_worker_t *w)
     uint64_t prev[2] = {UINT64_MAX, 0};
     rv_status_t st = rv_flush(w, RV_TID_ALL);
     for (unsigned wave = 0; st == RV_OK; wave++) {
+        /* The program's own queues first: the calls its hook makes are
+         * counted in this wave, and what it still holds keeps the job
+         * from being quiet. */
+        uint64_t held =
+            aw->quiesce_hook != NULL ? aw->quiesce_hook(w, aw->quiesce_arg) : 0;
+        if (aw->quiesce_hook != NULL)
+            st = am_flush_calls(aw, RV_TID_ALL);
         /* A reduction need not wait (a job of one worker does not): each
          * wave progresses at least once, so the calls to oneself run. */
         rv_progress(w);
         const rv_am_stats_t *s = &aw->stats;
-        uint64_t mine[2] = {s->calls_sent + s->broadcasts_forwarded +
+        uint64_t mine[3] = {s->calls_sent + s->broadcasts_forwarded +
                                 aw->routed_made - s->calls_lost,
-                            aw->recv.calls_done};
-        uint64_t sum[2];
-        st = rv_coll_allreduce(w, sum, mine, 2, RV_COLL_U64, RV_COLL_SUM);
+                            aw->recv.calls_done, held};
+        uint64_t sum[3];
+        if (st == RV_OK)
+            st = rv_coll_allreduce(w, sum, mine, 3, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)
             break;
-        if (sum[0] == sum[1] && sum[0] == prev[0] && sum[1] == prev[1]) {
+        if (sum[0] == sum[1] && sum[0] == prev[0] && sum[1] == prev[1] &&
+            sum[2] == 0) {
             rv_debug("rv_quiesce: quiet after %u waves, %" PRIu64
                      " calls made and run",
                      wave + 1, sum[0]);
@@ -59,4 +71,14 @@ rv_status_t rv_quiesce(rv_worker_t *w)
         st = am_flush_calls(aw, RV_TID_ALL);
     }
     return st;
+}
+
+rv_status_t rv_quiesce_hook(rv_worker_t *w, rv_quiesce_hook_fn fn, void *arg)
+{
+    am_worker_t *aw = am_of(w);
+    if (aw == NULL)
+        return am_not_initialised("rv_quiesce_hook");
+    aw->quiesce_hook = fn;
+    aw->quiesce_arg = arg;
+    return RV_OK;
 }

@@ -198,6 +198,12 @@ RV_EXPORT rv_status_t rv_am_register(rv_context_t *ctx, const char *name,
  *       calls coming the other way as it goes. That progress is not
  *       idleness (trad batches of other destinations keep filling). A
  *       handler's calls never progress.
+ * @note When a trad batch leaves: when it holds am.flush_bytes, when
+ *       its worker is idle (a progress call that found nothing to do
+ *       after one that did not either), on rv_flush and rv_quiesce, when
+ *       the worker waits (rv_sync_wait, a blocking call, a collective),
+ *       and at the end of the job. A sender that keeps calling fills its
+ *       batches to am.flush_bytes.
  */
 RV_EXPORT rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                               const void *args, size_t len, rv_sync_t *sync,
@@ -334,13 +340,54 @@ RV_EXPORT rv_status_t rv_flush(rv_worker_t *w, rv_tid_t dest);
  *         handler (logged); a flush's or a send's error
  * @note A collective of every worker of the job, each from its own code
  *       (never from a handler), the same number of times, in the same
- *       order relative to rv_coll_allreduce and rv_coll_allgather. Calls made
+ *       order relative to every other collective (rv_barrier,
+ *       rv_coll_allreduce, rv_coll_allgather): a worker in rv_barrier
+ *       while another is in rv_quiesce waits for ever. Calls made
  *       during it by handlers are covered; calls the worker's own code
  *       makes after it returns are not. A call the transport lost
  *       (rv_am_stats_t.calls_lost) is not waited for; a malformed batch
  *       dropped at its target (logged there) makes it wait for ever.
+ * @note It does not complete synchronizers: the answers of rv_call_return
+ *       and RV_NOTIFY_CONSUMED travel outside the calls it counts, so one
+ *       may still be on its way when it returns. Wait on the synchronizer
+ *       after it (rv_sync_wait returns as soon as the answer lands: the
+ *       call has run).
+ * @note Work a program holds in its own queues (a handler that keeps a
+ *       call to answer later, from the worker's own code) is not a call
+ *       until it is made: rv_quiesce would return while such work waits.
+ *       rv_quiesce_hook makes it part of rv_quiesce: before each wave,
+ *       the hook makes the calls the program holds and says how many
+ *       items remain; rv_quiesce returns once every call has run and
+ *       every worker's hook said 0.
  */
 RV_EXPORT rv_status_t rv_quiesce(rv_worker_t *w);
+
+/**
+ * @brief What rv_quiesce calls, from the worker's own code, before each
+ * of its waves: the program makes the calls its own queues hold (answers
+ * it deferred, work it batched itself) and returns how many items it
+ * still holds. rv_quiesce returns only once the calls have run and no
+ * worker holds any.
+ * @param [in] w   the worker in rv_quiesce
+ * @param [in] arg rv_quiesce_hook's @p arg
+ * @return the items this worker still holds
+ */
+typedef uint64_t (*rv_quiesce_hook_fn)(rv_worker_t *w, void *arg);
+
+/**
+ * @brief Makes @p fn part of @p w's rv_quiesce, so that work a program
+ * holds in its own queues is drained by it: the deferred-reply pattern
+ * needs no loop around rv_quiesce (see its notes).
+ * @param [in] w   the worker
+ * @param [in] fn  the hook, or NULL for none
+ * @param [in] arg passed to @p fn
+ * @return RV_OK; RV_ERR_INVALID on a job without the layer
+ * @note From @p w's own thread; its hook runs on that thread, outside
+ *       handlers, so it may make calls and wait. Set for the job: a
+ *       worker's hook is cleared when the job ends.
+ */
+RV_EXPORT rv_status_t rv_quiesce_hook(rv_worker_t *w, rv_quiesce_hook_fn fn,
+                                      void *arg);
 
 /** @brief Call counters of one worker (the invocation layer's share). */
 typedef struct rv_am_stats {

@@ -15,6 +15,10 @@
  * still running. Also: rv_quiesce and rv_coll_allreduce refuse to run inside a
  * handler.
  *
+ * deferred: every call's handler only queues it; the worker's quiesce
+ * hook answers a few queued calls a wave (a call back to the caller);
+ * rv_quiesce must return only once every answer has run.
+ *
  * Worker threads record failures; the main thread asserts after the job.
  */
 #include <inttypes.h>
@@ -36,7 +40,7 @@
 #define MAX_HOPS 4
 
 static rv_context_t *ctx;
-static rv_handler_id_t hop_id, refuse_id;
+static rv_handler_id_t hop_id, refuse_id, defer_id, ack_id;
 
 /* Per worker thread of this process: the calls its handlers ran. */
 typedef struct {
@@ -195,6 +199,73 @@ static int body_mismatch(rv_worker_t *w, void *arg)
     return 1;
 }
 
+/* Deferred answers: per worker thread of this process, the callers of
+ * test.defer waiting for their answer, and the answers it got. */
+#define DEFER_CALLS 2000
+typedef struct {
+    rv_tid_t *src;
+    size_t n, cap;
+    uint64_t acks;
+} defer_q_t;
+static defer_q_t *deferred;
+
+static rv_status_t on_defer(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    defer_q_t *q = &deferred[rv_worker_local(w)];
+    (void)arg;
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 256;
+        rv_tid_t *p = realloc(q->src, cap * sizeof(*p));
+        if (p == NULL)
+            return RV_ERR_NO_MEMORY;
+        q->src = p;
+        q->cap = cap;
+    }
+    q->src[q->n++] = call->src;
+    return RV_OK;
+}
+
+static rv_status_t on_ack(rv_worker_t *w, rv_call_t *call, void *arg)
+{
+    (void)call;
+    (void)arg;
+    deferred[rv_worker_local(w)].acks++;
+    return RV_OK;
+}
+
+/* The quiesce hook: answers up to 64 queued calls, says how many wait. */
+static uint64_t answer_some(rv_worker_t *w, void *arg)
+{
+    defer_q_t *q = &deferred[rv_worker_local(w)];
+    uint64_t one = 1;
+    (void)arg;
+    for (int i = 0; i < 64 && q->n > 0; i++)
+        EXPECT(rv_call(w, q->src[--q->n], ack_id, &one, sizeof(one), NULL,
+                       0) == RV_OK,
+               "an answer");
+    return q->n;
+}
+
+static int body_deferred(rv_worker_t *w, void *arg)
+{
+    uint32_t n = rv_nworkers(ctx), me = rv_worker_tid(w);
+    uint64_t one = 1;
+    (void)arg;
+    EXPECT(rv_quiesce_hook(w, answer_some, NULL) == RV_OK, "the hook");
+    for (uint32_t i = 0; i < DEFER_CALLS; i++)
+        EXPECT(rv_call(w, (me + 1 + i) % n, defer_id, &one, sizeof(one),
+                       NULL, 0) == RV_OK,
+               "a deferred call");
+    EXPECT(rv_quiesce(w) == RV_OK, "rv_quiesce");
+    defer_q_t *q = &deferred[rv_worker_local(w)];
+    EXPECT(q->acks == DEFER_CALLS && q->n == 0,
+           "worker %u: %" PRIu64 " of %d answers when rv_quiesce returned, "
+           "%zu calls still queued",
+           me, q->acks, DEFER_CALLS, q->n);
+    free(q->src);
+    return 0;
+}
+
 static void test_allreduce(void **state)
 {
     (void)state;
@@ -209,6 +280,13 @@ static void test_quiesce(void **state)
     assert_int_equal(atomic_load(&failures), 0);
 }
 
+static void test_deferred(void **state)
+{
+    (void)state;
+    assert_int_equal(rv_job_run(ctx, body_deferred, NULL), RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+}
+
 int main(int argc, char **argv)
 {
     const char *group = "quiesce";
@@ -219,7 +297,11 @@ int main(int argc, char **argv)
     if (argc > 2 && strcmp(group, "coll-mismatch") != 0)
         calls_per_round = atoi(argv[2]);
     counters = calloc((size_t)rv_threads(ctx), sizeof(*counters));
-    if (counters == NULL ||
+    deferred = calloc((size_t)rv_threads(ctx), sizeof(*deferred));
+    if (counters == NULL || deferred == NULL ||
+        rv_am_register(ctx, "test.defer", on_defer, NULL, &defer_id) !=
+            RV_OK ||
+        rv_am_register(ctx, "test.ack", on_ack, NULL, &ack_id) != RV_OK ||
         rv_am_register(ctx, "test.hop", on_hop, NULL, &hop_id) != RV_OK ||
         rv_am_register(ctx, "test.refuse", on_refuse, NULL, &refuse_id) !=
             RV_OK)
@@ -233,10 +315,12 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_quiesce),
+        cmocka_unit_test(test_deferred),
     };
     size_t nchecks = sizeof(tests) / sizeof(tests[0]);
     int failed = _cmocka_run_group_tests(group, tests, nchecks, NULL, NULL);
     free(counters);
+    free(deferred);
     rv_finalize(ctx);
     return job_test_status(failed, nchecks);
 }
