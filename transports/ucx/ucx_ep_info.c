@@ -12,17 +12,33 @@
 
 #include "ucx_internal.h"
 
-/* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
-char *rv_ucx_ep_info(ucp_ep_h ep)
+/* What UCX's @p print says of @p obj (malloc'ed), or NULL. */
+static char *print_text(void (*print)(void *obj, FILE *f), void *obj)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     if (f == NULL)
         return NULL;
-    ucp_ep_print_info(ep, f);
+    print(obj, f);
     fclose(f);
     return text;
+}
+
+static void ep_print(void *ep, FILE *f)
+{
+    ucp_ep_print_info(ep, f);
+}
+
+static void worker_print(void *worker, FILE *f)
+{
+    ucp_worker_print_info(worker, f);
+}
+
+/* What ucp_ep_print_info says of @p ep (malloc'ed), or NULL. */
+char *rv_ucx_ep_info(ucp_ep_h ep)
+{
+    return print_text(ep_print, ep);
 }
 
 /* The "tl/dev" of an ep_info lane line ("lane[1]:  3:cma/memory.0 md[3]
@@ -171,14 +187,7 @@ bool rv_ucx_atomics_on_device(const char *worker_info)
 /* What ucp_worker_print_info says of @p worker (malloc'ed), or NULL. */
 char *rv_ucx_worker_info(ucp_worker_h worker)
 {
-    char *text = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&text, &size);
-    if (f == NULL)
-        return NULL;
-    ucp_worker_print_info(worker, f);
-    fclose(f);
-    return text;
+    return print_text(worker_print, worker);
 }
 
 /* True when UCX would carry @p info's RMA over TCP, or has no RMA lane
