@@ -644,6 +644,7 @@ bool am_trad_put(am_worker_t *aw, am_dest_t *d, const am_elem_t *e);
 rv_status_t am_flush_calls(am_worker_t *aw, rv_tid_t dest);
 /* Logs that @p what needs rv_am_init; returns RV_ERR_INVALID. */
 rv_status_t am_not_initialised(const char *what);
+rv_status_t am_quiesce(am_worker_t *aw, unsigned give_up_ms, uint64_t sums[2]);
 
 /* am_service.c: service threads */
 void am_service_init(am_proc_t *proc);

@@ -31,6 +31,10 @@ rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,
 #define AM_HUGE_PAGE ((size_t)2 << 20)
 /* The drain ends after this many consecutive quiet progress calls. */
 #define AM_DRAIN_QUIET_POLLS 64
+/* How long the job's end waits, once no call is made or run anywhere,
+ * for calls that were made and have not run (am_worker_quiesce): longer
+ * than a TCP retransmission. */
+#define AM_END_STALL_MS 1000
 
 static const rv_layer_ops_t am_layer;
 
@@ -215,14 +219,33 @@ static bool am_busy(am_worker_t *aw)
     return am_ring_busy(aw) || atomic_load(&aw->service_pending) > 0;
 }
 
+/* The job's end is a barrier of calls (rv_quiesce), not a flush and a
+ * drain alone: a call that a handler makes, or that a routing hop hands
+ * on, while the last calls run is made after its worker flushed, and the
+ * drain that runs it stops at the first quiet moment, which its target
+ * may have reached already. The counting waves end when every call made
+ * anywhere has run. Unlike rv_quiesce they give up once the sums stop
+ * moving without balancing for a while (calls dropped at their targets,
+ * or forged ones run), so that a message that lies cannot hang the job's
+ * end: what is left then is the drain's. The program's hook is cleared
+ * first: its argument may have lived on the stack of the function that
+ * returned. */
 static void am_worker_quiesce(rv_worker_t *w)
 {
-    rv_status_t st = rv_flush(w, RV_TID_ALL);
-    if (st != RV_OK)
+    am_worker_t *aw = am_of(w);
+    uint64_t sums[2];
+    aw->quiesce_hook = NULL;
+    rv_status_t st = am_quiesce(aw, AM_END_STALL_MS, sums);
+    if (st == RV_ERR_TIMEOUT && aw->me == 0)
+        rv_warn("the job ends with %" PRIu64 " calls made and %" PRIu64
+                " run or dropped at their targets, and none moved for %d ms: "
+                "forged or malformed messages (see job.stats)",
+                sums[0], sums[1], AM_END_STALL_MS);
+    else if (st != RV_OK && st != RV_ERR_TIMEOUT)
         rv_error("worker %u: calls still queued at the end of the job: %s",
                  rv_worker_tid(w), rv_status_str(st));
     /* Wait for the transmissions out of registered memory. */
-    while (am_busy(am_of(w)))
+    while (am_busy(aw))
         rv_progress(w);
 }
 

@@ -24,20 +24,30 @@
  * a wave that finds anything held is not quiet.
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "am_internal.h"
 
-rv_status_t rv_quiesce(rv_worker_t *w)
+/* The fewest waves that find the same unbalanced sums before the job's
+ * end stops waiting (am_quiesce with a time to give up). */
+#define AM_STALL_WAVES 8
+
+/* The waves of rv_quiesce for @p aw. With @p give_up_ms 0 they go on
+ * until the job is quiet. Otherwise they stop with RV_ERR_TIMEOUT once the
+ * sums have stayed the same, unequal, with nothing held and no call on a
+ * service thread, for AM_STALL_WAVES waves and @p give_up_ms milliseconds
+ * (the workers' mean, so that every worker decides alike): no call was
+ * made or run anywhere meanwhile, so the calls missing from the sums were
+ * dropped at their targets, or forged ones were run (a worker counts what
+ * it drops as run, and a message sent around the layer counts as made
+ * nowhere). The time covers a call that a transport retransmits. @p sums
+ * gets the last sums of calls made and run. */
+rv_status_t am_quiesce(am_worker_t *aw, unsigned give_up_ms, uint64_t sums[2])
 {
-    am_worker_t *aw = am_of(w);
-    if (aw == NULL)
-        return am_not_initialised("rv_quiesce");
-    if (am_in_handler(aw)) {
-        rv_error("rv_quiesce called from a handler; it is called from the "
-                 "worker's own code, by every worker");
-        return RV_ERR_INVALID;
-    }
+    rv_worker_t *w = aw->w;
     uint64_t prev[2] = {UINT64_MAX, 0};
+    unsigned same = 0;
+    int64_t stalled = 0; /* when the sums stopped moving, here */
     rv_status_t st = rv_flush(w, RV_TID_ALL);
     for (unsigned wave = 0; st == RV_OK; wave++) {
         /* The program's own queues first: the calls its hook makes are
@@ -51,26 +61,50 @@ rv_status_t rv_quiesce(rv_worker_t *w)
          * wave progresses at least once, so the calls to oneself run. */
         rv_progress(w);
         const rv_am_stats_t *s = &aw->stats;
-        uint64_t mine[3] = {s->calls_sent + s->broadcasts_forwarded +
-                                aw->routed_made - s->calls_lost,
-                            aw->recv.calls_done, held};
-        uint64_t sum[3];
+        uint64_t mine[4] = {
+            s->calls_sent + s->broadcasts_forwarded + aw->routed_made -
+                s->calls_lost,
+            aw->recv.calls_done, held + atomic_load(&aw->service_pending),
+            same > 0 ? (uint64_t)(rv_time_ns() - stalled) / 1000000u : 0};
+        uint64_t sum[4];
         if (st == RV_OK)
-            st = rv_coll_allreduce(w, sum, mine, 3, RV_COLL_U64, RV_COLL_SUM);
+            st = rv_coll_allreduce(w, sum, mine, 4, RV_COLL_U64, RV_COLL_SUM);
         if (st != RV_OK)
             break;
-        if (sum[0] == sum[1] && sum[0] == prev[0] && sum[1] == prev[1] &&
-            sum[2] == 0) {
+        bool unchanged = sum[0] == prev[0] && sum[1] == prev[1];
+        if (unchanged && sum[0] == sum[1] && sum[2] == 0) {
             rv_debug("rv_quiesce: quiet after %u waves, %" PRIu64
                      " calls made and run",
                      wave + 1, sum[0]);
             return RV_OK;
+        }
+        same = unchanged && sum[2] == 0 ? same + 1 : 0;
+        if (same == 1)
+            stalled = rv_time_ns();
+        if (give_up_ms != 0 && same > AM_STALL_WAVES &&
+            sum[3] >= (uint64_t)give_up_ms * aw->nworkers) {
+            memcpy(sums, sum, sizeof(uint64_t[2]));
+            return RV_ERR_TIMEOUT;
         }
         prev[0] = sum[0];
         prev[1] = sum[1];
         st = am_flush_calls(aw, RV_TID_ALL);
     }
     return st;
+}
+
+rv_status_t rv_quiesce(rv_worker_t *w)
+{
+    am_worker_t *aw = am_of(w);
+    uint64_t sums[2];
+    if (aw == NULL)
+        return am_not_initialised("rv_quiesce");
+    if (am_in_handler(aw)) {
+        rv_error("rv_quiesce called from a handler; it is called from the "
+                 "worker's own code, by every worker");
+        return RV_ERR_INVALID;
+    }
+    return am_quiesce(aw, 0, sums);
 }
 
 rv_status_t rv_quiesce_hook(rv_worker_t *w, rv_quiesce_hook_fn fn, void *arg)

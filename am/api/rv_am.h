@@ -384,7 +384,9 @@ typedef uint64_t (*rv_quiesce_hook_fn)(rv_worker_t *w, void *arg);
  * @return RV_OK; RV_ERR_INVALID on a job without the layer
  * @note From @p w's own thread; its hook runs on that thread, outside
  *       handlers, so it may make calls and wait. Set for the job: a
- *       worker's hook is cleared when the job ends.
+ *       worker's hook is cleared when its function returns, and the
+ *       rv_quiesce of the job's end (rv_job_run) does not call it, since
+ *       @p arg may have lived on that function's stack.
  */
 RV_EXPORT rv_status_t rv_quiesce_hook(rv_worker_t *w, rv_quiesce_hook_fn fn,
                                       void *arg);

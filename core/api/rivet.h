@@ -575,7 +575,12 @@ typedef int (*rv_worker_fn)(rv_worker_t *w, void *arg);
  * when all workers of the job are done: after @p fn returned, each
  * worker's layers push out what they hold and its transport operations
  * are flushed, then every worker of the job runs what has landed before
- * the connections close.
+ * the connections close. With the invocation layer the job's end is an
+ * rv_quiesce of every worker (without its hook): a call that a handler
+ * makes meanwhile, or that am.routing forwards, runs before rv_job_run
+ * returns. It stops waiting, and warns, when calls made and calls run
+ * have stayed unequal for a second with nothing moving (forged or
+ * malformed messages dropped at their targets).
  *
  * A failure to create a worker, to connect, or to start a layer ends the
  * whole job (rv_abort) naming the cause: it does not return.

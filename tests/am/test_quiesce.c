@@ -19,6 +19,12 @@
  * hook answers a few queued calls a wave (a call back to the caller);
  * rv_quiesce must return only once every answer has run.
  *
+ * job-end: every worker starts chains of calls up to JOB_END_HOPS long and
+ * returns at once, with no rv_quiesce: the job's end must run every hop
+ * (a next job sums what was made and run). A job end that only flushes
+ * and then drains until its worker sees nothing to do fails this: the
+ * chains go on through workers that stopped draining.
+ *
  * Worker threads record failures; the main thread asserts after the job.
  */
 #include <inttypes.h>
@@ -38,6 +44,8 @@
 #define QUIESCE_ROUNDS 6
 #define CALLS_PER_ROUND 20000
 #define MAX_HOPS 4
+#define JOB_END_CALLS 256
+#define JOB_END_HOPS 64
 
 static rv_context_t *ctx;
 static rv_handler_id_t hop_id, refuse_id, defer_id, ack_id;
@@ -46,7 +54,8 @@ static rv_handler_id_t hop_id, refuse_id, defer_id, ack_id;
 typedef struct {
     uint64_t ran;
     uint64_t rng;
-    _Alignas(64) char pad[48];
+    uint64_t made; /* job-end: the calls its chains will make */
+    _Alignas(64) char pad[40];
 } counter_t;
 static counter_t *counters;
 /* Calls each worker starts per round: CALLS_PER_ROUND, or the program's
@@ -183,6 +192,38 @@ static int body_quiesce(rv_worker_t *w, void *arg)
     return 0;
 }
 
+static int body_job_end(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    counter_t *c = &counters[rv_worker_local(w)];
+    c->rng = 0x2545f4914f6cdd1dull * (rv_worker_tid(w) + 1);
+    for (int i = 0; i < JOB_END_CALLS; i++) {
+        uint32_t hops = (uint32_t)(next_rand(&c->rng) % (JOB_END_HOPS + 1));
+        rv_tid_t dest = (rv_tid_t)(next_rand(&c->rng) % rv_nworkers(ctx));
+        rv_status_t st;
+        while ((st = rv_call(w, dest, hop_id, &hops, sizeof(hops), NULL, 0)) ==
+               RV_ERR_AGAIN)
+            rv_progress(w);
+        EXPECT(st == RV_OK, "a call: %s", rv_status_str(st));
+        c->made += hops + 1;
+    }
+    return 0; /* no rv_quiesce: the job's end runs the chains */
+}
+
+static int body_job_end_sums(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    counter_t *c = &counters[rv_worker_local(w)];
+    uint64_t counts[2] = {c->made, c->ran}, sums[2];
+    EXPECT(rv_coll_allreduce(w, sums, counts, 2, RV_COLL_U64, RV_COLL_SUM) ==
+               RV_OK,
+           "allreduce");
+    EXPECT(sums[0] == sums[1],
+           "%" PRIu64 " calls made before the job ended, %" PRIu64 " run",
+           sums[0], sums[1]);
+    return 0;
+}
+
 /* The last worker makes another call than the others (@p arg: "count",
  * another size; "kind", another collective): the job must end, naming
  * both calls, instead of hanging or reading past a buffer. */
@@ -287,6 +328,15 @@ static void test_deferred(void **state)
     assert_int_equal(atomic_load(&failures), 0);
 }
 
+static void test_job_end(void **state)
+{
+    (void)state;
+    memset(counters, 0, (size_t)rv_threads(ctx) * sizeof(*counters));
+    assert_int_equal(rv_job_run(ctx, body_job_end, NULL), RV_OK);
+    assert_int_equal(rv_job_run(ctx, body_job_end_sums, NULL), RV_OK);
+    assert_int_equal(atomic_load(&failures), 0);
+}
+
 int main(int argc, char **argv)
 {
     const char *group = "quiesce";
@@ -316,6 +366,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_quiesce),
         cmocka_unit_test(test_deferred),
+        cmocka_unit_test(test_job_end),
     };
     size_t nchecks = sizeof(tests) / sizeof(tests[0]);
     int failed = _cmocka_run_group_tests(group, tests, nchecks, NULL, NULL);
