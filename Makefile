@@ -88,11 +88,12 @@ bench: build
 bench-table2: build
 	bench/seriema-table2.sh -b $(BUILD)
 
-# The README's generated parts: the configuration reference and the tables
-# of measured figures (from bench/results/*.csv).
+# The documentation's generated parts: the configuration reference of the
+# user guide and the tables of measured figures (from bench/results/*.csv)
+# in the README, docs/benchmarks.md, docs/testing.md and the guide.
 readme: build
-	scripts/readme-reference.sh $(BUILD)/bin/rivet-config README.md --update
-	scripts/readme-figures.py --update README.md
+	scripts/readme-reference.sh $(BUILD)/bin/rivet-config docs/guide/configuration.md --update
+	scripts/readme-figures.py --update README.md docs/benchmarks.md docs/testing.md docs/guide/*.md
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

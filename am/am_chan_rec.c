@@ -51,6 +51,7 @@ static rv_status_t on_full(am_worker_t *aw, am_dest_t *d, size_t size,
         if (!reserved)
             return RV_INPROGRESS; /* queue it */
         return RV_OK;
+    case RV_ON_FULL_PROGRESS:
     case RV_ON_FULL_RETRY:
         if (rv_worker_in_callback(aw->w))
             break;

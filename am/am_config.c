@@ -66,12 +66,13 @@ static const rv_config_field_t am_fields[] = {
         .name = "on_full",
         .type = RV_CFG_ENUM,
         .offset = OFF(on_full),
-        .def = "fail",
-        .values = "fail|retry|retry_async",
-        .help = "When a messenger ring is full: fail (the call returns "
-                "RV_ERR_AGAIN), retry (the call blocks, progressing), "
-                "retry_async (the call is queued in registered memory and "
-                "sent later in FIFO order). Calls made by handlers are "
+        .def = "progress",
+        .values = "fail|progress|retry_async|retry",
+        .help = "When a messenger ring is full: progress (the call waits, "
+                "running incoming calls, until it can go), fail (the call "
+                "returns RV_ERR_AGAIN), retry_async (the call is queued in "
+                "registered memory and sent later in FIFO order); retry is "
+                "progress's name before 0.3. Calls made by handlers are "
                 "always queued.",
     },
     {

@@ -18,8 +18,9 @@ typedef enum { RV_AM_PATH_SEND, RV_AM_PATH_WRITE } rv_am_path_t;
 typedef enum { RV_AGG_NONE, RV_AGG_TRAD, RV_AGG_OVFL } rv_aggregation_t;
 typedef enum {
     RV_ON_FULL_FAIL,
-    RV_ON_FULL_RETRY,
-    RV_ON_FULL_RETRY_ASYNC
+    RV_ON_FULL_PROGRESS,
+    RV_ON_FULL_RETRY_ASYNC,
+    RV_ON_FULL_RETRY /* progress's name before 0.3, read as progress */
 } rv_on_full_t;
 typedef enum {
     RV_ROUTE_DIRECT,
@@ -33,7 +34,7 @@ typedef struct rv_am_config {
     rv_aggregation_t aggregation; /* none | trad | ovfl */
     uint64_t flush_bytes;         /* trad: a batch leaves at this size */
     uint64_t ovfl_limit;          /* ovfl: most bytes held per destination */
-    rv_on_full_t on_full;         /* fail | retry | retry_async */
+    rv_on_full_t on_full;         /* fail | progress | retry_async */
     int64_t chunks_per_request;   /* chunks a ring grows by */
     int64_t max_chunks;           /* most chunks of one ring */
     uint64_t chunk_bytes;         /* size of a ring chunk */

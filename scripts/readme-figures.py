@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The README's measured figures, generated from bench/results/*.csv.
+"""The documentation's measured figures, generated from bench/results/*.csv.
 
-Every table of measured figures in README.md sits between two markers,
+The pages that hold measured figures are README.md, docs/benchmarks.md,
+docs/testing.md and docs/guide/*.md; the script reads the files it is
+given, all of those by default. Every table of measured figures in them
+sits between two markers,
 
   <!-- bench:NAME:begin (generated from bench/results/FILE.csv by `make readme`) -->
   <!-- bench:NAME:end -->
 
 and is written by the function TABLES[NAME] from that CSV. Without
---update this script checks the README instead:
+--update this script checks each file instead:
 
 - every marked table equals what its CSV gives now;
 - every figure outside the marked tables, code blocks (inline code too)
@@ -16,7 +19,7 @@ and is written by the function TABLES[NAME] from that CSV. Without
   behind it: the number, at the precision printed, equals a value of the
   same quantity in one of the CSVs that the figure's own paragraph names,
   such as bench/results/store.csv, or the closest paragraph before it in
-  its section that names one (a
+  its section (of the same file) that names one (a
   time in any of µs, ms, ns; a percentage also as a fraction or a ratio;
   '64 M calls/s' also as 64,000,000). A column's quantity follows from
   its name (column_unit). Only those CSVs count, so that a figure cannot
@@ -27,7 +30,7 @@ and is written by the function TABLES[NAME] from that CSV. Without
 A figure that is a setting rather than a result (a timeout a test uses)
 is written as code, where the check does not look.
 
-Usage: readme-figures.py [--update] [--results DIR] [README]
+Usage: readme-figures.py [--update] [--results DIR] [FILE...]
 """
 
 import argparse
@@ -467,8 +470,8 @@ def end_line(name):
     return f"<!-- bench:{name}:end -->"
 
 
-def regenerate(lines, read):
-    """The README with every marked table written from its CSV."""
+def regenerate(lines, read, path="README.md"):
+    """The file's lines with every marked table written from its CSV."""
     out, i = [], 0
     while i < len(lines):
         m = BEGIN.match(lines[i])
@@ -478,11 +481,11 @@ def regenerate(lines, read):
             continue
         name = m.group(1)
         if name not in TABLES:
-            raise SystemExit(f"README line {i + 1}: unknown table '{name}'")
+            raise SystemExit(f"{path} line {i + 1}: unknown table '{name}'")
         try:
             j = lines.index(end_line(name), i + 1)
         except ValueError:
-            raise SystemExit(f"README line {i + 1}: no {end_line(name)}")
+            raise SystemExit(f"{path} line {i + 1}: no {end_line(name)}")
         out += [begin_line(name)] + TABLES[name][1](read).split("\n")
         out.append(end_line(name))
         i = j + 1
@@ -602,7 +605,7 @@ def backed(text, candidates, values):
 
 
 def scannable(lines):
-    """The README with what the prose check skips blanked out: code
+    """The file's lines with what the prose check skips blanked out: code
     blocks, marked tables, the configuration reference, inline code and
     HTML comments. Inline code becomes '_' so that it separates a number
     from a unit; line breaks stay, so offsets give line numbers."""
@@ -685,10 +688,43 @@ def unmarked_tables(lines):
 
 # --------------------------------------------------------------------- main
 
+def default_files():
+    """Every page that may hold measured figures."""
+    return ([os.path.join(ROOT, "README.md"),
+             os.path.join(ROOT, "docs", "benchmarks.md"),
+             os.path.join(ROOT, "docs", "testing.md")] +
+            sorted(glob.glob(os.path.join(ROOT, "docs", "guide", "*.md"))))
+
+
+def check(path, lines, generated, results):
+    """Prints what is wrong with one file; returns whether anything is."""
+    failed = False
+    if generated != lines:
+        sys.stdout.writelines(difflib.unified_diff(
+            [l + "\n" for l in lines], [l + "\n" for l in generated],
+            path, f"{path} as bench/results/*.csv give it"))
+        print(f"{path}'s measured tables differ from their CSVs: "
+              "run make readme")
+        failed = True
+    for line, figure in unbacked_figures(lines, results):
+        print(f"{path}:{line}: '{figure}' has no value behind it in "
+              f"the bench/results CSVs its paragraph names (name the CSV it "
+              f"comes from, move it into a generated table or remove "
+              f"it)\n  {lines[line - 1]}")
+        failed = True
+    for line in unmarked_tables(lines):
+        print(f"{path}:{line}: a table of measured figures outside "
+              f"<!-- bench:NAME:begin/end --> markers\n  {lines[line - 1]}")
+        failed = True
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("readme", nargs="?", default=os.path.join(ROOT,
-                                                              "README.md"))
+    ap.add_argument("files", nargs="*", metavar="FILE",
+                    help="the pages to check or update (default: README.md, "
+                         "docs/benchmarks.md, docs/testing.md, "
+                         "docs/guide/*.md)")
     ap.add_argument("--update", action="store_true",
                     help="rewrite the marked tables instead of checking")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench",
@@ -699,33 +735,20 @@ def main():
         with open(os.path.join(args.results, name), newline="") as f:
             return list(csv.DictReader(f))
 
-    with open(args.readme, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    generated = regenerate(lines, read)
-    if args.update:
-        with open(args.readme, "w", encoding="utf-8") as f:
-            f.write("\n".join(generated))
-        print(f"updated {args.readme}")
-        return 0
-
     failed = False
-    if generated != lines:
-        sys.stdout.writelines(difflib.unified_diff(
-            [l + "\n" for l in lines], [l + "\n" for l in generated],
-            "README.md", "README.md as bench/results/*.csv give it"))
-        print("README.md's measured tables differ from their CSVs: "
-              "run make readme")
-        failed = True
-    for line, figure in unbacked_figures(lines, args.results):
-        print(f"README.md:{line}: '{figure}' has no value behind it in "
-              f"the bench/results CSVs its paragraph names (name the CSV it "
-              f"comes from, move it into a generated table or remove "
-              f"it)\n  {lines[line - 1]}")
-        failed = True
-    for line in unmarked_tables(lines):
-        print(f"README.md:{line}: a table of measured figures outside "
-              f"<!-- bench:NAME:begin/end --> markers\n  {lines[line - 1]}")
-        failed = True
+    for path in args.files or default_files():
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        generated = regenerate(lines, read, path)
+        if args.update:
+            if generated != lines:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("\n".join(generated))
+                print(f"updated {path}")
+            else:
+                print(f"{path}: up to date")
+            continue
+        failed = check(path, lines, generated, args.results) or failed
     return 1 if failed else 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Checks (or, with --update, rewrites) the configuration reference in
-# README.md against `rivet-config --reference`.
-# Usage: readme-reference.sh RIVET_CONFIG_BIN README [--update]
+# Checks (or, with --update, rewrites) the configuration reference in FILE
+# (docs/guide/configuration.md) against `rivet-config --reference`.
+# Usage: readme-reference.sh RIVET_CONFIG_BIN FILE [--update]
 set -euo pipefail
 bin=$1
 readme=$2
@@ -18,6 +18,6 @@ if [ "${3:-}" = --update ]; then
   cp "$tmp" "$readme"
   echo "updated $readme"
 elif ! diff -u "$readme" "$tmp"; then
-  echo "README.md's configuration reference is stale: run make readme" >&2
+  echo "$readme's configuration reference is stale: run make readme" >&2
   exit 1
 fi

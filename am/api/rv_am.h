@@ -45,12 +45,16 @@
  * but a routed call and a direct call between the same two workers may pass
  * each other. rv_flush(w, dest) also pushes the batch for dest's first hop.
  *
- * Outstanding calls. With am.on_full retry a caller blocks (progressing)
- * while a destination holds more than am.ovfl_limit bytes its messenger
- * cannot take; with retry_async every call is kept, in order, in
- * registered memory (about 8 to 60 bytes per small call, unbounded); with
- * fail the call returns RV_ERR_AGAIN. Calls made by handlers are always
- * queued, never refused nor waited for (see rv_call_fn).
+ * Outstanding calls. With am.on_full progress (the default) a caller that
+ * finds its destination's messenger full (more than am.ovfl_limit bytes
+ * it cannot take, with ovfl aggregation) waits until the call can go,
+ * running incoming calls meanwhile as rv_progress does, so a program
+ * needs no retry loop (Bale's conveyors and YGM block the same way); with
+ * retry_async every call is kept, in order, in registered memory (about 8
+ * to 60 bytes per small call, unbounded); with fail the call returns
+ * RV_ERR_AGAIN and the program decides (progress and call again, or do
+ * other work). Calls made by handlers are always queued, never refused
+ * nor waited for (see rv_call_fn). retry is progress's name before 0.3.
  *
  * Vocabulary, for every call of this header and the layers above it:
  * a transfer names its destination before its source (memcpy order);

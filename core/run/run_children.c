@@ -56,7 +56,7 @@
  * chain of wrappers. */
 #define ANCESTRY_MAX 64
 
-/* Exports what a rank learns from its environment (see rivet's README). */
+/* Exports what a rank learns from its environment (docs/guide/running.md). */
 static void child_export_env(const launcher_t *l, int r)
 {
     char val[ENV_VALUE_MAX];

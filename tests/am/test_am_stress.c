@@ -434,6 +434,7 @@ static const char *agg_name(void)
 static const char *on_full_name(void)
 {
     switch (cfg->on_full) {
+    case RV_ON_FULL_PROGRESS: return "progress";
     case RV_ON_FULL_RETRY: return "retry";
     case RV_ON_FULL_RETRY_ASYNC: return "retry_async";
     default: return "fail";

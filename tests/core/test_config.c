@@ -192,7 +192,7 @@ void test_defaults(void **state)
     assert_int_equal(am(cfg)->aggregation, RV_AGG_NONE);
     assert_int_equal(am(cfg)->flush_bytes, 8192);
     assert_int_equal(am(cfg)->ovfl_limit, 1 << 20);
-    assert_int_equal(am(cfg)->on_full, RV_ON_FULL_FAIL);
+    assert_int_equal(am(cfg)->on_full, RV_ON_FULL_PROGRESS);
     assert_int_equal(am(cfg)->chunks_per_request, 2);
     assert_int_equal(am(cfg)->max_chunks, 8);
     assert_int_equal(am(cfg)->chunk_bytes, 2 << 20);

@@ -180,7 +180,7 @@ void test_bad_values(void **state)
                  "transport.name: the value must not be empty");
     expect_error("am:\n  on_full: later\n", 2, 12,
                  "am.on_full: bad value 'later'; expected one of fail, "
-                 "retry, retry_async");
+                 "progress, retry_async, retry");
 
     char yaml[600] = "transport:\n  ucx:\n    tls: ";
     size_t n = strlen(yaml);

@@ -104,6 +104,8 @@ void test_tables(void **state)
     assert_string_equal(
         rv_config_enum_name("am.on_full", RV_ON_FULL_RETRY_ASYNC),
         "retry_async");
+    assert_string_equal(rv_config_enum_name("am.on_full", RV_ON_FULL_PROGRESS),
+                        "progress");
     assert_string_equal(
         rv_config_enum_name("rma.am_long_protocol", RV_AMLONG_PUT_SYNC_SEND),
         "put_sync_send");
