@@ -133,6 +133,14 @@ static void write_quoted(const char *s, FILE *out)
                 /* U+2028 and U+2029 are line breaks too. */
                 fputs(p[2] == 0xa8 ? "\\L" : "\\P", out);
                 p += 2;
+            } else if (p[0] == 0xef &&
+                       ((p[1] == 0xbb && p[2] == 0xbf) ||
+                        (p[1] == 0xbf && (p[2] == 0xbe || p[2] == 0xbf)))) {
+                /* U+FEFF, U+FFFE and U+FFFF: libyaml refuses them raw
+                 * inside a document. */
+                fprintf(out, "\\u%02X%02X", p[1] == 0xbb ? 0xfe : 0xff,
+                        p[1] == 0xbb ? 0xff : (p[2] == 0xbe ? 0xfe : 0xff));
+                p += 2;
             } else {
                 fputc(*p, out);
             }
