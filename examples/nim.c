@@ -5,8 +5,9 @@
  * position of plain bytes (rv_mcts_game_t); rivet runs the search, its
  * tree spread over every worker of the job. The first player wins by
  * leaving heaps whose XOR is 0: from 3, 4, 5 the one such move takes 2
- * from heap a. The controller searches, checks that the search found that
- * move, and plays the game out, searching before each move.
+ * from heap a. The controller plays the game out, searching before each
+ * move, says whether the search found that move, and checks that the
+ * job's tree stayed consistent (rv_mcts_stats).
  *
  *   rivetrun -n 2 -c job.yaml ./nim [rollouts per move]
  */
@@ -121,11 +122,15 @@ static int body(rv_worker_t *w, void *arg)
                (unsigned long long)res->rollouts, s.heap[0], s.heap[1],
                s.heap[2]);
     }
-    printf("nim: the %s player won; the first move was %s\n",
+    rv_mcts_stats_t st;
+    bool ok = rv_mcts_stats(w, &st) == RV_OK && st.inconsistent == 0;
+    printf("nim: the %s player won; the first move was %s; %llu playouts, "
+           "tree %s\n",
            nim_winner(&s) == RV_MCTS_GAME_FIRST ? "first" : "second",
-           found ? "the winning one: ok" : "not the winning one: WRONG");
+           found ? "the winning one" : "not the winning one",
+           (unsigned long long)st.playouts, ok ? "consistent: ok" : "WRONG");
     free(res);
-    return rv_mcts_shutdown(w) == RV_OK && found ? 0 : 1;
+    return rv_mcts_shutdown(w) == RV_OK && ok ? 0 : 1;
 }
 
 int main(int argc, char **argv)

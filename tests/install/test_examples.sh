@@ -42,7 +42,7 @@ for e in $examples; do
              "$tmp/app/build/$e $tmp/tcp.yaml"; do
     set -- $how
     echo "== $1 with $2"
-    out=$(run "$1" "$2")
+    out=$(run "$1" "$2") || { echo "$out"; echo "$e failed" >&2; exit 1; }
     echo "$out"
     echo "$out" | grep -q "^$e: .*ok$"
   done
