@@ -28,14 +28,14 @@
 
 #include "am_internal.h"
 
-/* The fewest waves that find the same unbalanced sums before the job's
- * end stops waiting (am_quiesce with a time to give up). */
+/* The job's end stops waiting (am_quiesce with a time to give up) only
+ * after more than this many waves found the same unbalanced sums. */
 #define AM_STALL_WAVES 8
 
 /* The waves of rv_quiesce for @p aw. With @p give_up_ms 0 they go on
  * until the job is quiet. Otherwise they stop with RV_ERR_TIMEOUT once the
  * sums have stayed the same, unequal, with nothing held and no call on a
- * service thread, for AM_STALL_WAVES waves and @p give_up_ms milliseconds
+ * service thread, for more than AM_STALL_WAVES waves and @p give_up_ms ms
  * (the workers' mean, so that every worker decides alike): no call was
  * made or run anywhere meanwhile, so the calls missing from the sums were
  * dropped at their targets, or forged ones were run (a worker counts what
