@@ -56,7 +56,7 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void die(const char *what, ucs_status_t s)
+_Noreturn static void die(const char *what, ucs_status_t s)
 {
     fprintf(stderr, "ucx-mt-get: rank %d: %s: %s\n", rank, what,
             ucs_status_string(s));

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,29 @@ static void dirs_add_near(dir_list_t *l, const char *path)
     }
 }
 
+/* The folders beside librivet's own file and the running program's, with
+ * their symlinks resolved. Neither file changes while the process runs,
+ * so they are resolved once: resolving them costs a readlink per path
+ * component, and a configuration error's suggestions list the plugins
+ * (so search these folders) for every key they weigh. */
+static dir_list_t near_dirs;
+static pthread_once_t near_once = PTHREAD_ONCE_INIT;
+
+static void near_dirs_resolve(void)
+{
+    /* librivet's own file (build/lib in a build tree, libdir when
+     * installed), then the running program's: a program that carries
+     * core itself (rivetrun, rivet-config) has no librivet to ask, and
+     * dladdr names it by argv[0], which is a bare name when it was
+     * started from PATH. The kernel's /proc/self/exe is its real file
+     * however it was started (PATH, a symlink, a full path). */
+    Dl_info info;
+    if (dladdr((void *)rv__plugin_load, &info) && info.dli_fname != NULL &&
+        strchr(info.dli_fname, '/') != NULL)
+        dirs_add_near(&near_dirs, info.dli_fname);
+    dirs_add_near(&near_dirs, "/proc/self/exe");
+}
+
 static void dirs_collect(dir_list_t *l)
 {
     const char *env = getenv("RIVET_PLUGIN_PATH");
@@ -93,18 +117,9 @@ static void dirs_collect(dir_list_t *l)
             p = *end ? end + 1 : end;
         }
     }
-
-    /* librivet's own file (build/lib in a build tree, libdir when
-     * installed), then the running program's: a program that carries
-     * core itself (rivetrun, rivet-config) has no librivet to ask, and
-     * dladdr names it by argv[0], which is a bare name when it was
-     * started from PATH. The kernel's /proc/self/exe is its real file
-     * however it was started (PATH, a symlink, a full path). */
-    Dl_info info;
-    if (dladdr((void *)rv__plugin_load, &info) && info.dli_fname != NULL &&
-        strchr(info.dli_fname, '/') != NULL)
-        dirs_add_near(l, info.dli_fname);
-    dirs_add_near(l, "/proc/self/exe");
+    pthread_once(&near_once, near_dirs_resolve);
+    for (int i = 0; i < near_dirs.n; i++)
+        dirs_add(l, near_dirs.dirs[i], strlen(near_dirs.dirs[i]));
     dirs_add(l, RIVET_PLUGIN_DIR, strlen(RIVET_PLUGIN_DIR));
 }
 
