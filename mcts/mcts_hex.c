@@ -11,6 +11,15 @@
  * n columns, of which only the first n * n travel (state_len). Every
  * byte is a function of the position alone (the unused ones stay zero),
  * so equal positions are equal bytes as well as equal hashes.
+ *
+ * The swap rule (the pie rule, as Hex tournaments play it) is part of
+ * the position: where it holds, white's answer to black's first stone
+ * may be RV_MCTS_HEX_SWAP, "swap-pieces" in HexGui's notation, which
+ * replaces that stone with a white one mirrored across the long diagonal
+ * (row and column exchanged), black to move. Mirroring and recolouring
+ * is the same game as exchanging sides with the stone left in place;
+ * it keeps black the player who connects top and bottom, as the board
+ * HexGui draws does.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -18,6 +27,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mcts_rng.h"
 #include "rv_mcts.h"
@@ -32,7 +42,8 @@ typedef struct hex_state {
     uint8_t to_play; /* 0 black, 1 white */
     int8_t winner;   /* RV_MCTS_GAME_NONE, RV_MCTS_GAME_FIRST or
                         RV_MCTS_GAME_SECOND */
-    uint8_t zero;    /* always 0: keeps equal positions equal bytes */
+    uint8_t swap;    /* 1: the swap rule holds (0 else, never another
+                        value, so equal positions are equal bytes) */
     uint16_t stones; /* cells taken */
     uint8_t cell[HEX_CELLS];
 } hex_state_t;
@@ -112,7 +123,7 @@ static bool hex_black_connects(const hex_state_t *s)
  * Made once from a fixed seed, so that every process of a job (and every
  * run) hashes alike: positions sent between processes keep their hash. */
 static uint64_t hex_key_cell[HEX_CELLS][2];
-static uint64_t hex_key_white;
+static uint64_t hex_key_white, hex_key_swap;
 static uint64_t hex_key_size[RV_MCTS_HEX_MAX + 1];
 static pthread_once_t hex_keys_once = PTHREAD_ONCE_INIT;
 
@@ -126,13 +137,16 @@ static void hex_make_keys(void)
     hex_key_white = mc_rng_splitmix(&x);
     for (int n = 0; n <= RV_MCTS_HEX_MAX; n++)
         hex_key_size[n] = mc_rng_splitmix(&x);
+    hex_key_swap = mc_rng_splitmix(&x); /* last: the others keep their
+                                           values */
 }
 
 static uint64_t hex_hash(const void *sv)
 {
     const hex_state_t *s = sv;
     pthread_once(&hex_keys_once, hex_make_keys);
-    uint64_t h = hex_key_size[s->n] ^ (s->to_play ? hex_key_white : 0);
+    uint64_t h = hex_key_size[s->n] ^ (s->to_play ? hex_key_white : 0) ^
+                 (s->swap ? hex_key_swap : 0);
     for (int i = 0; i < s->n * s->n; i++)
         if (s->cell[i] != HEX_EMPTY)
             h ^= hex_key_cell[i][s->cell[i] - 1];
@@ -163,6 +177,13 @@ static bool hex_is_terminal(const void *sv)
     return ((const hex_state_t *)sv)->winner != RV_MCTS_GAME_NONE;
 }
 
+/* White's answer to black's first stone, where the swap rule holds. */
+static bool hex_may_swap(const hex_state_t *s)
+{
+    return s->swap && s->stones == 1 && s->to_play == 1 &&
+           s->winner == RV_MCTS_GAME_NONE;
+}
+
 static int hex_legal_moves(const void *sv, rv_mcts_move_t *moves)
 {
     const hex_state_t *s = sv;
@@ -172,7 +193,24 @@ static int hex_legal_moves(const void *sv, rv_mcts_move_t *moves)
     for (int i = 0; i < s->n * s->n; i++)
         if (s->cell[i] == HEX_EMPTY)
             moves[k++] = (rv_mcts_move_t)i;
+    if (hex_may_swap(s))
+        moves[k++] = RV_MCTS_HEX_SWAP;
     return k;
+}
+
+/* Swaps black's first stone for white's mirror of it; black to move. A
+ * single stone cannot join two sides of a board of 2 or more. */
+static void hex_swap(hex_state_t *s)
+{
+    const int n = s->n;
+    for (int i = 0; i < n * n; i++) {
+        if (s->cell[i] == HEX_BLACK) {
+            s->cell[i] = HEX_EMPTY;
+            s->cell[(i % n) * n + i / n] = HEX_WHITE;
+            s->to_play = 0;
+            return;
+        }
+    }
 }
 
 /* An illegal move (off the board, on a stone, or after the end) leaves
@@ -181,6 +219,10 @@ static int hex_legal_moves(const void *sv, rv_mcts_move_t *moves)
 static void hex_apply(void *sv, rv_mcts_move_t m)
 {
     hex_state_t *s = sv;
+    if (m == RV_MCTS_HEX_SWAP && hex_may_swap(s)) {
+        hex_swap(s);
+        return;
+    }
     if (m >= s->n * s->n || s->cell[m] != HEX_EMPTY ||
         s->winner != RV_MCTS_GAME_NONE)
         return;
@@ -236,7 +278,9 @@ static char *hex_move_text(const void *sv, rv_mcts_move_t m, char *buf,
     const hex_state_t *s = sv;
     if (len == 0)
         return buf;
-    if (m >= s->n * s->n)
+    if (m == RV_MCTS_HEX_SWAP)
+        snprintf(buf, len, "swap-pieces");
+    else if (m >= s->n * s->n)
         snprintf(buf, len, "??");
     else
         snprintf(buf, len, "%c%d", 'a' + m % s->n, m / s->n + 1);
@@ -289,6 +333,15 @@ static rv_status_t hex_move_parse(const void *sv, const char *text,
     char name[16];
     int col, row;
 
+    if (text != NULL && strcasecmp(text, "swap-pieces") == 0) {
+        if (!hex_may_swap(s))
+            return hex_refuse(why, why_len,
+                              s->swap ? "swap-pieces answers black's first "
+                                        "stone only"
+                                      : "the swap rule is off");
+        *m = RV_MCTS_HEX_SWAP;
+        return RV_OK;
+    }
     if (text == NULL || !hex_read_cell(text, &col, &row, name, sizeof(name)))
         return hex_refuse(why, why_len,
                           "wrong notation: expected a cell like c3");
@@ -378,6 +431,20 @@ rv_status_t rv_mcts_hex_init(void *sv, int n)
     s->n = (uint8_t)n;
     s->winner = RV_MCTS_GAME_NONE;
     return RV_OK;
+}
+
+rv_status_t rv_mcts_hex_set_swap(void *sv, bool on)
+{
+    hex_state_t *s = sv;
+    if (s == NULL || s->n < 2 || s->n > RV_MCTS_HEX_MAX)
+        return RV_ERR_INVALID;
+    s->swap = on;
+    return RV_OK;
+}
+
+bool rv_mcts_hex_swap(const void *sv)
+{
+    return sv != NULL && ((const hex_state_t *)sv)->swap;
 }
 
 int rv_mcts_hex_size(const void *sv)

@@ -125,8 +125,9 @@ typedef struct mc_cmd {
     struct mc_cmd *next;
     uint32_t op; /* mc_op_t */
     uint32_t seq;
-    uint64_t arg;    /* rollouts, or the move */
-    uint8_t state[]; /* MC_OP_POSITION: the position */
+    uint64_t arg;      /* rollouts, or the move */
+    uint64_t limit_ns; /* MC_OP_SEARCH: its wall-time budget, 0 none */
+    uint8_t state[];   /* MC_OP_POSITION: the position */
 } mc_cmd_t;
 
 /* Counters of a process, summed over the job by rv_mcts_stats. */
@@ -144,8 +145,13 @@ typedef struct mc_proc {
     uint32_t nworkers;
     struct mc_worker **workers; /* this process's, by local index */
     mc_counters_t count;
-    /* The current search, in the root's process. */
+    /* The current search, in the root's process: the rollouts started
+     * and done, how many to run, whether its time is up (no rollout
+     * starts after), and the last search whose end was broadcast. */
     _Atomic uint64_t started, done, target;
+    _Atomic bool expired;
+    _Atomic uint32_t stop_sent;
+    int64_t deadline_ns;         /* rv_time_ns() at which it expires, 0 never */
     _Atomic uint64_t done_total; /* since the root was made or kept */
     uint64_t inflight;           /* most rollouts in flight */
 } mc_proc_t;
@@ -231,6 +237,9 @@ mc_node_t *mc_node_new(mc_worker_t *mw, const void *state, uint64_t hash);
 void mc_node_free(mc_proc_t *p, mc_node_t *n);
 rv_status_t mc_node_register(rv_context_t *ctx);
 bool mc_rollout_start(mc_worker_t *mw);
+/* The search's time is up: no rollout starts from now on, and its end is
+ * broadcast once those in flight are done. The root's process only. */
+void mc_search_expire(mc_worker_t *mw);
 unsigned mc_sims_run(mc_worker_t *mw, unsigned most);
 
 /* mcts_tree.c: roots, moves, reclamation and statistics. */

@@ -28,6 +28,7 @@ typedef struct mc_cmd_wire {
     uint32_t op;
     uint32_t seq;
     uint64_t arg;
+    uint64_t limit_ns;
 } mc_cmd_wire_t;
 
 /* Spins of an idle worker before it yields, and before it sleeps. */
@@ -68,6 +69,7 @@ static rv_status_t on_cmd(rv_worker_t *w, rv_call_t *call, void *arg)
     cmd->op = c.op;
     cmd->seq = c.seq;
     cmd->arg = c.arg;
+    cmd->limit_ns = c.limit_ns;
     if (call->buf_len > 0)
         memcpy(cmd->state, call->buf, call->buf_len);
     *mw->cmd_tail = cmd;
@@ -103,28 +105,47 @@ static void idle(mc_worker_t *mw, bool searching)
     nanosleep(&ts, NULL);
 }
 
+/* Sets the search's counters in every process (the root's moves from
+ * process to process as moves are played, and the summary adds them
+ * all), its target and its deadline; each process's worker 0 does. */
+static void search_reset(mc_worker_t *mw, const mc_cmd_t *cmd, bool root_proc)
+{
+    mc_proc_t *p = mw->proc;
+    if (mw->local != 0)
+        return;
+    atomic_store(&p->started, 0);
+    atomic_store(&p->done, 0);
+    atomic_store(&p->target, root_proc ? cmd->arg : 0);
+    atomic_store(&p->expired, false);
+    /* The commands' numbers start again with each job of the process. */
+    atomic_store(&p->stop_sent, 0);
+}
+
 /* A search's rollouts: the workers of the root's process start them (no
  * more than mcts.inflight per worker of the job in flight), every worker
  * runs calls and playouts, until the last rollout's return broadcasts
- * the end. */
+ * the end. A search with a time budget counts it from the barrier that
+ * starts it; when it is up, the rollouts in flight finish and no more
+ * start (after the first, so that a search always has a move). */
 static rv_status_t search(mc_worker_t *mw, const mc_cmd_t *cmd)
 {
     mc_proc_t *p = mw->proc;
     bool root_proc = rv_gptr_rank(mw->root) == p->rank;
-    if (root_proc && mw->local == 0) {
-        atomic_store(&p->started, 0);
-        atomic_store(&p->done, 0);
-        atomic_store(&p->target, cmd->arg);
-    }
+    search_reset(mw, cmd, root_proc);
     rv_status_t st = rv_barrier(mw->w);
     if (st != RV_OK)
         return st;
+    int64_t deadline =
+        cmd->limit_ns > 0 ? rv_time_ns() + (int64_t)cmd->limit_ns : 0;
     while (mw->stop_seq < cmd->seq) {
         bool busy = false;
         for (int k = 0; root_proc && k < 8 && mc_rollout_start(mw); k++)
             busy = true;
         busy |= mc_sims_run(mw, 1) > 0;
         busy |= rv_progress(mw->w) > 0;
+        if (root_proc && deadline != 0 && rv_time_ns() >= deadline &&
+            atomic_load(&p->done) > 0)
+            mc_search_expire(mw);
         if (busy)
             mw->idle = 0;
         else
@@ -234,7 +255,7 @@ rv_status_t rv_mcts_serve(rv_worker_t *w)
 /* The controller's side of a command: broadcast it, wait for its own
  * copy, and run it like every worker. */
 static rv_status_t control(rv_worker_t *w, const char *what, mc_op_t op,
-                           uint64_t arg, const void *state,
+                           uint64_t arg, uint64_t limit_ns, const void *state,
                            rv_mcts_stats_t *stats, rv_mcts_result_t *res)
 {
     mc_worker_t *mw = mc_of(w);
@@ -248,7 +269,8 @@ static rv_status_t control(rv_worker_t *w, const char *what, mc_op_t op,
     rv_status_t st = worker_begin(mw);
     if (st != RV_OK)
         return st;
-    mc_cmd_wire_t c = {.op = op, .seq = ++mw->next_seq, .arg = arg};
+    mc_cmd_wire_t c = {
+        .op = op, .seq = ++mw->next_seq, .arg = arg, .limit_ns = limit_ns};
     size_t n = state ? mw->proc->game->state_len(state) : 0;
     st = rv_broadcast_buffer(w, mc_h.cmd, &c, sizeof(c), state, n, NULL, 0);
     if (st != RV_OK)
@@ -267,7 +289,8 @@ rv_status_t rv_mcts_position(rv_worker_t *w, const void *state)
 {
     if (state == NULL)
         return RV_ERR_INVALID;
-    return control(w, "rv_mcts_position", MC_OP_POSITION, 0, state, NULL, NULL);
+    return control(w, "rv_mcts_position", MC_OP_POSITION, 0, 0, state, NULL,
+                   NULL);
 }
 
 /* Whether @p m is a legal move of the controller's root position. */
@@ -291,8 +314,8 @@ static rv_status_t root_usable(rv_worker_t *w, const char *what)
     return RV_OK;
 }
 
-rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
-                           rv_mcts_result_t *res)
+rv_status_t rv_mcts_search_timed(rv_worker_t *w, uint64_t rollouts,
+                                 double seconds, rv_mcts_result_t *res)
 {
     mc_worker_t *mw = mc_of(w);
     if (res == NULL || root_usable(w, "rv_mcts_search") != RV_OK)
@@ -303,14 +326,34 @@ rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
         rv_error("rv_mcts_search: the game is over in the root position");
         return RV_ERR_INVALID;
     }
+    if (!(seconds > 0) && rollouts == RV_MCTS_ROLLOUTS_UNBOUNDED) {
+        rv_error("rv_mcts_search_timed: neither a number of rollouts nor a "
+                 "time bounds the search");
+        return RV_ERR_INVALID;
+    }
     if (rollouts == 0 && mw != NULL)
         rollouts = (uint64_t)mw->proc->cfg->rollouts_per_move;
+    uint64_t limit_ns = seconds > 0 ? (seconds < 1e9 ? (uint64_t)(seconds * 1e9)
+                                                     : UINT64_MAX / 4)
+                                    : 0;
     double t0 = now_s();
-    rv_status_t st =
-        control(w, "rv_mcts_search", MC_OP_SEARCH, rollouts, NULL, NULL, res);
+    rv_status_t st = control(w, "rv_mcts_search", MC_OP_SEARCH, rollouts,
+                             limit_ns, NULL, NULL, res);
     res->seconds = now_s() - t0;
-    res->rollouts = st == RV_OK ? rollouts : 0;
+    if (st != RV_OK)
+        res->rollouts = 0;
     return st;
+}
+
+rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
+                           rv_mcts_result_t *res)
+{
+    if (rollouts == RV_MCTS_ROLLOUTS_UNBOUNDED) {
+        rv_error("rv_mcts_search: an unbounded search needs a time "
+                 "(rv_mcts_search_timed)");
+        return RV_ERR_INVALID;
+    }
+    return rv_mcts_search_timed(w, rollouts, 0, res);
 }
 
 rv_status_t rv_mcts_play(rv_worker_t *w, rv_mcts_move_t m)
@@ -323,19 +366,19 @@ rv_status_t rv_mcts_play(rv_worker_t *w, rv_mcts_move_t m)
                  (unsigned)m);
         return RV_ERR_INVALID;
     }
-    return control(w, "rv_mcts_play", MC_OP_PLAY, m, NULL, NULL, NULL);
+    return control(w, "rv_mcts_play", MC_OP_PLAY, m, 0, NULL, NULL, NULL);
 }
 
 rv_status_t rv_mcts_stats(rv_worker_t *w, rv_mcts_stats_t *stats)
 {
     if (stats == NULL)
         return RV_ERR_INVALID;
-    return control(w, "rv_mcts_stats", MC_OP_STATS, 0, NULL, stats, NULL);
+    return control(w, "rv_mcts_stats", MC_OP_STATS, 0, 0, NULL, stats, NULL);
 }
 
 rv_status_t rv_mcts_shutdown(rv_worker_t *w)
 {
-    return control(w, "rv_mcts_shutdown", MC_OP_QUIT, 0, NULL, NULL, NULL);
+    return control(w, "rv_mcts_shutdown", MC_OP_QUIT, 0, 0, NULL, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------------- */

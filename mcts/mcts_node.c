@@ -233,19 +233,46 @@ bad:
 /* ---------------------------------------------------------------------- */
 /* Backpropagation                                                         */
 
-/* One rollout came back to the root (this is the root's process). */
+/* Broadcasts the end of the current search, once (the last rollout's
+ * return and the search's deadline may both see it ended). */
+static void search_stop(mc_worker_t *mw)
+{
+    mc_proc_t *p = mw->proc;
+    uint32_t seq = mw->cmd_seq, sent = atomic_load(&p->stop_sent);
+    do {
+        if (sent >= seq)
+            return;
+    } while (!atomic_compare_exchange_weak(&p->stop_sent, &sent, seq));
+    rv_status_t st = rv_broadcast(mw->w, mc_h.stop, &seq, sizeof(seq), NULL, 0);
+    if (st != RV_OK)
+        rv_error("mcts: the end of the search could not be broadcast: %s",
+                 rv_status_str(st));
+}
+
+/* One rollout came back to the root (this is the root's process). The
+ * search ends with its target's last rollout or, once its time is up,
+ * with the last of those started. A rollout that started just as the
+ * time ran out may come back after the end was broadcast: the search's
+ * closing rv_quiesce waits for it. */
 static void rollout_done(mc_worker_t *mw)
 {
     mc_proc_t *p = mw->proc;
     atomic_fetch_add_explicit(&p->done_total, 1, memory_order_relaxed);
     uint64_t d = atomic_fetch_add(&p->done, 1) + 1;
-    if (d != atomic_load(&p->target))
+    if (d == atomic_load(&p->target) ||
+        (atomic_load(&p->expired) && d >= atomic_load(&p->started)))
+        search_stop(mw);
+}
+
+void mc_search_expire(mc_worker_t *mw)
+{
+    mc_proc_t *p = mw->proc;
+    if (atomic_exchange(&p->expired, true))
         return;
-    uint32_t seq = mw->cmd_seq;
-    rv_status_t st = rv_broadcast(mw->w, mc_h.stop, &seq, sizeof(seq), NULL, 0);
-    if (st != RV_OK)
-        rv_error("mcts: the end of the search could not be broadcast: %s",
-                 rv_status_str(st));
+    /* Stored before started is read: a rollout_done that follows sees
+     * expired, and one that came before is counted in done here. */
+    if (atomic_load(&p->done) >= atomic_load(&p->started))
+        search_stop(mw);
 }
 
 /* A backpropagation call carries both players' wins in one 32-bit word:
@@ -667,7 +694,7 @@ bool mc_rollout_start(mc_worker_t *mw)
     mc_proc_t *p = mw->proc;
     uint64_t s = atomic_load(&p->started);
     do {
-        if (s >= atomic_load(&p->target) ||
+        if (s >= atomic_load(&p->target) || atomic_load(&p->expired) ||
             s - atomic_load(&p->done) >= p->inflight)
             return false;
     } while (!atomic_compare_exchange_weak(&p->started, &s, s + 1));

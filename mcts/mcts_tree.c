@@ -290,7 +290,7 @@ static void check_nodes(mc_worker_t *mw)
 
 /* The counters every process adds to the job's (its worker 0 gives the
  * process's), then the root's moves (its owner gives them). */
-enum { MC_SUM_COUNTERS = 9, MC_SUM_MOVES = 3 };
+enum { MC_SUM_COUNTERS = 10, MC_SUM_MOVES = 3 };
 
 static size_t sum_fill(mc_worker_t *mw, uint64_t *v)
 {
@@ -304,6 +304,7 @@ static size_t sum_fill(mc_worker_t *mw, uint64_t *v)
         v[5] = atomic_load(&p->count.deferred);
         v[6] = atomic_load(&p->count.inconsistent);
         v[7] = atomic_load(&p->done_total);
+        v[9] = atomic_load(&p->done); /* this search's */
     }
     if (mw->tid != mw->root_owner || mw->root == RV_GPTR_NULL)
         return 0;
@@ -370,6 +371,7 @@ rv_status_t mc_tree_summary(mc_worker_t *mw, bool check, rv_mcts_stats_t *stats,
               by_visits);
         res->best = res->nmoves > 0 ? res->moves[0].move : 0;
         res->root_visits = r[8];
+        res->rollouts = r[9];
         res->nodes = r[0];
         res->deferred = r[5];
     }

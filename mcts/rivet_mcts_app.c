@@ -16,6 +16,7 @@ rv_status_t app_new_game(app_t *a, int size)
     if (a->game == rv_mcts_hex()) {
         if (rv_mcts_hex_init(a->start, size) != RV_OK)
             return RV_ERR_INVALID;
+        rv_mcts_hex_set_swap(a->start, a->swap);
         a->size = size;
     } else {
         rv_mcts_tictactoe_init(a->start);
@@ -35,15 +36,35 @@ rv_status_t app_play(app_t *a, rv_mcts_move_t m)
     return RV_OK;
 }
 
-rv_status_t app_undo(app_t *a)
+/* The position after the first @p n moves of the game's history, at the
+ * search's root too. */
+static rv_status_t replay(app_t *a, int n)
 {
-    if (a->nhistory == 0)
-        return RV_ERR_INVALID;
-    a->nhistory--;
+    a->nhistory = n;
     memcpy(a->state, a->start, a->game->state_max);
     for (int i = 0; i < a->nhistory; i++)
         a->game->apply(a->state, a->history[i]);
     return rv_mcts_position(a->w, a->state);
+}
+
+rv_status_t app_undo(app_t *a)
+{
+    if (a->nhistory == 0)
+        return RV_ERR_INVALID;
+    return replay(a, a->nhistory - 1);
+}
+
+rv_status_t app_set_swap(app_t *a, bool on)
+{
+    if (a->game != rv_mcts_hex())
+        return RV_ERR_INVALID;
+    a->swap = on;
+    rv_mcts_hex_set_swap(a->start, on);
+    /* A swap already played stays one only where the rule holds. */
+    int n = 0;
+    while (n < a->nhistory && (on || a->history[n] != RV_MCTS_HEX_SWAP))
+        n++;
+    return replay(a, n);
 }
 
 int64_t app_config_int(rv_context_t *ctx, const char *key, int64_t def)
@@ -62,8 +83,11 @@ static double config_c(rv_context_t *ctx)
     return strtod(buf, NULL);
 }
 
-rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
+rv_status_t app_search(app_t *a, double seconds, rv_mcts_result_t *res)
 {
+    if (!a->uct && seconds > 0)
+        return rv_mcts_search_timed(a->w, RV_MCTS_ROLLOUTS_UNBOUNDED, seconds,
+                                    res);
     if (!a->uct)
         return rv_mcts_search(a->w, a->rollouts, res);
     /* The plain sequential UCT with the same playouts, in this thread:

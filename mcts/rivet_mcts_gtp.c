@@ -7,11 +7,18 @@
  * games have no pass): play and genmove take the colour to move only,
  * and say whose turn it is otherwise; genmove on a finished game answers
  * resign for the loser and pass otherwise.
+ *
+ * Time controls (time_settings, time_left) are kept per colour by the
+ * clock of rivet_mcts_clock.c; a genmove under them searches for its
+ * share of the time left rather than for a number of rollouts.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "rivet_mcts.h"
 
@@ -23,7 +30,15 @@ typedef struct gtp {
     FILE *out;
     const char *id; /* the command's id, or "" */
     bool quit;
+    gtp_clock_t clock[2]; /* black's and white's */
 } gtp_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void answer(gtp_t *g, bool ok, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -53,9 +68,10 @@ static int colour_of(const char *s)
 static const char *const colour_name[2] = {"black", "white"};
 
 static const char *const commands[] = {
-    "boardsize",     "clear_board", "genmove", "known_command",
-    "list_commands", "name",        "play",    "protocol_version",
-    "quit",          "showboard",   "undo",    "version",
+    "boardsize",        "clear_board", "genmove",    "known_command",
+    "list_commands",    "name",        "param_game", "play",
+    "protocol_version", "quit",        "showboard",  "time_left",
+    "time_settings",    "undo",        "version",
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -133,11 +149,48 @@ static void cmd_play(gtp_t *g, int argc, char **argv)
         answer(g, true, "%s", "");
 }
 
+/* The search's time for @p colour's move under its clock, 0 when the
+ * clock sets none; *budget_p the move's whole share (below 0: none). */
+static double move_time(gtp_t *g, int colour, double *budget_p)
+{
+    rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
+    int empty = g->a->game->legal_moves(g->a->state, legal);
+    *budget_p = clock_budget(&g->clock[colour], empty);
+    return *budget_p < 0 ? 0 : clock_search_time(&g->clock[colour], *budget_p);
+}
+
+/* Searches and plays @p colour's move. */
+static void genmove(gtp_t *g, int colour, rv_mcts_result_t *res, double t0)
+{
+    app_t *a = g->a;
+    char cell[16];
+    double budget, search = move_time(g, colour, &budget);
+    if (app_search(a, search, res) != RV_OK || res->nmoves == 0) {
+        answer(g, false, "the search failed");
+        return;
+    }
+    if (res->moves[0].win_rate < a->resign_below) {
+        answer(g, true, "resign");
+    } else {
+        a->game->move_text(a->state, res->best, cell, sizeof(cell));
+        if (app_play(a, res->best) != RV_OK) {
+            answer(g, false, "the search could not play %s", cell);
+            return;
+        }
+        answer(g, true, "%s", cell);
+    }
+    double spent = now_s() - t0;
+    clock_spend(&g->clock[colour], spent);
+    if (budget >= 0)
+        clock_overhead(&g->clock[colour], spent, search);
+}
+
 static void cmd_genmove(gtp_t *g, int argc, char **argv)
 {
     app_t *a = g->a;
+    double t0 = now_s();
     rv_mcts_result_t *res = malloc(sizeof(*res));
-    char cell[16];
+    int colour;
     if (argc != 1) {
         answer(g, false, "syntax: genmove COLOR");
     } else if (res == NULL) {
@@ -149,20 +202,74 @@ static void cmd_genmove(gtp_t *g, int argc, char **argv)
         answer(g, true, "%s",
                w == RV_MCTS_GAME_FIRST + !colour_of(argv[0]) ? "resign"
                                                              : "pass");
-    } else if (side_to_move(g, argv[0]) >= 0) {
-        if (app_search(a, res) != RV_OK || res->nmoves == 0) {
-            answer(g, false, "the search failed");
-        } else if (res->moves[0].win_rate < a->resign_below) {
-            answer(g, true, "resign");
-        } else {
-            a->game->move_text(a->state, res->best, cell, sizeof(cell));
-            if (app_play(a, res->best) != RV_OK)
-                answer(g, false, "the search could not play %s", cell);
-            else
-                answer(g, true, "%s", cell);
-        }
+    } else if ((colour = side_to_move(g, argv[0])) >= 0) {
+        genmove(g, colour, res, t0);
     }
     free(res);
+}
+
+/* benzene's game parameters, of which rivet-mcts has one: allow_swap,
+ * Hex's swap rule ("param_game" alone lists it as MoHex does). */
+static void cmd_param_game(gtp_t *g, int argc, char **argv)
+{
+    app_t *a = g->a;
+    if (argc == 0) {
+        answer(g, true, "\n[bool] allow_swap %d", a->swap ? 1 : 0);
+        return;
+    }
+    if (strcmp(argv[0], "allow_swap") != 0) {
+        answer(g, false, "unknown parameter '%s' (allow_swap)", argv[0]);
+        return;
+    }
+    int on = argc != 2 ? -1
+             : strcmp(argv[1], "1") == 0 || strcasecmp(argv[1], "true") == 0 ? 1
+             : strcmp(argv[1], "0") == 0 || strcasecmp(argv[1], "false") == 0
+                 ? 0
+                 : -1;
+    if (on < 0)
+        answer(g, false, "syntax: param_game allow_swap 0|1");
+    else if (a->game != rv_mcts_hex())
+        answer(g, false, "only Hex has the swap rule");
+    else if (app_set_swap(a, on) != RV_OK)
+        answer(g, false, "the search could not take the position");
+    else
+        answer(g, true, "%s", "");
+}
+
+/* A number of seconds or stones: finite, 0 or more. */
+static bool time_arg(const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return end != s && *end == '\0' && isfinite(*v) && *v >= 0 && *v < 1e9;
+}
+
+static void cmd_time_settings(gtp_t *g, int argc, char **argv)
+{
+    double main_s, byo_s, stones;
+    if (argc != 3 || !time_arg(argv[0], &main_s) ||
+        !time_arg(argv[1], &byo_s) || !time_arg(argv[2], &stones) ||
+        stones != floor(stones)) {
+        answer(g, false,
+               "syntax: time_settings MAIN_TIME BYO_YOMI_TIME "
+               "BYO_YOMI_STONES (seconds, seconds, moves)");
+        return;
+    }
+    clock_settings(g->clock, main_s, byo_s, (int)stones);
+    answer(g, true, "%s", "");
+}
+
+static void cmd_time_left(gtp_t *g, int argc, char **argv)
+{
+    double left, stones;
+    int c = argc == 3 ? colour_of(argv[0]) : -1;
+    if (c < 0 || !time_arg(argv[1], &left) || !time_arg(argv[2], &stones) ||
+        stones != floor(stones)) {
+        answer(g, false, "syntax: time_left COLOR TIME STONES");
+        return;
+    }
+    clock_left(&g->clock[c], left, (int)stones);
+    answer(g, true, "%s", "");
 }
 
 static void cmd_showboard(gtp_t *g)
@@ -219,6 +326,12 @@ static void run(gtp_t *g, const char *cmd, int argc, char **argv)
             answer(g, true, "%s", "");
     } else if (strcmp(cmd, "showboard") == 0) {
         cmd_showboard(g);
+    } else if (strcmp(cmd, "param_game") == 0) {
+        cmd_param_game(g, argc, argv);
+    } else if (strcmp(cmd, "time_settings") == 0) {
+        cmd_time_settings(g, argc, argv);
+    } else if (strcmp(cmd, "time_left") == 0) {
+        cmd_time_left(g, argc, argv);
     } else if (strcmp(cmd, "quit") == 0) {
         answer(g, true, "%s", "");
         g->quit = true;

@@ -17,7 +17,9 @@
  * --uct (search with the plain sequential UCT in worker 0 instead: the
  * framework's baseline, with the same playouts and mcts.* settings),
  * --playouts N (time N random playouts of the empty board in one thread,
- * and nothing else).
+ * and nothing else), --swap (Hex with the swap rule: white may answer
+ * black's first stone with swap-pieces; GTP's param_game allow_swap sets
+ * it too).
  *
  * Worker 0 of the job talks to the person or the controller; every other
  * worker serves the search (rv_mcts_serve).
@@ -45,6 +47,7 @@ typedef struct opts {
     int top;
     bool check;
     bool uct;         /* --uct: the sequential baseline analyses */
+    bool swap;        /* --swap: Hex's swap rule */
     int64_t playouts; /* --playouts N: time N playouts, nothing else */
 } opts_t;
 
@@ -104,7 +107,7 @@ static int analyse(app_t *a)
         return 0;
     }
     rv_mcts_result_t *res = malloc(sizeof(*res));
-    if (res == NULL || app_search(a, res) != RV_OK) {
+    if (res == NULL || app_search(a, 0, res) != RV_OK) {
         free(res);
         return 1;
     }
@@ -139,7 +142,7 @@ static int playout_rate(app_t *a)
 static int engine_move(app_t *a, rv_mcts_result_t *res)
 {
     char cell[16];
-    if (app_search(a, res) != RV_OK || app_play(a, res->best) != RV_OK)
+    if (app_search(a, 0, res) != RV_OK || app_play(a, res->best) != RV_OK)
         return 1;
     /* The position is the one after the move: the mover is not to play. */
     int mover = !a->game->to_play(a->state);
@@ -253,7 +256,8 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: rivet-mcts [--size N] [--rollouts R] [--game hex|tictactoe]\n"
-        "                  [--top K] [--check] [--uct] [--playouts N]\n"
+        "                  [--top K] [--check] [--uct] [--playouts N] "
+        "[--swap]\n"
         "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
         "                   --self-play | --gtp] [--help]\n"
         "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
@@ -291,6 +295,7 @@ enum {
     O_TOP,
     O_PLAYOUTS,
     O_HUMAN,
+    O_SWAP,
 };
 
 /* The command line into opt: 0, or the exit status (0 after --help). */
@@ -309,6 +314,7 @@ static int parse_args(int argc, char **argv)
         {"top", required_argument, NULL, O_TOP},
         {"playouts", required_argument, NULL, O_PLAYOUTS},
         {"human", required_argument, NULL, O_HUMAN},
+        {"swap", no_argument, NULL, O_SWAP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -365,6 +371,9 @@ static int parse_args(int argc, char **argv)
             }
             opt.human = optarg[0] == 'w' || optarg[0] == 'W';
             break;
+        case O_SWAP:
+            opt.swap = true;
+            break;
         case 'h':
             usage(stdout);
             return -1;
@@ -405,10 +414,15 @@ int main(int argc, char **argv)
     app.top = opt.top;
     app.size = opt.size ? opt.size : (int)app_config_int(ctx, "mcts.size", 11);
     app.rollouts = (uint64_t)opt.rollouts;
+    app.swap = opt.swap;
     if (app.game == rv_mcts_hex() &&
         (app.size < 2 || app.size > RV_MCTS_HEX_MAX)) {
         fprintf(stderr, "rivet-mcts: --size %d: Hex boards are 2 to %d\n",
                 app.size, RV_MCTS_HEX_MAX);
+        return 2;
+    }
+    if (app.swap && app.game != rv_mcts_hex()) {
+        fprintf(stderr, "rivet-mcts: --swap: only Hex has the swap rule\n");
         return 2;
     }
     if (rv_mcts_init(ctx, app.game) != RV_OK)

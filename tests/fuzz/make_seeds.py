@@ -199,6 +199,13 @@ def gtp():
           b"showboard\n")
     write(t, "control", hex11 + b"pl\x01ay\tb\rc3\x00\nname\x7f\n")
     write(t, "long-line", hex11 + b"name " + b"x" * 5000 + b"\nname\n")
+    write(t, "clock", hex11 + b"time_settings 10 5 3\ntime_left b 9 0\n"
+          b"genmove b\ntime_left w 4.5 2\ngenmove w\ntime_settings 0 1 0\n"
+          b"genmove b\ntime_left q 1 1\ntime_settings 1e99 0 0\n")
+    write(t, "swap", hex11 + b"param_game\nparam_game allow_swap 1\n"
+          b"play b f6\nplay w swap-pieces\nshowboard\nundo\ngenmove w\n"
+          b"param_game allow_swap 0\nparam_game allow_swap x\n"
+          b"param_game fly 1\n")
 
 
 def game_move():

@@ -13,6 +13,9 @@
  *   has one more stone) and its absence on even sizes (by symmetry);
  * - notation for every cell of every size, and its errors;
  * - Zobrist hashes: transpositions agree, different positions differ;
+ * - the swap rule: offered to white after black's first stone only, and
+ *   only where it holds, mirroring that stone, in HexGui's notation, and
+ *   chosen by the search where black's first stone wins;
  * - tic-tac-toe's lines, draws and random-play statistics.
  * UCT is checked against an exact solver in test_uct.c.
  */
@@ -507,6 +510,70 @@ static void test_hex_hash(void **state)
     free(seen);
 }
 
+static bool has_move(const rv_mcts_move_t *moves, int n, rv_mcts_move_t m)
+{
+    for (int i = 0; i < n; i++)
+        if (moves[i] == m)
+            return true;
+    return false;
+}
+
+static void test_hex_swap(void **state)
+{
+    (void)state;
+    const rv_mcts_game_t *g = rv_mcts_hex();
+    rv_mcts_move_t moves[RV_MCTS_MAX_MOVES], m;
+    char why[128], text[16];
+    pos_t s, off;
+    board_t b;
+    hex_new(&s, 5);
+    assert_false(rv_mcts_hex_swap(&s));
+    memcpy(&off, &s, sizeof(s));
+    assert_int_equal(rv_mcts_hex_set_swap(&s, true), RV_OK);
+    assert_true(rv_mcts_hex_swap(&s));
+    /* The rule is part of the position. */
+    assert_true(g->hash(&s) != g->hash(&off));
+    /* Not on the empty board; after black's b4 (row 4, column b: cell
+     * 16), white may swap where the rule holds, and only there. */
+    assert_false(has_move(moves, g->legal_moves(&s, moves), RV_MCTS_HEX_SWAP));
+    assert_int_equal(g->move_parse(&s, "swap-pieces", &m, why, sizeof(why)),
+                     RV_ERR_INVALID);
+    g->apply(&s, 16);
+    g->apply(&off, 16);
+    assert_int_equal(g->legal_moves(&s, moves), 25);
+    assert_true(has_move(moves, 25, RV_MCTS_HEX_SWAP));
+    assert_false(has_move(moves, g->legal_moves(&off, moves), RV_MCTS_HEX_SWAP));
+    assert_int_equal(g->move_parse(&off, "swap-pieces", &m, why, sizeof(why)),
+                     RV_ERR_INVALID);
+    assert_string_equal(why, "the swap rule is off");
+    g->apply(&off, RV_MCTS_HEX_SWAP); /* illegal there: nothing changes */
+    assert_int_equal(g->to_play(&off), 1);
+    assert_int_equal(g->move_parse(&s, "Swap-Pieces", &m, why, sizeof(why)),
+                     RV_OK);
+    assert_int_equal(m, RV_MCTS_HEX_SWAP);
+    assert_string_equal(g->move_text(&s, m, text, sizeof(text)), "swap-pieces");
+    /* The swap: a white stone on d2 (row 2, column d), none on b4, black
+     * to move, and no second swap. */
+    g->apply(&s, RV_MCTS_HEX_SWAP);
+    read_hex(&s, &b);
+    for (int r = 0; r < 5; r++)
+        for (int c = 0; c < 5; c++)
+            assert_int_equal(b.c[r][c], r == 1 && c == 3 ? 2 : 0);
+    assert_int_equal(g->to_play(&s), 0);
+    assert_int_equal(g->legal_moves(&s, moves), 24);
+    assert_false(has_move(moves, 24, RV_MCTS_HEX_SWAP));
+    g->apply(&s, 0);
+    assert_false(has_move(moves, g->legal_moves(&s, moves), RV_MCTS_HEX_SWAP));
+    /* On 3x3 black's b2 wins: the search swaps it. */
+    rv_mcts_result_t *res = malloc(sizeof(*res));
+    hex_new(&s, 3);
+    rv_mcts_hex_set_swap(&s, true);
+    g->apply(&s, 4);
+    assert_int_equal(rv_mcts_uct_search(g, &s, 3000, 4, 1.0, 7, res), RV_OK);
+    assert_int_equal(res->best, RV_MCTS_HEX_SWAP);
+    free(res);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Tic-tac-toe                                                             */
 
@@ -634,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_hex_notation),
         cmocka_unit_test(test_hex_print),
         cmocka_unit_test(test_hex_hash),
+        cmocka_unit_test(test_hex_swap),
         cmocka_unit_test(test_ttt_lines),
         cmocka_unit_test(test_ttt_notation_and_hash),
         cmocka_unit_test(test_ttt_playout_stats),

@@ -3,7 +3,9 @@
  * positions an exact solver (here) proves won, the search's best move is
  * a winning one; the visits add up (nothing lost or counted twice),
  * across deferred selections, kept subtrees and new positions; the tree
- * is reclaimed; and the controller's calls reject what they must.
+ * is reclaimed; a search with a time budget ends near it, with the
+ * rollouts it counts conserved; and the controller's calls reject what
+ * they must.
  * Worker 0 controls, every other worker serves (rv_mcts_serve).
  *
  *   test_mcts [mcts|ttt]   the Hex checks, or tic-tac-toe's
@@ -237,6 +239,48 @@ static void test_conservation(void **state)
     run_job(body_conservation);
 }
 
+/* A timed search ends by its time (the rollouts in flight then finish),
+ * or by its rollouts when they come first; what it counts came back. */
+static void control_timed(rv_worker_t *w)
+{
+    uint8_t s[STATE_MAX];
+    rv_mcts_hex_init(s, 7);
+    EXPECT(rv_mcts_position(w, s) == RV_OK, "rv_mcts_position");
+    EXPECT(rv_mcts_search_timed(w, RV_MCTS_ROLLOUTS_UNBOUNDED, 0, &res) ==
+               RV_ERR_INVALID,
+           "a search bounded by nothing");
+    uint64_t done = 0;
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_s();
+        EXPECT(rv_mcts_search_timed(w, RV_MCTS_ROLLOUTS_UNBOUNDED, 0.2,
+                                    &res) == RV_OK,
+               "a search of 0.2 s");
+        double t = now_s() - t0;
+        EXPECT(t >= 0.2 && t < 10, "a search of 0.2 s took %.3f s", t);
+        EXPECT(res.rollouts > 0, "no rollout in 0.2 s");
+        done += res.rollouts;
+        rv_mcts_stats_t st = stats_checked(w, "a timed search");
+        EXPECT(st.rollouts_done == done,
+               "%" PRIu64 " rollouts came back, the searches counted %" PRIu64,
+               st.rollouts_done, done);
+    }
+    EXPECT(rv_mcts_search_timed(w, 50, 60, &res) == RV_OK && res.rollouts == 50,
+           "50 rollouts within a minute: %" PRIu64, res.rollouts);
+    EXPECT(res.seconds < 30, "50 rollouts took %.3f s", res.seconds);
+}
+
+static rv_status_t body_timed(rv_worker_t *w, void *arg)
+{
+    (void)arg;
+    return serve_or(w, control_timed);
+}
+
+static void test_timed(void **state)
+{
+    (void)state;
+    run_job(body_timed);
+}
+
 static void control_errors(rv_worker_t *w)
 {
     uint8_t s[STATE_MAX];
@@ -303,11 +347,12 @@ int main(int argc, char **argv)
     const struct CMUnitTest hex[] = {
         cmocka_unit_test(test_forced),
         cmocka_unit_test(test_conservation),
+        cmocka_unit_test(test_timed),
         cmocka_unit_test(test_errors),
     };
     const struct CMUnitTest tictactoe[] = {cmocka_unit_test(test_forced)};
     const struct CMUnitTest *tests = ttt ? tictactoe : hex;
-    size_t nchecks = ttt ? 1 : 3;
+    size_t nchecks = ttt ? 1 : 4;
     int failed = _cmocka_run_group_tests(group, tests, nchecks, NULL, NULL);
     rv_finalize(ctx);
     return job_test_status(failed, nchecks);
