@@ -182,8 +182,15 @@ int am_dest_push(am_worker_t *aw, am_dest_t *d, bool immediate, bool open)
                 goto out;
             size_t size = sizeof(am_rec_t) + am_run_len(b, off) + AM_REC_FOOTER;
             rv_status_t st = run_transmit(aw, d, b, off, immediate);
-            if (st == RV_ERR_AGAIN)
+            if (st == RV_ERR_AGAIN) {
+                /* The run waits, and an open one goes on gathering calls
+                 * past am.flush_bytes (up to the buffer) until it can
+                 * leave: counted once per run. */
+                aw->runs_waited += !d->waiting;
+                d->waiting = true;
                 goto out;
+            }
+            d->waiting = false;
             if (st < 0) {
                 /* The transport refused the run for good: its calls are
                  * lost. Say so once, count them, and go on with the next

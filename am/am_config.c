@@ -49,7 +49,10 @@ static const rv_config_field_t am_fields[] = {
         .min = 64,
         .max = 64 * MIB,
         .help = "With trad aggregation, a batch is sent once it holds this "
-                "many bytes.",
+                "many bytes. One its messenger cannot take then (on the "
+                "write path the first, while the destination grants its "
+                "ring) gathers calls past it, up to its buffer (4 times "
+                "this, at least 256 KiB), and leaves whole.",
     },
     {
         .name = "ovfl_limit",

@@ -126,6 +126,7 @@ typedef struct am_dest {
     size_t pending; /* bytes in runs not yet transmitted */
     bool warned_limit;
     bool pushing; /* inside am_dest_push */
+    bool waiting; /* its next run waits for its messenger (runs_waited) */
     bool warned_lost;
     bool buffered; /* has had a batch buffer (job.stats) */
     am_oring_t ring;
@@ -396,6 +397,9 @@ typedef struct am_worker {
     uint64_t routed_made; /* calls forwarded, and routed answers made:
                              made by this worker for rv_quiesce */
     bool warned_route;    /* a routed call naming no worker was dropped */
+    uint64_t runs_waited; /* runs its messenger could not take when they
+                             were pushed (job.stats; not in rv_am_stats_t,
+                             whose size the ABI fixes) */
     /* rv_quiesce_hook: the program's own queues, drained each wave */
     rv_quiesce_hook_fn quiesce_hook;
     void *quiesce_arg;

@@ -265,6 +265,7 @@ static void am_worker_drain(rv_worker_t *w)
 typedef struct {
     rv_am_stats_t s;
     uint64_t routed_made, batch_dests, batch_buffer_bytes, reply_buffer_bytes;
+    uint64_t runs_waited;
 } am_stats_line_t;
 
 #define AM_STAT(_name, _help)                                                  \
@@ -287,7 +288,11 @@ static const rv_stat_t am_stats[] = {
     AM_STAT(ring_full, "calls that met a full queue or ring"),
     AM_STAT(chunk_growths, "chunk requests for larger rings"),
     AM_STAT(chunks_granted, "ring chunks obtained from peers"),
-    AM_STAT(max_aggregated_bytes, "largest transmission, bytes"),
+    AM_STAT(max_aggregated_bytes,
+            "largest transmission, bytes: a run that waits for its "
+            "messenger gathers calls past am.flush_bytes"),
+    AM_STAT_X(runs_waited, "runs the messenger could not take at once (ring "
+                           "not yet granted or full, send queue full)"),
     AM_STAT(detours, "write-path calls too large for a chunk, sent over "
                      "send in order"),
     AM_STAT(calls_lost, "calls accepted, then refused by the transport"),
@@ -319,6 +324,7 @@ static void print_stats(am_worker_t *aw)
         return;
     am_stats_line_t l = {.s = aw->stats,
                          .routed_made = aw->routed_made,
+                         .runs_waited = aw->runs_waited,
                          .batch_dests = aw->send.buffered_dests,
                          .batch_buffer_bytes =
                              aw->send.bufs_made * aw->send.buf_bytes};
