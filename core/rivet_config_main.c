@@ -16,6 +16,7 @@
 
 #include "rv_config.h"
 #include "rv_stats.h"
+#include "rv_version.h"
 
 static void usage(FILE *out)
 {
@@ -35,6 +36,7 @@ static void usage(FILE *out)
             "                     print every job.stats counter as a "
             "Markdown table\n"
             "  -h, --help         print this help\n"
+            "      --version      print rivet's version\n"
             "\n"
             "Errors go to stderr as FILE:LINE:COL: error: KEY: message, and\n"
             "the exit status is 1.\n");
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
         {"reference", no_argument, NULL, 'r'},
         {"stats-reference", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
@@ -85,6 +88,9 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
+            return 0;
+        case 'V':
+            printf("rivet-config (rivet) %s\n", rv_version(NULL, NULL, NULL));
             return 0;
         default:
             fprintf(stderr, "try 'rivet-config --help'\n");

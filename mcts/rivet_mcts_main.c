@@ -259,7 +259,7 @@ static void usage(FILE *f)
         "                  [--top K] [--check] [--uct] [--playouts N] "
         "[--swap]\n"
         "                  [--moves \"a1 b2 ...\" | --play [--human b|w] |\n"
-        "                   --self-play | --gtp] [--help]\n"
+        "                   --self-play | --gtp] [--help] [--version]\n"
         "under rivetrun, e.g. rivetrun -c configs/mcts.yaml "
         "build/bin/rivet-mcts --size 7 --moves \"d4\"\n");
 }
@@ -315,6 +315,7 @@ static int parse_args(int argc, char **argv)
         {"playouts", required_argument, NULL, O_PLAYOUTS},
         {"human", required_argument, NULL, O_HUMAN},
         {"swap", no_argument, NULL, O_SWAP},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -376,6 +377,9 @@ static int parse_args(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
+            return -1;
+        case 'V':
+            printf("rivet-mcts (rivet) %s\n", rv_version(NULL, NULL, NULL));
             return -1;
         default: /* getopt_long said what was wrong */
             usage(stderr);

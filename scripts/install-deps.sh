@@ -12,7 +12,7 @@ pkgs=("$@")
   libpmix-dev openmpi-bin
   libibverbs-dev
   nettle-dev
-  gnuplot-nox procps doxygen python3
+  gnuplot-nox procps doxygen python3 groff-base
   spin
   clang libclang-rt-dev clang-format
   abigail-tools

@@ -222,7 +222,7 @@ static void usage(FILE *f)
                "       rivet-store get [-t|--timeout TIMEOUT_MS|forever] "
                "NAME...\n"
                "         (get waits 30 s for each object by default)\n"
-               "       rivet-store --help\n"
+               "       rivet-store --help | --version\n"
                "under rivetrun, e.g. rivetrun -c configs/store.yaml "
                "build/bin/rivet-store put FILE...\n");
 }
@@ -238,6 +238,10 @@ static int parse_args(int argc, char **argv)
     if (argc > 1 &&
         (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
+        return -1;
+    }
+    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+        printf("rivet-store (rivet) %s\n", rv_version(NULL, NULL, NULL));
         return -1;
     }
     if (argc < 2 ||

@@ -48,6 +48,7 @@
 
 #include "run_internal.h"
 #include "rv_config.h"
+#include "rv_version.h"
 
 #define MAX_PROCESSES 65536
 /* Longest --timeout, in seconds. */
@@ -107,7 +108,8 @@ static void usage(FILE *out)
         "      --timeout S      end the job after S seconds (exit code 124)\n"
         "      --prefix         prefix every output line with \"[rank] \"\n"
         "      --no-prefix      do not (both override job.output_prefix)\n"
-        "  -h, --help           this help\n");
+        "  -h, --help           this help\n"
+        "      --version        rivet's version\n");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -155,6 +157,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         {"prefix", no_argument, NULL, 'P'},
         {"no-prefix", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -180,6 +183,9 @@ static int parse_options(int argc, char **argv, options_t *o)
             break;
         case 'h':
             usage(stdout);
+            return 0;
+        case 'V':
+            printf("rivetrun (rivet) %s\n", rv_version(NULL, NULL, NULL));
             return 0;
         default:
             usage(stderr);
