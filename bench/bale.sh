@@ -460,7 +460,7 @@ trap 'rm -f "$errlog" "$dat" "$gp"' EXIT
 plot_apps=$(awk -F, 'NR > 1 && !($1 in s) { s[$1] = 1; printf "%s ", $1 }' \
             "$csv")
 {
-  echo "set terminal $term size $((760 * $(echo $plot_apps | wc -w) + 40)),620 noenhanced"
+  echo "set terminal $term size $((1000 * $(echo $plot_apps | wc -w) + 40)),720 noenhanced"
   echo "set output \"$png\""
   echo "set multiplot layout 1,$(echo $plot_apps | wc -w) title" \
        "\"Bale classic kernels: rivet's calls (rv-histo, rv-ig) vs Bale on" \
@@ -472,7 +472,9 @@ plot_apps=$(awk -F, 'NR > 1 && !($1 in s) { s[$1] = 1; printf "%s ", $1 }' \
   echo "set ylabel \"rate per worker (updates or requests per second)\""
   echo "set grid ytics"
   echo "set style fill solid 0.85 border -1"
-  echo "set key top left"
+  # The key in the empty top of the panel (the y range goes 40 times past
+  # the tallest bar), off the bars and their labels.
+  echo "set key inside top left horizontal maxcols 3 samplen 2 font \",10\""
   echo "set xtics nomirror rotate by -35 left"
   echo "set tics font \",10\""
   echo "set bmargin 7"
@@ -536,7 +538,7 @@ for app in $plot_apps; do
         t = j <= nc ? "rivet " cname[j] : "Bale, 2 PEs, shm"
         printf "%s\"%s\" index %d using 1:($2 > 0 ? $2 : NaN) with boxes " \
                "title \"%s\", \"%s\" index %d using 1:($2 > 0 ? $2 : %g):3 " \
-               "with labels rotate by 90 left offset 0,0.4 font \",8\" " \
+               "with labels rotate by 90 left offset 0,0.3 font \",7\" " \
                "notitle", (j > 1 ? ", " : ""), dat, j - 1, t, dat, j - 1, \
                ymin * 1.3 >> gp
       }

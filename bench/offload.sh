@@ -200,8 +200,8 @@ for m in thread dynamic; do
 done
 
 command -v gnuplot >/dev/null || { echo "offload: no gnuplot, no plots"; exit 0; }
-plot() { # name ylabel xlabel metric x(size|requesters) axis-settings
-  local name=$1 ylab=$2 xlab=$3 metric=$4 xcol=$5 logx=$6
+plot() { # name title ylabel xlabel metric x(size|requesters) axis-settings [jitter]
+  local name=$1 what=$2 ylab=$3 xlab=$4 metric=$5 xcol=$6 logx=$7 jitter=${8:-0}
   local data=$results/.$outname-$name.dat
   : >"$data"
   for m in $modes ucx-multi; do
@@ -213,23 +213,32 @@ plot() { # name ylabel xlabel metric x(size|requesters) axis-settings
     fi
     printf '\n\n' >>"$data"
   done
+  # jitter: each mode's points moved sideways by a few percent of x, so
+  # that equal values (every polling mode at 100 % of a core) stay visible.
   gnuplot <<GP
-set terminal pngcairo size 800,500
+set terminal pngcairo size 900,560
 set output "$results/$outname-$name.png"
-set title "$title"
-set xlabel "$xlab"; set ylabel "$ylab"; set key top left; set grid
+set title "$what\nrivet's progress modes and plain UCX (ucx-multi), UCX shm, 2 processes${machine:+, $machine}" noenhanced
+set xlabel "$xlab"; set ylabel "$ylab"; set grid
+set key outside right top
+set offsets graph 0.03, graph 0.03, 0, 0
 $logx
-plot for [i=0:4] "$data" index i using 1:2 with linespoints title word("$modes ucx-multi", i+1)
+plot for [i=0:4] "$data" index i using (\$1 * (1 + $jitter * (i - 2))):2 with linespoints lw 2 ps 1.5 pt int(i + 4) dt int(i + 1) title word("$modes ucx-multi", i+1)
 GP
   rm -f "$data"
 }
-# A labelled run names its machine above each plot.
-title=$(awk -F, 'NR == 2 && NF >= 7 {print $7}' "$csv")
-plot rtt "round trip (us)" "message size" rtt_us size \
+# A labelled run names its machine in each plot's title.
+machine=$(awk -F, 'NR == 2 && NF >= 7 {print $7}' "$csv")
+plot rtt "Round trip of a remote read, by size (one requester)" \
+  "round trip (us)" "message size" rtt_us size \
   'set logscale x 2; set xtics ("8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "64 KiB" 65536)'
 # The requester counts of the run, from the CSV.
 xt="set xtics ($(awk -F, 'NR > 1 {print $3}' "$csv" | sort -nu | paste -sd,))"
-plot inject "time in the post call (us)" "requester threads" inject_us requesters "$xt"
-plot rate "8-byte reads (million/s)" "requester threads (window 256 each)" msg_rate_mps requesters "$xt; set logscale y"
-plot idle "CPU over an idle second (% of a core)" "requester threads" idle_cpu_pct requesters "$xt"
+plot inject "Time a requester spends posting a read" \
+  "time in the post call (us)" "requester threads" inject_us requesters "$xt"
+plot rate "Message rate of 8-byte reads" "8-byte reads (million/s)" \
+  "requester threads (window 256 each)" msg_rate_mps requesters "$xt; set logscale y"
+plot idle "CPU a process uses while idle (lines offset sideways so equal values stay visible)" \
+  "CPU over an idle second (% of a core)" "requester threads" idle_cpu_pct \
+  requesters "$xt; set yrange [-5:105]" 0.03
 echo "wrote $csv and $outname-*.png"

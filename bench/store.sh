@@ -435,7 +435,7 @@ if command -v gnuplot > /dev/null; then
     local f list=""
     for f in "$gp"/*-"$1".dat; do
       [ -s "$f" ] || continue
-      list="$list${list:+, }'$f' using 1:2 with linespoints title '$(basename "$f" "-$1.dat")'"
+      list="$list${list:+, }'$f' using 1:(\$2 * 1e6) with linespoints title '$(basename "$f" "-$1.dat")'"
     done
     echo "$list"
   }
@@ -453,8 +453,8 @@ set termoption noenhanced
 set logscale x 2; set logscale y; set grid; set key below maxrows 4 font ',9'
 set xrange [768:22000000]
 set xtics ("1 KiB" 1024, "4 KiB" 4096, "16 KiB" 16384, "64 KiB" 65536, "256 KiB" 262144, "1 MiB" 1048576, "4 MiB" 4194304, "16 MiB" 16777216)
-set format y '%g'
-set xlabel 'object size'; set ylabel 'MB/s (one fetch at a time; ucx-am-bw and P16 pipelined)'
+set format y '%.0s %cB/s'
+set xlabel 'object size'; set ylabel 'bytes per second (one fetch at a time; ucx-am-bw and P16 pipelined)'
 set title 'remote fetch over shm'
 plot $(plots shm)
 set title 'remote fetch over tcp (loopback)'
