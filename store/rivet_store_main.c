@@ -33,36 +33,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rv_store.h"
-
-typedef struct {
-    int nfiles;
-    char **files;
-    uint8_t (*digests)[SHA256_DIGEST_SIZE]; /* rank 0's, for the others */
-    bool get_only;
-    int64_t timeout_ms;
-    bool timeout_given; /* -t: else GET_TIMEOUT_MS, and get says so */
-} opts_t;
+#include "rivet_store.h"
 
 /* get's wait for each object without -t: an object no one puts would
  * otherwise keep every process busy-polling for ever. */
 #define GET_TIMEOUT_MS 30000
 
-static opts_t opt = {.timeout_ms = GET_TIMEOUT_MS};
+opts_t opt = {.timeout_ms = GET_TIMEOUT_MS, .to = "."};
 
-static double now_s(void)
+double now_s(void)
 {
     return (double)rv_time_ns() * 1e-9;
 }
 
-static const char *base_name(const char *path)
+const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
 
-static void sha256_hex(const void *data, size_t n, uint8_t out[32],
-                       char hex[65])
+void sha256_hex(const void *data, size_t n, uint8_t out[SHA256_DIGEST_SIZE],
+                char hex[65])
 {
     struct sha256_ctx c;
     sha256_init(&c);
@@ -72,7 +63,7 @@ static void sha256_hex(const void *data, size_t n, uint8_t out[32],
         snprintf(hex + 2 * i, 3, "%02x", out[i]);
 }
 
-static void object_id(const char *name, rv_object_id_t *id, char hex[41])
+void object_id(const char *name, rv_object_id_t *id, char hex[41])
 {
     rv_object_id_of(name, strlen(name), id);
     rv_object_id_to_hex(id, hex);
@@ -141,7 +132,7 @@ static rv_status_t get_file(rv_worker_t *w, const char *path, int k)
     printf("get %s %s %zu B sha256 %s in %.3f ms, %.1f MB/s\n", idhex, name,
            b.data_size, dhex, t * 1e3,
            t > 0 ? (double)b.data_size / t / 1e6 : 0.0);
-    if (!opt.get_only &&
+    if (opt.cmd != CMD_GET &&
         memcmp(digest, opt.digests[k], SHA256_DIGEST_SIZE) != 0) {
         fprintf(stderr,
                 "rivet-store: %s: the bytes fetched differ from "
@@ -160,15 +151,15 @@ static int worker(rv_worker_t *w, void *arg)
     (void)arg;
     /* One worker per process puts or gets; rank 0's first worker puts. */
     bool mine = rv_worker_local(w) == 0;
-    bool putter = !opt.get_only && rv_worker_tid(w) == 0;
+    bool putter = opt.cmd != CMD_GET && rv_worker_tid(w) == 0;
     bool *put_ok = calloc((size_t)opt.nfiles, sizeof(*put_ok));
     if (put_ok == NULL)
         rv_abort(ctx, 1, "rivet-store: out of memory");
-    if (opt.get_only && !opt.timeout_given && rv_worker_tid(w) == 0)
+    if (opt.cmd != CMD_PUT && !opt.timeout_given && rv_worker_tid(w) == 0)
         fprintf(stderr,
-                "rivet-store: get waits up to %d s for each object "
+                "rivet-store: %s waits up to %d s for each object "
                 "(-t MS or -t forever to change it)\n",
-                GET_TIMEOUT_MS / 1000);
+                opt.cmd == CMD_GET ? "get" : "stage", GET_TIMEOUT_MS / 1000);
     /* A file that cannot be put is said and skipped: the others still go,
      * and the job fails at the end. */
     for (int k = 0; putter && k < opt.nfiles; k++) {
@@ -182,7 +173,7 @@ static int worker(rv_worker_t *w, void *arg)
     fflush(stdout);
     /* Rank 0's digests, for the others to check against (every worker
      * takes part in the gather; the putter's come first). */
-    if (!opt.get_only) {
+    if (opt.cmd != CMD_GET) {
         /* [put ok][digest], per file. */
         uint8_t rec[40] = {0};
         uint8_t *all = malloc(sizeof(rec) * (size_t)rv_nworkers(ctx));
@@ -200,8 +191,11 @@ static int worker(rv_worker_t *w, void *arg)
         }
         free(all);
     }
-    for (int k = 0; mine && !putter && k < opt.nfiles; k++) {
-        if (!opt.get_only && !put_ok[k]) {
+    if (opt.cmd == CMD_STAGE && mine && stage_files(w, put_ok) != RV_OK)
+        st = RV_ERR_IO;
+    for (int k = 0; opt.cmd != CMD_STAGE && mine && !putter && k < opt.nfiles;
+         k++) {
+        if (opt.cmd == CMD_PUT && !put_ok[k]) {
             fprintf(stderr, "rivet-store: %s: rank 0 could not put it\n",
                     opt.files[k]);
             st = RV_ERR_NOT_FOUND;
@@ -222,6 +216,12 @@ static void usage(FILE *f)
                "       rivet-store get [-t|--timeout TIMEOUT_MS|forever] "
                "NAME...\n"
                "         (get waits 30 s for each object by default)\n"
+               "       rivet-store stage [--to DIR] [-t|--timeout "
+               "TIMEOUT_MS|forever] FILE...\n"
+               "         (writes each FILE into DIR on every host of the "
+               "job, one fetch\n"
+               "          per host; %%h in DIR is the host's name; DIR "
+               "defaults to .)\n"
                "       rivet-store --help | --version\n"
                "under rivetrun, e.g. rivetrun -c configs/store.yaml "
                "build/bin/rivet-store put FILE...\n");
@@ -232,6 +232,7 @@ static int parse_args(int argc, char **argv)
 {
     static const struct option longs[] = {
         {"timeout", required_argument, NULL, 't'},
+        {"to", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -245,16 +246,20 @@ static int parse_args(int argc, char **argv)
         return -1;
     }
     if (argc < 2 ||
-        (strcmp(argv[1], "get") != 0 && strcmp(argv[1], "put") != 0)) {
+        (strcmp(argv[1], "get") != 0 && strcmp(argv[1], "put") != 0 &&
+         strcmp(argv[1], "stage") != 0)) {
         usage(stderr);
         return 2;
     }
-    opt.get_only = strcmp(argv[1], "get") == 0;
+    opt.cmd = strcmp(argv[1], "get") == 0   ? CMD_GET
+              : strcmp(argv[1], "put") == 0 ? CMD_PUT
+                                            : CMD_STAGE;
     /* The options after the command: getopt_long over argv[1..]. */
     int c;
     char *end;
-    while ((c = getopt_long(argc - 1, argv + 1, opt.get_only ? "t:h" : "h",
-                            longs, NULL)) != -1) {
+    while ((c = getopt_long(argc - 1, argv + 1,
+                            opt.cmd == CMD_PUT ? "h" : "t:h", longs, NULL)) !=
+           -1) {
         switch (c) {
         case 't':
             errno = 0;
@@ -264,14 +269,23 @@ static int parse_args(int argc, char **argv)
                 break;
             }
             opt.timeout_ms = strtoll(optarg, &end, 10);
-            if (!opt.get_only || errno != 0 || end == optarg || *end != '\0' ||
-                opt.timeout_ms < 0) {
+            if (opt.cmd == CMD_PUT || errno != 0 || end == optarg ||
+                *end != '\0' || opt.timeout_ms < 0) {
                 fprintf(stderr,
                         "rivet-store: --timeout '%s': expected a number of "
-                        "milliseconds, 0 or more, or forever (get only)\n",
+                        "milliseconds, 0 or more, or forever (get and stage "
+                        "only)\n",
                         optarg);
                 return 2;
             }
+            break;
+        case 'o':
+            if (opt.cmd != CMD_STAGE || optarg[0] == '\0') {
+                fprintf(stderr,
+                        "rivet-store: --to: a folder, for stage only\n");
+                return 2;
+            }
+            opt.to = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -285,7 +299,7 @@ static int parse_args(int argc, char **argv)
     opt.nfiles = argc - 1 - optind;
     if (opt.nfiles <= 0) {
         fprintf(stderr, "rivet-store: %s: no %s named\n", argv[1],
-                opt.get_only ? "object" : "file");
+                opt.cmd == CMD_GET ? "object" : "file");
         usage(stderr);
         return 2;
     }
