@@ -4,7 +4,9 @@
 # leaks slowly. Loopback only; it stops by itself.
 #
 #   bench/soak.sh [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV] [-l LOADS]
+#                 [-p]
 #
+# (-p: no runs, the plot of CSV again.)
 # Three loads (-l: a comma-separated choice of them, default all), an
 # equal share of the time each (default 30 minutes in all), as
 # 2 processes of 2 worker threads:
@@ -31,14 +33,16 @@ seconds=1800
 job=$top/configs/test-ucx-shm.yaml
 out=$here/results/soak.csv
 loads=am,store,mcts
-while getopts d:B:c:o:l: opt; do
+plot_only=0
+while getopts d:B:c:o:l:p opt; do
   case $opt in
     d) seconds=$OPTARG ;;
     B) build=$OPTARG ;;
     c) job=$OPTARG ;;
     o) out=$OPTARG ;;
     l) loads=$OPTARG ;;
-    *) echo "usage: $0 [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV] [-l LOADS]" >&2
+    p) plot_only=1 ;;
+    *) echo "usage: $0 [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV] [-l LOADS] [-p]" >&2
        exit 2 ;;
   esac
 done
@@ -46,6 +50,41 @@ IFS=, read -r -a load_list <<< "$loads"
 for l in "${load_list[@]}"; do
   case $l in am|store|mcts) ;; *) echo "$0: unknown load $l" >&2; exit 2 ;; esac
 done
+# The plot of $out: every load's ranks' resident memory over time, one
+# data block per load and rank (the CSV interleaves them).
+plot() {
+  command -v gnuplot > /dev/null || return 0
+  local png=${out%.csv}.png dat=${out%.csv}.plot.dat secs titles=() test rank
+  secs=$(awk -F, 'NR > 1 && $1 > m { m = $1 } END { print m + 1 }' "$out")
+  : > "$dat"
+  for test in "${load_list[@]}"; do
+    for rank in 0 1; do
+      awk -F, -v t="$test" -v r="$rank" 'NR > 1 && $2 == t && $3 == r { print $1 / 60, $4 / 1024 }' \
+        "$out" >> "$dat"
+      printf '\n\n' >> "$dat"
+      titles+=("$test-rank-$rank")
+    done
+  done
+  gnuplot <<GP && echo "plot: $png"
+set terminal pngcairo size 1000,500 noenhanced
+set output '$png'
+set title "Soak: each rank's resident memory under continuous load, sampled every second (about $secs s per load)"
+set xlabel 'time in the test (min)'; set ylabel 'resident memory (MiB)'
+set key outside; set grid
+plot for [i=0:${#titles[@]}-1] '$dat' index i using 1:2 with lines lw 2 title word("${titles[*]}", i+1)
+GP
+  rm -f "$dat"
+}
+if [ $plot_only -eq 1 ]; then
+  # The loads the CSV holds, in the order of -l.
+  kept=()
+  for l in "${load_list[@]}"; do
+    grep -q "^[0-9.]*,$l," "$out" && kept+=("$l")
+  done
+  load_list=("${kept[@]}")
+  plot
+  exit 0
+fi
 cmake --build "$build" -j "$(nproc)" --target rv-soak rv-mcts-match rivetrun \
   rivet-ucx > /dev/null
 per=$(( seconds / ${#load_list[@]} ))
@@ -140,22 +179,4 @@ awk -F, -v warm=$(( per / 5 )) 'NR > 1 && $1 >= warm {
   { echo "test,rank,samples,rss_mean_kib,rss_slope_pct_per_10min,fds_mean,fds_slope_pct_per_10min"
     cat; } | tee "${out%.csv}-slopes.csv" | column -s, -t
 
-if command -v gnuplot > /dev/null; then
-  png=${out%.csv}.png
-  {
-    echo "set terminal png size 1000,500"
-    echo "set output '$png'; set datafile separator ','"
-    echo "set xlabel 'time in the test (min)'; set ylabel 'resident memory (MiB)'"
-    echo "set key outside; set grid"
-    printf "plot "
-    sep=""
-    for test in "${load_list[@]}"; do
-      for rank in 0 1; do
-        printf "%s'%s' using (strcol(2) eq '%s' && \$3 == %d ? \$1 / 60 : 1/0):(\$4 / 1024) with lines title '%s rank %d'" \
-          "$sep" "$out" "$test" "$rank" "$test" "$rank"
-        sep=", "
-      done
-    done
-    echo
-  } | gnuplot 2> /dev/null && echo "plot: $png"
-fi
+plot
