@@ -33,6 +33,17 @@ static void problem(char *buf, size_t len, size_t *used, const char *fmt, ...)
     }
 }
 
+typedef bool (*skip_fn)(const char *key, void *arg);
+
+/* Whether any of the NULL-terminated @p keys is to be left out. */
+static bool skipped(skip_fn skip, void *arg, const char *const *keys)
+{
+    for (; skip != NULL && *keys != NULL; keys++)
+        if (skip(*keys, arg))
+            return true;
+    return false;
+}
+
 /* transport.name names a plugin that can be loaded. */
 static int check_transport(const rv_core_config_t *core, char *buf, size_t len,
                            size_t *used)
@@ -75,8 +86,12 @@ static int check_progress(const rv_core_config_t *core, char *buf, size_t len,
     return 1;
 }
 
-int rv_config_check(const rv_config_t *cfg, char *errbuf, size_t errlen)
+int rv__config_check(const rv_config_t *cfg, skip_fn skip, void *arg,
+                     char *errbuf, size_t errlen)
 {
+    static const char *const transport_keys[] = {"transport.name", NULL};
+    static const char *const progress_keys[] = {
+        "progress.mode", "progress.executors", "job.threads", NULL};
     const rv_core_config_t *core = rv_core_config(cfg);
     size_t used = 0;
     int n = 0;
@@ -85,7 +100,14 @@ int rv_config_check(const rv_config_t *cfg, char *errbuf, size_t errlen)
         errbuf[0] = '\0';
     if (core == NULL)
         return 0;
-    n += check_transport(core, errbuf, errlen, &used);
-    n += check_progress(core, errbuf, errlen, &used);
+    if (!skipped(skip, arg, transport_keys))
+        n += check_transport(core, errbuf, errlen, &used);
+    if (!skipped(skip, arg, progress_keys))
+        n += check_progress(core, errbuf, errlen, &used);
     return n;
+}
+
+int rv_config_check(const rv_config_t *cfg, char *errbuf, size_t errlen)
+{
+    return rv__config_check(cfg, NULL, NULL, errbuf, errlen);
 }

@@ -39,6 +39,10 @@ struct rv_config {
 };
 
 /* State of one load: where errors go and the configuration being filled. */
+/* Keys whose values a load refused, remembered so that the checks of keys
+ * against each other leave them out (rv_config_check.c). */
+#define RV_CFG_FAILED_MAX 32
+
 typedef struct rv_config_loader {
     const char *path;          /* the file, for messages */
     const unsigned char *text; /* its contents, for reader error positions */
@@ -46,7 +50,24 @@ typedef struct rv_config_loader {
     char *errbuf; /* caller's buffer, or NULL to log */
     size_t errlen;
     rv_config_t *cfg;
+    bool parsed; /* the file was YAML (its keys were read, some refused) */
+    char failed[RV_CFG_FAILED_MAX][RV_CFG_KEY_MAX];
+    int nfailed;
 } rv_config_loader_t;
+
+/* Remembers that the value of @p key was refused. */
+void rv__config_failed(rv_config_loader_t *ld, const char *key);
+/* Whether the value of @p key was refused (@p arg: the loader). */
+bool rv__config_key_failed(const char *key, void *arg);
+
+/*
+ * rv_config_check, leaving out each check that weighs a key for which
+ * @p skip (when not NULL) returns true: the keys a load refused keep
+ * their defaults, and a check of them would blame the defaults.
+ */
+int rv__config_check(const rv_config_t *cfg,
+                     bool (*skip)(const char *key, void *arg), void *arg,
+                     char *errbuf, size_t errlen);
 
 /* ---- registry (rv_config_registry.c) ---------------------------------- */
 

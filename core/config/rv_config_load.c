@@ -291,6 +291,7 @@ static rv_status_t env_overlay(rv_config_loader_t *ld)
                                          c->data, why, sizeof(why))) {
                 rv__config_report(ld, "environment %s: error: %s: %s", name,
                                   key, why);
+                rv__config_failed(ld, key);
                 status = RV_ERR_CONFIG;
             }
         }
@@ -317,6 +318,44 @@ static void env_stats_alias(rv_config_loader_t *ld)
         core->job.stats = RV_STATS_JSON;
     else
         core->job.stats = RV_STATS_TEXT;
+}
+
+void rv__config_failed(rv_config_loader_t *ld, const char *key)
+{
+    if (ld->nfailed < RV_CFG_FAILED_MAX)
+        snprintf(ld->failed[ld->nfailed++], RV_CFG_KEY_MAX, "%s", key);
+}
+
+bool rv__config_key_failed(const char *key, void *arg)
+{
+    const rv_config_loader_t *ld = arg;
+    /* Past RV_CFG_FAILED_MAX refusals, any key may be among them. */
+    if (ld->nfailed == RV_CFG_FAILED_MAX)
+        return true;
+    for (int i = 0; i < ld->nfailed; i++)
+        if (strcmp(ld->failed[i], key) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * A load that refused some values still reports what the keys it took
+ * make together (rv_config_check), so that one pass over a file names
+ * every problem in it; the checks of refused keys are left out. A file
+ * that is not YAML is left there: none of its keys were read.
+ */
+static void report_cross_key(rv_config_loader_t *ld)
+{
+    char problems[2048];
+    if (ld->path != NULL && !ld->parsed)
+        return;
+    if (rv__config_check(ld->cfg, rv__config_key_failed, ld, problems,
+                         sizeof(problems)) == 0)
+        return;
+    for (char *save = NULL, *line = strtok_r(problems, "\n", &save);
+         line != NULL; line = strtok_r(NULL, "\n", &save))
+        rv__config_report(ld, "%s: error: %s",
+                          ld->path != NULL ? ld->path : "environment", line);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -348,10 +387,13 @@ rv_status_t rv_config_load(const char *path, rv_config_t **cfg_p, char *errbuf,
         rv__config_report(&ld, "table: error: %s", why);
     if (status == RV_OK && path != NULL)
         status = rv__config_load_file(&ld);
-    if (status == RV_OK) {
+    if (status == RV_OK || (status == RV_ERR_CONFIG && ld.parsed)) {
         attach_plugins(&ld);
-        status = env_overlay(&ld);
+        rv_status_t env = env_overlay(&ld);
+        status = status != RV_OK ? status : env;
     }
+    if (status == RV_ERR_CONFIG)
+        report_cross_key(&ld);
     if (status != RV_OK) {
         rv_config_free(ld.cfg);
         return status;

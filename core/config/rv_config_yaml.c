@@ -112,9 +112,9 @@ static rv_status_t pair_key(rv_config_loader_t *ld, yaml_document_t *doc,
 }
 
 /* Sets key @p key, of row @p f in component @p comp, from @p vnode. */
-static rv_status_t set_key(rv_config_loader_t *ld, const char *key,
-                           const rv_config_field_t *f, rv_config_comp_t *comp,
-                           const yaml_node_t *knode, const yaml_node_t *vnode)
+static rv_status_t set_value(rv_config_loader_t *ld, const char *key,
+                             const rv_config_field_t *f, rv_config_comp_t *comp,
+                             const yaml_node_t *knode, const yaml_node_t *vnode)
 {
     char why[RV_CFG_MSG_MAX / 2];
 
@@ -130,6 +130,17 @@ static rv_status_t set_key(rv_config_loader_t *ld, const char *key,
                           comp->data, why, sizeof(why)))
         return error_at(ld, vnode->start_mark, "%s: %s", key, why);
     return RV_OK;
+}
+
+/* set_value, remembering a key it refuses. */
+static rv_status_t set_key(rv_config_loader_t *ld, const char *key,
+                           const rv_config_field_t *f, rv_config_comp_t *comp,
+                           const yaml_node_t *knode, const yaml_node_t *vnode)
+{
+    rv_status_t status = set_value(ld, key, f, comp, knode, vnode);
+    if (status != RV_OK)
+        rv__config_failed(ld, key);
+    return status;
 }
 
 /*
@@ -340,6 +351,7 @@ rv_status_t rv__config_load_file(rv_config_loader_t *ld)
         status = yaml_error(ld, &parser);
         goto err_parser;
     }
+    ld->parsed = true;
     status = load_document(ld, &parser, &doc);
     yaml_document_delete(&doc);
 err_parser:

@@ -215,6 +215,35 @@ void test_tool(void **state)
                                 "job.threads (2)"));
     free(out);
 
+    /* With values refused too, one pass still names them all, the keys
+     * weighed together included; a check of a refused key is left out
+     * (job.threads took its default, which is not what the file says). */
+    path = write_named("all.yaml", "job:\n  threads: 1\n"
+                                   "transport:\n  name: infiniband\n"
+                                   "progress:\n  mode: thread\n"
+                                   "  executors: 3\n"
+                                   "store:\n  rndv_threshold: banana\n");
+    snprintf(cmd, sizeof(cmd), "'%s' -c '%s' --check 2>&1 >/dev/null",
+             RIVET_CONFIG_BIN, path);
+    out = run(cmd, &status);
+    assert_int_equal(status, 1);
+    assert_non_null(strstr(out, ":9:19: error: store.rndv_threshold: 'banana'"));
+    assert_non_null(strstr(out, "error: transport.name: no transport "
+                                "'infiniband' is installed"));
+    assert_non_null(strstr(out, "error: progress.executors: 3 is more than "
+                                "job.threads (1)"));
+    free(out);
+    snprintf(cmd, sizeof(cmd),
+             "RIVET_JOB_THREADS=many '%s' -c '%s' --check 2>&1 >/dev/null",
+             RIVET_CONFIG_BIN, path);
+    out = run(cmd, &status);
+    assert_int_equal(status, 1);
+    assert_non_null(strstr(out, "environment RIVET_JOB_THREADS: error: "
+                                "job.threads:"));
+    assert_non_null(strstr(out, "'infiniband' is installed"));
+    assert_null(strstr(out, "progress.executors"));
+    free(out);
+
     snprintf(cmd, sizeof(cmd), "'%s' --help", RIVET_CONFIG_BIN);
     out = run(cmd, &status);
     assert_int_equal(status, 0);

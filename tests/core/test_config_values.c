@@ -159,11 +159,21 @@ void test_env_override(void **state)
                      "one of thread, process");
     clear_config_env();
 
-    /* A file error comes before the environment is looked at. */
+    /* A file's errors come first, then the environment's: one load names
+     * every problem. */
     setenv("RIVET_JOB_THREADS", "0", 1);
-    expect_error("job:\n  threads: 9999\n", 2, 12,
-                 "job.threads: 9999 is out of range; expected an integer in "
-                 "1..1024");
+    path = write_yaml("job:\n  threads: 9999\n");
+    char want[1024];
+    cfg = NULL;
+    assert_int_equal(rv_config_load(path, &cfg, err, sizeof(err)),
+                     RV_ERR_CONFIG);
+    assert_null(cfg);
+    snprintf(want, sizeof(want),
+             "%s:2:12: error: job.threads: 9999 is out of range; expected an "
+             "integer in 1..1024\nenvironment RIVET_JOB_THREADS: error: "
+             "job.threads: 0 is out of range; expected an integer in 1..1024",
+             path);
+    assert_string_equal(err, want);
     clear_config_env();
 }
 
