@@ -256,7 +256,7 @@ static void control_timed(rv_worker_t *w)
                                     &res) == RV_OK,
                "a search of 0.2 s");
         double t = now_s() - t0;
-        EXPECT(t >= 0.2 && t < 10, "a search of 0.2 s took %.3f s", t);
+        EXPECT(t >= 0.2 && t < 60, "a search of 0.2 s took %.3f s", t);
         EXPECT(res.rollouts > 0, "no rollout in 0.2 s");
         done += res.rollouts;
         rv_mcts_stats_t st = stats_checked(w, "a timed search");
