@@ -21,8 +21,9 @@
 #   tcp-sha256  the same, both writers also hashing what they write, as
 #               rivet-store stage checks every file.
 # Every writer writes a temporary file, fsyncs and renames it. The rate is
-# host 1's: its summary line (rivet), its receiver's (tcp), from the first
-# byte it fetched or received to the last file renamed.
+# host 1's, to its last file renamed: rivet's summary line counts from the
+# barrier before rank 0 reads the first file, the receiver's from its
+# connection's accept (its sender reads the files as it sends them).
 # Open MPI's own mpirun --preload-files is not measured: it copies into
 # the remote process's working folder, which on these hosts (one shared
 # file system, as the namespaces share it) is the folder the file is in.
@@ -52,7 +53,7 @@ while getopts "r:f:m:b:P:ph" o; do
     b) build=$OPTARG ;;
     P) peers=$OPTARG ;;
     p) plot_only=1 ;;
-    *) sed -n "2,39p" "$0"; exit 2 ;;
+    *) sed -n "2,36p" "$0"; exit 2 ;;
   esac
 done
 results=$here/results
@@ -109,7 +110,8 @@ for ((rep = 1; rep <= reps; rep++)); do
     [ $((rep % 2)) -eq 0 ] && order=$(echo $impls | tr ' ' '\n' | tac | tr '\n' ' ')
     for impl in $order; do
       before=$(machine_probe "$tmp/states.csv" "$rep,$dest,$impl,before")
-      r=$(run "$dest" "$impl" "$rep")
+      r=$(run "$dest" "$impl" "$rep") && [ -n "$r" ] ||
+        { echo "stage: $dest $impl: no rate in its output" >&2; exit 1; }
       after=$(machine_probe "$tmp/states.csv" "$rep,$dest,$impl,after")
       set -- $r
       echo "$rep,$dest,$impl,$nfiles,$bytes,$1,$2,$(machine_state_of "$before" "$after")" >> "$runs"

@@ -109,10 +109,20 @@ def main():
     addr, port, out, files = args[0], int(args[1]), args[2], args[3:]
     out = out.replace("%h", socket.gethostname())
     if os.environ.get("OMPI_COMM_WORLD_RANK") == "0":
-        copy = threading.Thread(target=local_copy, args=(out, files, digest))
+        failed = []
+
+        def copy_or_fail():
+            try:
+                local_copy(out, files, digest)
+            except OSError as e:
+                failed.append(e)
+
+        copy = threading.Thread(target=copy_or_fail)
         copy.start()
         send(addr, port, files)
         copy.join()
+        if failed:
+            sys.exit(f"stage_tcp: the local copy failed: {failed[0]}")
     else:
         receive(port, out, digest)
 

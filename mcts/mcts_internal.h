@@ -146,12 +146,11 @@ typedef struct mc_proc {
     struct mc_worker **workers; /* this process's, by local index */
     mc_counters_t count;
     /* The current search, in the root's process: the rollouts started
-     * and done, how many to run, whether its time is up (no rollout
-     * starts after), and the last search whose end was broadcast. */
+     * (MC_EXPIRED set in it once the search's time is up: none starts
+     * after) and done, how many to run, and the last search whose end
+     * was broadcast. */
     _Atomic uint64_t started, done, target;
-    _Atomic bool expired;
     _Atomic uint32_t stop_sent;
-    int64_t deadline_ns;         /* rv_time_ns() at which it expires, 0 never */
     _Atomic uint64_t done_total; /* since the root was made or kept */
     uint64_t inflight;           /* most rollouts in flight */
 } mc_proc_t;
@@ -240,6 +239,12 @@ bool mc_rollout_start(mc_worker_t *mw);
 /* The search's time is up: no rollout starts from now on, and its end is
  * broadcast once those in flight are done. The root's process only. */
 void mc_search_expire(mc_worker_t *mw);
+
+/* The bit of mc_proc_t.started that says the search's time is up. It
+ * lives in the counter the rollouts' start moves (a compare-and-swap)
+ * so that no rollout can start between the time being found up and the
+ * count of those started being read. */
+#define MC_EXPIRED ((uint64_t)1 << 63)
 unsigned mc_sims_run(mc_worker_t *mw, unsigned most);
 
 /* mcts_tree.c: roots, moves, reclamation and statistics. */

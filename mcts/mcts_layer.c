@@ -107,7 +107,7 @@ static void idle(mc_worker_t *mw, bool searching)
 
 /* Sets the search's counters in every process (the root's moves from
  * process to process as moves are played, and the summary adds them
- * all), its target and its deadline; each process's worker 0 does. */
+ * all) and its target; each process's worker 0 does. */
 static void search_reset(mc_worker_t *mw, const mc_cmd_t *cmd, bool root_proc)
 {
     mc_proc_t *p = mw->proc;
@@ -116,7 +116,6 @@ static void search_reset(mc_worker_t *mw, const mc_cmd_t *cmd, bool root_proc)
     atomic_store(&p->started, 0);
     atomic_store(&p->done, 0);
     atomic_store(&p->target, root_proc ? cmd->arg : 0);
-    atomic_store(&p->expired, false);
     /* The commands' numbers start again with each job of the process. */
     atomic_store(&p->stop_sent, 0);
 }
@@ -314,35 +313,47 @@ static rv_status_t root_usable(rv_worker_t *w, const char *what)
     return RV_OK;
 }
 
-rv_status_t rv_mcts_search_timed(rv_worker_t *w, uint64_t rollouts,
-                                 double seconds, rv_mcts_result_t *res)
+/* A search for @p rollouts rollouts within @p limit_ns (0: no limit), as
+ * the program's call @p what asked for it. */
+static rv_status_t search_control(rv_worker_t *w, const char *what,
+                                  uint64_t rollouts, uint64_t limit_ns,
+                                  rv_mcts_result_t *res)
 {
     mc_worker_t *mw = mc_of(w);
-    if (res == NULL || root_usable(w, "rv_mcts_search") != RV_OK)
+    if (res == NULL || root_usable(w, what) != RV_OK)
         return RV_ERR_INVALID;
     memset(res, 0, offsetof(rv_mcts_result_t, moves));
     if (mw != NULL && mw->root != RV_GPTR_NULL &&
         mw->proc->game->is_terminal(mw->root_state)) {
-        rv_error("rv_mcts_search: the game is over in the root position");
+        rv_error("%s: the game is over in the root position", what);
         return RV_ERR_INVALID;
     }
+    if (rollouts == 0 && mw != NULL)
+        rollouts = (uint64_t)mw->proc->cfg->rollouts_per_move;
+    double t0 = now_s();
+    rv_status_t st =
+        control(w, what, MC_OP_SEARCH, rollouts, limit_ns, NULL, NULL, res);
+    res->seconds = now_s() - t0;
+    if (st != RV_OK)
+        res->rollouts = 0;
+    return st;
+}
+
+rv_status_t rv_mcts_search_timed(rv_worker_t *w, uint64_t rollouts,
+                                 double seconds, rv_mcts_result_t *res)
+{
     if (!(seconds > 0) && rollouts == RV_MCTS_ROLLOUTS_UNBOUNDED) {
         rv_error("rv_mcts_search_timed: neither a number of rollouts nor a "
                  "time bounds the search");
         return RV_ERR_INVALID;
     }
-    if (rollouts == 0 && mw != NULL)
-        rollouts = (uint64_t)mw->proc->cfg->rollouts_per_move;
-    uint64_t limit_ns = seconds > 0 ? (seconds < 1e9 ? (uint64_t)(seconds * 1e9)
-                                                     : UINT64_MAX / 4)
-                                    : 0;
-    double t0 = now_s();
-    rv_status_t st = control(w, "rv_mcts_search", MC_OP_SEARCH, rollouts,
-                             limit_ns, NULL, NULL, res);
-    res->seconds = now_s() - t0;
-    if (st != RV_OK)
-        res->rollouts = 0;
-    return st;
+    /* At least 1 ns: 0 says "no limit" on the wire. */
+    uint64_t limit_ns = 0;
+    if (seconds > 0)
+        limit_ns = seconds >= 1e9   ? UINT64_MAX / 4
+                   : seconds < 1e-9 ? 1
+                                    : (uint64_t)(seconds * 1e9);
+    return search_control(w, "rv_mcts_search_timed", rollouts, limit_ns, res);
 }
 
 rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
@@ -353,7 +364,7 @@ rv_status_t rv_mcts_search(rv_worker_t *w, uint64_t rollouts,
                  "(rv_mcts_search_timed)");
         return RV_ERR_INVALID;
     }
-    return rv_mcts_search_timed(w, rollouts, 0, res);
+    return search_control(w, "rv_mcts_search", rollouts, 0, res);
 }
 
 rv_status_t rv_mcts_play(rv_worker_t *w, rv_mcts_move_t m)

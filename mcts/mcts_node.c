@@ -251,27 +251,31 @@ static void search_stop(mc_worker_t *mw)
 
 /* One rollout came back to the root (this is the root's process). The
  * search ends with its target's last rollout or, once its time is up,
- * with the last of those started. A rollout that started just as the
- * time ran out may come back after the end was broadcast: the search's
- * closing rv_quiesce waits for it. */
+ * with the last of those started: none starts after MC_EXPIRED is set,
+ * so when the end is broadcast no rollout is left in flight. */
 static void rollout_done(mc_worker_t *mw)
 {
     mc_proc_t *p = mw->proc;
     atomic_fetch_add_explicit(&p->done_total, 1, memory_order_relaxed);
     uint64_t d = atomic_fetch_add(&p->done, 1) + 1;
+    uint64_t s = atomic_load(&p->started);
     if (d == atomic_load(&p->target) ||
-        (atomic_load(&p->expired) && d >= atomic_load(&p->started)))
+        ((s & MC_EXPIRED) && d >= (s & ~MC_EXPIRED)))
         search_stop(mw);
 }
 
 void mc_search_expire(mc_worker_t *mw)
 {
     mc_proc_t *p = mw->proc;
-    if (atomic_exchange(&p->expired, true))
+    if (atomic_load(&p->started) & MC_EXPIRED)
         return;
-    /* Stored before started is read: a rollout_done that follows sees
-     * expired, and one that came before is counted in done here. */
-    if (atomic_load(&p->done) >= atomic_load(&p->started))
+    /* From here no rollout starts (its compare-and-swap on started
+     * fails); s is every one that did. A rollout_done before this is
+     * counted in done below; one after sees MC_EXPIRED. */
+    uint64_t s = atomic_fetch_or(&p->started, MC_EXPIRED);
+    if (s & MC_EXPIRED)
+        return;
+    if (atomic_load(&p->done) >= s)
         search_stop(mw);
 }
 
@@ -694,7 +698,7 @@ bool mc_rollout_start(mc_worker_t *mw)
     mc_proc_t *p = mw->proc;
     uint64_t s = atomic_load(&p->started);
     do {
-        if (s >= atomic_load(&p->target) || atomic_load(&p->expired) ||
+        if ((s & MC_EXPIRED) || s >= atomic_load(&p->target) ||
             s - atomic_load(&p->done) >= p->inflight)
             return false;
     } while (!atomic_compare_exchange_weak(&p->started, &s, s + 1));

@@ -31,8 +31,9 @@ typedef struct app {
 /* A new game of @p size (Hex) on an empty board; RV_ERR_INVALID for a
  * size out of range. */
 rv_status_t app_new_game(app_t *a, int size);
-/* Turns Hex's swap rule on or off in the game (its moves so far kept)
- * and at the search's root. */
+/* Turns Hex's swap rule on or off in the game, its moves so far kept
+ * (RV_ERR_INVALID, nothing changed, for off when a swap was played), and
+ * at the search's root. */
 rv_status_t app_set_swap(app_t *a, bool on);
 /* Plays @p m (legal) in the game and at the search's root. */
 rv_status_t app_play(app_t *a, rv_mcts_move_t m);
@@ -64,8 +65,9 @@ void clock_settings(gtp_clock_t clocks[2], double main_s, double byo_s,
                     int byo_stones);
 /* time_left: what the controller's clock shows for one player. */
 void clock_left(gtp_clock_t *k, double left_s, int stones);
-/* The seconds the next move may take with @p empty cells left to play;
- * below 0 when the clock sets no limit. */
+/* The seconds the next move may take with @p empty cells left to play
+ * (0 for a clock already overdrawn); below 0 when the clock sets no
+ * limit. */
 double clock_budget(const gtp_clock_t *k, int empty);
 /* The search's share of a move's @p budget, the rest kept for what a
  * genmove does beside it. */

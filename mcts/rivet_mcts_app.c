@@ -58,13 +58,12 @@ rv_status_t app_set_swap(app_t *a, bool on)
 {
     if (a->game != rv_mcts_hex())
         return RV_ERR_INVALID;
+    for (int i = 0; !on && i < a->nhistory; i++)
+        if (a->history[i] == RV_MCTS_HEX_SWAP)
+            return RV_ERR_INVALID;
     a->swap = on;
     rv_mcts_hex_set_swap(a->start, on);
-    /* A swap already played stays one only where the rule holds. */
-    int n = 0;
-    while (n < a->nhistory && (on || a->history[n] != RV_MCTS_HEX_SWAP))
-        n++;
-    return replay(a, n);
+    return replay(a, a->nhistory);
 }
 
 int64_t app_config_int(rv_context_t *ctx, const char *key, int64_t def)

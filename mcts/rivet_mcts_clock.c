@@ -51,6 +51,10 @@ double clock_budget(const gtp_clock_t *k, int empty)
 {
     if (!k->timed)
         return -1;
+    /* A clock already overdrawn still bounds the move: as short as can
+     * be, never "no limit". */
+    if (k->left_s <= 0 && k->stones > 0)
+        return 0;
     if (k->stones > 0)
         return k->left_s / k->stones;
     int moves = (empty + 1) / 2;
@@ -58,7 +62,7 @@ double clock_budget(const gtp_clock_t *k, int empty)
         moves = (moves + 1) / 2;
     if (moves < 1)
         moves = 1;
-    double share = k->left_s / moves;
+    double share = (k->left_s > 0 ? k->left_s : 0) / moves;
     if (k->byo_s > 0 && k->byo_stones > 0)
         share += k->byo_s / k->byo_stones;
     return share;

@@ -231,7 +231,9 @@ static void cmd_param_game(gtp_t *g, int argc, char **argv)
     else if (a->game != rv_mcts_hex())
         answer(g, false, "only Hex has the swap rule");
     else if (app_set_swap(a, on) != RV_OK)
-        answer(g, false, "the search could not take the position");
+        answer(g, false, "%s",
+               on ? "the search could not take the position"
+                  : "a swap was played: undo it before turning the rule off");
     else
         answer(g, true, "%s", "");
 }

@@ -18,6 +18,8 @@ typedef struct {
     int nfiles;
     char **files;
     uint8_t (*digests)[SHA256_DIGEST_SIZE]; /* rank 0's, for the others */
+    uint32_t *modes; /* rank 0's files' permissions, for stage */
+    double t_begin;  /* stage: when every process began (a barrier) */
     int64_t timeout_ms;
     bool timeout_given; /* -t: else GET_TIMEOUT_MS, and get says so */
     const char *to;     /* stage: the folder on every host ("%h": its name) */
@@ -34,10 +36,10 @@ void sha256_hex(const void *data, size_t n, uint8_t out[SHA256_DIGEST_SIZE],
 void object_id(const char *name, rv_object_id_t *id, char hex[41]);
 double now_s(void);
 
-/* stage: the first worker of each host's first process writes every file
- * rank 0 put (@p put_ok, rank 0's digests in opt.digests) into opt.to,
- * fetching each once for its host. RV_OK, or the first error (each file
- * that failed named on stderr, the others still staged). */
-rv_status_t stage_files(rv_worker_t *w, const bool *put_ok);
+/* stage, on every worker of the job: rank 0's first worker puts the
+ * files, and the first worker of each host's first process writes each
+ * into opt.to, fetching it once for its host. RV_OK, or an error (each
+ * file that failed named on stderr, the others still staged). */
+rv_status_t stage_files(rv_worker_t *w);
 
 #endif

@@ -155,11 +155,17 @@ static int worker(rv_worker_t *w, void *arg)
     bool *put_ok = calloc((size_t)opt.nfiles, sizeof(*put_ok));
     if (put_ok == NULL)
         rv_abort(ctx, 1, "rivet-store: out of memory");
-    if (opt.cmd != CMD_PUT && !opt.timeout_given && rv_worker_tid(w) == 0)
+    if (opt.cmd == CMD_STAGE) {
+        st = stage_files(w);
+        free(put_ok);
+        rv_barrier(w);
+        return st == RV_OK ? 0 : 1;
+    }
+    if (opt.cmd == CMD_GET && !opt.timeout_given && rv_worker_tid(w) == 0)
         fprintf(stderr,
-                "rivet-store: %s waits up to %d s for each object "
+                "rivet-store: get waits up to %d s for each object "
                 "(-t MS or -t forever to change it)\n",
-                opt.cmd == CMD_GET ? "get" : "stage", GET_TIMEOUT_MS / 1000);
+                GET_TIMEOUT_MS / 1000);
     /* A file that cannot be put is said and skipped: the others still go,
      * and the job fails at the end. */
     for (int k = 0; putter && k < opt.nfiles; k++) {
@@ -191,10 +197,7 @@ static int worker(rv_worker_t *w, void *arg)
         }
         free(all);
     }
-    if (opt.cmd == CMD_STAGE && mine && stage_files(w, put_ok) != RV_OK)
-        st = RV_ERR_IO;
-    for (int k = 0; opt.cmd != CMD_STAGE && mine && !putter && k < opt.nfiles;
-         k++) {
+    for (int k = 0; mine && !putter && k < opt.nfiles; k++) {
         if (opt.cmd == CMD_PUT && !put_ok[k]) {
             fprintf(stderr, "rivet-store: %s: rank 0 could not put it\n",
                     opt.files[k]);
@@ -295,6 +298,10 @@ static int parse_args(int argc, char **argv)
             return 2;
         }
     }
+    /* stage waits for each file as long as rank 0 takes to put the ones
+     * before it; a rank that dies ends the job. */
+    if (opt.cmd == CMD_STAGE && !opt.timeout_given)
+        opt.timeout_ms = RV_STORE_WAIT_FOREVER;
     opt.files = argv + 1 + optind;
     opt.nfiles = argc - 1 - optind;
     if (opt.nfiles <= 0) {

@@ -53,6 +53,7 @@ typedef struct rv_config_loader {
     bool parsed; /* the file was YAML (its keys were read, some refused) */
     char failed[RV_CFG_FAILED_MAX][RV_CFG_KEY_MAX];
     int nfailed;
+    bool failed_more; /* more refused than failed holds */
 } rv_config_loader_t;
 
 /* Remembers that the value of @p key was refused. */

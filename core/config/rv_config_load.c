@@ -286,6 +286,7 @@ static rv_status_t env_overlay(rv_config_loader_t *ld)
                                   "environment %s: error: %s: not supported "
                                   "yet (%s)",
                                   name, key, f->later);
+                rv__config_failed(ld, key);
                 status = RV_ERR_CONFIG;
             } else if (!rv__config_parse(f, value, strlen(value), false,
                                          c->data, why, sizeof(why))) {
@@ -324,13 +325,15 @@ void rv__config_failed(rv_config_loader_t *ld, const char *key)
 {
     if (ld->nfailed < RV_CFG_FAILED_MAX)
         snprintf(ld->failed[ld->nfailed++], RV_CFG_KEY_MAX, "%s", key);
+    else
+        ld->failed_more = true;
 }
 
 bool rv__config_key_failed(const char *key, void *arg)
 {
     const rv_config_loader_t *ld = arg;
     /* Past RV_CFG_FAILED_MAX refusals, any key may be among them. */
-    if (ld->nfailed == RV_CFG_FAILED_MAX)
+    if (ld->failed_more)
         return true;
     for (int i = 0; i < ld->nfailed; i++)
         if (strcmp(ld->failed[i], key) == 0)

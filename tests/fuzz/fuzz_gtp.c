@@ -78,14 +78,14 @@ rv_status_t app_undo(app_t *a)
 
 rv_status_t app_set_swap(app_t *a, bool on)
 {
-    int n = 0;
     if (a->game != rv_mcts_hex())
         return RV_ERR_INVALID;
+    for (int i = 0; !on && i < a->nhistory; i++)
+        if (a->history[i] == RV_MCTS_HEX_SWAP)
+            return RV_ERR_INVALID;
     a->swap = on;
     rv_mcts_hex_set_swap(a->start, on);
-    while (n < a->nhistory && (on || a->history[n] != RV_MCTS_HEX_SWAP))
-        n++;
-    return replay(a, n);
+    return replay(a, a->nhistory);
 }
 
 rv_status_t app_search(app_t *a, double seconds, rv_mcts_result_t *res)
