@@ -4,7 +4,7 @@
 # build of their own:
 #
 #   bench/fuzz.sh [-b BUILD_DIR] [-n RUNS] [-t SECONDS] [-o CSV] [-m] [-s]
-#                 [-j JOBS] [-x] [TARGET...]
+#                 [-j JOBS] [-x] [-L MAX_LEN] [TARGET...]
 #
 #   -b  the clang build (default build-fuzz), configured and built here
 #   -n  executions per target (default 10000000)
@@ -26,6 +26,8 @@
 #       execs_per_s are their sums, coverage_edges the most one saw
 #   -x  no build: the targets already built in BUILD_DIR (one copied to a
 #       machine without clang)
+#   -L  longest input libFuzzer makes (-max_len; default: its own choice,
+#       4,096 bytes or the longest seed)
 #
 # New inputs a run finds go to BUILD_DIR/tests/fuzz/corpus/NAME, never to
 # the committed seeds (tests/fuzz/corpus/NAME). A crash becomes a
@@ -42,7 +44,8 @@ smoke=0
 merge=0
 jobs=1
 nobuild=0
-while getopts "b:n:t:o:msj:xh" o; do
+maxlen=()
+while getopts "b:n:t:o:msj:xL:h" o; do
   case $o in
     b) build=$OPTARG ;;
     n) runs=$OPTARG ;;
@@ -52,7 +55,8 @@ while getopts "b:n:t:o:msj:xh" o; do
     s) smoke=1 ;;
     j) jobs=$OPTARG ;;
     x) nobuild=1 ;;
-    *) sed -n "2,35p" "$0"; exit 2 ;;
+    L) maxlen=(-max_len="$OPTARG") ;;
+    *) sed -n "2,37p" "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -115,7 +119,7 @@ run_target() {
   # default limit (-rss_limit_mb, 2 GiB) would report that as a crash.
   local pids=() i
   for ((i = 0; i < jobs; i++)); do
-    "$exe" "${limits[@]}" -close_fd_mask=3 -print_final_stats=1 \
+    "$exe" "${limits[@]}" "${maxlen[@]}" -close_fd_mask=3 -print_final_stats=1 \
       -malloc_limit_mb=4096 -rss_limit_mb=6144 -seed=$((i + 1)) \
       -artifact_prefix="$bin/$t-" "$work" "${seeds[@]}" >"$log.$i" 2>&1 &
     pids+=($!)
