@@ -86,29 +86,18 @@ static rv_status_t call_am(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     return st;
 }
 
-/* A call to another process that its target answers through
- * rivet.am.done (not a ring note of the write path, which the ring's own
- * order completes) is named by a pending slot (am_pend.c), which the call
- * carries instead of pointers; the slot is given back if the call does
- * not leave. */
-static rv_status_t remote_call(am_worker_t *aw, const call_desc_t *cd,
-                               rv_sync_t *s, bool notify, bool by_send)
+rv_status_t am_slot_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
+                         am_call_fn fn)
 {
-    const call_desc_t *c = cd;
-    call_desc_t remote; /* copied only to carry the token */
-    if (notify && (by_send || !am_path_write(aw) || cd->ret != NULL)) {
-        bool bcast = cd->am_flags & AM_BCAST;
-        remote = *cd;
-        remote.token =
-            am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
-                        bcast ? RV_TID_ALL : cd->dest, cd->notifications);
-        if (remote.token == 0)
-            return RV_ERR_NO_MEMORY;
-        c = &remote;
-    }
-    rv_status_t st =
-        by_send ? call_am(aw, c, s, notify) : am_record_call(aw, c, s, notify);
-    if (st != RV_OK && c == &remote)
+    bool bcast = cd->am_flags & AM_BCAST;
+    call_desc_t remote = *cd; /* copied only to carry the token */
+    remote.token =
+        am_pend_add(aw, s, cd->ret, (uint32_t)cd->ret_len,
+                    bcast ? RV_TID_ALL : cd->dest, cd->notifications);
+    if (remote.token == 0)
+        return RV_ERR_NO_MEMORY;
+    rv_status_t st = fn(aw, &remote, s, true);
+    if (st != RV_OK)
         am_pend_cancel(aw, remote.token);
     return st;
 }
@@ -116,13 +105,8 @@ static rv_status_t remote_call(am_worker_t *aw, const call_desc_t *cd,
 static rv_status_t send_call(am_worker_t *aw, const call_desc_t *cd,
                              rv_sync_t *s, bool notify)
 {
-    return remote_call(aw, cd, s, notify, true);
-}
-
-static rv_status_t record_call(am_worker_t *aw, const call_desc_t *cd,
-                               rv_sync_t *s, bool notify)
-{
-    return remote_call(aw, cd, s, notify, false);
+    return notify ? am_slot_call(aw, cd, s, call_am)
+                  : call_am(aw, cd, s, false);
 }
 
 rv_status_t am_chan_bcast(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
@@ -133,7 +117,7 @@ rv_status_t am_chan_bcast(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
 
 /* Plain calls over send or without trad aggregation have no fast entry:
  * they are described, as every other call. */
-static bool no_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
+bool am_no_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
     (void)aw;
     (void)dest;
@@ -156,7 +140,7 @@ static bool call_routed(am_worker_t *aw, rv_tid_t dest, rv_tid_t hop,
     return am_route_put(aw, hop, &f);
 }
 
-static bool routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
+bool am_routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
     return call_routed(aw, dest, am_route_hop(aw, dest), e);
 }
@@ -165,31 +149,24 @@ static bool routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 /* The choice                                                              */
 
 static const am_chan_ops_t chan_local = {"local", local_fast, local_call};
-static const am_chan_ops_t chan_send = {"send", no_fast, send_call};
-static const am_chan_ops_t chan_trad = {"trad", am_trad_fast, record_call};
-static const am_chan_ops_t chan_record = {"record", no_fast, record_call};
-static const am_chan_ops_t chan_routed_send = {"routed-send", routed_fast,
+static const am_chan_ops_t chan_send = {"send", am_no_fast, send_call};
+static const am_chan_ops_t chan_routed_send = {"routed-send", am_routed_fast,
                                                send_call};
-static const am_chan_ops_t chan_routed_record = {"routed-record", routed_fast,
-                                                 record_call};
 
 const am_chan_ops_t *am_chan_pick(am_worker_t *aw, rv_tid_t dest)
 {
     const rv_am_config_t *cfg = aw->cfg;
     bool by_send =
         cfg->path == RV_AM_PATH_SEND && cfg->aggregation == RV_AGG_NONE;
+    bool routed = am_route_next(aw, dest) != dest;
     const am_chan_ops_t *c;
 
     if (am_local_thread(aw, dest) >= 0)
         c = &chan_local;
-    else if (am_route_next(aw, dest) != dest)
-        c = by_send ? &chan_routed_send : &chan_routed_record;
     else if (by_send)
-        c = &chan_send;
-    else if (cfg->aggregation == RV_AGG_TRAD)
-        c = &chan_trad;
+        c = routed ? &chan_routed_send : &chan_send;
     else
-        c = &chan_record;
+        c = am_record_chan(cfg->aggregation, am_path_write(aw), routed);
     aw->send.chans[dest] = c;
     return c;
 }

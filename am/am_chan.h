@@ -27,6 +27,11 @@
  *   routed-record through another worker: plain calls go as routed
  *                 records to the first hop; the others as send or record
  *
+ * The trad, record and routed-record channels are one per aggregation
+ * and path (trad/write, record/ovfl/send, ...): their bodies are
+ * specialised by the compiler for each, so a call reads neither
+ * am.aggregation nor am.path.
+ *
  * Every channel has two entries. `fast` takes a plain call or a plain
  * call with a result (an am_elem_t: rv_call's and rv_call_return's fast
  * paths past their cursor) and says false when it cannot (the caller then
@@ -101,9 +106,27 @@ static inline am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd)
 /* The synchronizer a call over send gives the transport's send. */
 rv_sync_t *am_send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify);
 
-/* am_chan_rec.c: the trad and record channels' entries. */
+/* A described call's entry. */
+typedef rv_status_t (*am_call_fn)(am_worker_t *aw, const call_desc_t *cd,
+                                  rv_sync_t *s, bool notify);
+
+/* Notifying call @p cd to another process, answered through
+ * rivet.am.done, made by @p fn with a pending slot (am_pend.c) that the
+ * call carries instead of pointers; the slot is given back if the call
+ * does not leave. */
+rv_status_t am_slot_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
+                         am_call_fn fn);
+
+/* am_chan.c: the fast entries of channels without one, and of routed
+ * channels. */
+bool am_no_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
+bool am_routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
+
+/* am_chan_rec.c: trad's fast entry, and the record channel of
+ * aggregation @p agg over the write path or send, reached directly or
+ * (@p routed) with its plain calls routed. */
 bool am_trad_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
-rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
-                           bool notify);
+const am_chan_ops_t *am_record_chan(rv_aggregation_t agg, bool write,
+                                    bool routed);
 
 #endif

@@ -20,6 +20,10 @@
 
 #include "am_chan.h"
 
+/* The record channels' bodies are specialised per aggregation and path
+ * (record_call's instances at the end): inlined into each. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* Applies am.on_full to a call that found its destination's queue over
  * the limit. @p reserved: the call's record is already queued, and ends
  * buffer @p mb at @p mark unless records were queued behind it
@@ -205,11 +209,12 @@ bool am_trad_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
  * in the ring's order. */
 static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
                               const call_desc_t *cd, am_hdr_t *hdr,
-                              rv_sync_t *s, bool notify, bool rma_note)
+                              rv_sync_t *s, bool notify, bool rma_note,
+                              bool write)
 {
     if (am_dest_push(aw, d, false, true) < 0)
         return RV_ERR_TRANSPORT;
-    if (am_path_write(aw)) {
+    if (write) {
         uint64_t token = ++d->ring.detours;
         uint8_t *at = am_dest_reserve(aw, d, am_rec_size(sizeof(token)), false);
         if (at == NULL)
@@ -256,13 +261,13 @@ static size_t agg_limit(const am_worker_t *aw, rv_aggregation_t agg)
  * goes. *rma_note: the call is completed by its ring's order (a ring
  * note of the write path) instead of by rivet.am.done. */
 static am_hdr_t record_hdr(const am_worker_t *aw, const call_desc_t *cd,
-                           bool notify, bool *rma_note)
+                           bool notify, bool write, bool *rma_note)
 {
     am_hdr_t hdr = am_hdr_of(aw, cd);
     *rma_note = false;
     if (notify) {
         hdr.sync = cd->token; /* 0 for a ring note: the ring's order */
-        if (am_path_write(aw) && cd->ret == NULL) {
+        if (write && cd->ret == NULL) {
             hdr.flags |= AM_NOTIFY_RMA;
             *rma_note = true;
         } else {
@@ -300,13 +305,17 @@ static rv_status_t record_queued(am_worker_t *aw, am_dest_t *d,
     return RV_OK;
 }
 
-rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
-                           bool notify)
+/* A record channel's call with aggregation @p agg over the write path or
+ * not (@p write): both constants of each instance below, so that no call
+ * reads what the configuration fixed. */
+static ALWAYS_INLINE rv_status_t record_call(am_worker_t *aw,
+                                             const call_desc_t *cd,
+                                             rv_sync_t *s, bool notify,
+                                             rv_aggregation_t agg, bool write)
 {
     am_dest_t *d = aw->send.dests[cd->dest];
     if (d == NULL && (d = am_dest(aw, cd->dest)) == NULL)
         return RV_ERR_NO_MEMORY;
-    rv_aggregation_t agg = aw->cfg->aggregation;
     if (agg == RV_AGG_TRAD && !notify && cd->n == 0 && cd->am_flags == 0 &&
         trad_append(aw, d,
                     &(am_elem_t){.kind = AM_REC_RUN,
@@ -321,10 +330,10 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     bool rma_note = false;
     am_hdr_t hdr;
     if (need_hdr || size > aw->send.run_max)
-        hdr = record_hdr(aw, cd, notify, &rma_note);
+        hdr = record_hdr(aw, cd, notify, write, &rma_note);
 
     if (size > aw->send.run_max)
-        return call_large(aw, d, cd, &hdr, s, notify, rma_note);
+        return call_large(aw, d, cd, &hdr, s, notify, rma_note, write);
 
     /* Over the limit before this call? */
     size_t limit = agg_limit(aw, agg);
@@ -355,4 +364,57 @@ rv_status_t am_record_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     else if (notify)
         atomic_fetch_add(&s->pending, 1);
     return RV_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The record channels, one per aggregation and path                       */
+
+/* A call its target answers through rivet.am.done carries a pending slot
+ * (am_chan.h, am_slot_call); a ring note of the write path is completed
+ * by the ring's order instead and needs none. */
+#define RECORD_CHANNEL(agg_name, AGG, path, WRITE)                             \
+    static rv_status_t record_##agg_name##_##path(                             \
+        am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s, bool notify)     \
+    {                                                                          \
+        return record_call(aw, cd, s, notify, AGG, WRITE);                     \
+    }                                                                          \
+    static rv_status_t call_##agg_name##_##path(                               \
+        am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s, bool notify)     \
+    {                                                                          \
+        if (notify && (!(WRITE) || cd->ret != NULL))                           \
+            return am_slot_call(aw, cd, s, record_##agg_name##_##path);        \
+        return record_##agg_name##_##path(aw, cd, s, notify);                  \
+    }
+
+RECORD_CHANNEL(none, RV_AGG_NONE, send, false)
+RECORD_CHANNEL(none, RV_AGG_NONE, write, true)
+RECORD_CHANNEL(ovfl, RV_AGG_OVFL, send, false)
+RECORD_CHANNEL(ovfl, RV_AGG_OVFL, write, true)
+RECORD_CHANNEL(trad, RV_AGG_TRAD, send, false)
+RECORD_CHANNEL(trad, RV_AGG_TRAD, write, true)
+
+/* [aggregation][write path][routed]. The record channel of am.aggregation
+ * none over send is never chosen: that is the send channel. */
+static const am_chan_ops_t record_chans[3][2][2] = {
+    [RV_AGG_NONE] =
+        {{{"record/none/send", am_no_fast, call_none_send},
+          {"routed-record/none/send", am_routed_fast, call_none_send}},
+         {{"record/none/write", am_no_fast, call_none_write},
+          {"routed-record/none/write", am_routed_fast, call_none_write}}},
+    [RV_AGG_OVFL] =
+        {{{"record/ovfl/send", am_no_fast, call_ovfl_send},
+          {"routed-record/ovfl/send", am_routed_fast, call_ovfl_send}},
+         {{"record/ovfl/write", am_no_fast, call_ovfl_write},
+          {"routed-record/ovfl/write", am_routed_fast, call_ovfl_write}}},
+    [RV_AGG_TRAD] =
+        {{{"trad/send", am_trad_fast, call_trad_send},
+          {"routed-record/trad/send", am_routed_fast, call_trad_send}},
+         {{"trad/write", am_trad_fast, call_trad_write},
+          {"routed-record/trad/write", am_routed_fast, call_trad_write}}},
+};
+
+const am_chan_ops_t *am_record_chan(rv_aggregation_t agg, bool write,
+                                    bool routed)
+{
+    return &record_chans[agg][write][routed];
 }
