@@ -46,6 +46,16 @@ rv_status_t app_search(app_t *a, double seconds, rv_mcts_result_t *res);
 /* Prints the @c top best moves of @p res and its rate. */
 void app_print_result(const app_t *a, const rv_mcts_result_t *res, FILE *f);
 
+/* The game's bookkeeping alone, with no search (rivet_mcts_game.c):
+ * the start of a new game of @p size (RV_ERR_INVALID out of range);
+ * @p m recorded as played (RV_ERR_INVALID, nothing changed, when the
+ * history is full); the position after the history's first @p n moves;
+ * Hex's swap rule on or off, as app_set_swap says. */
+rv_status_t app_game_reset(app_t *a, int size);
+rv_status_t app_game_record(app_t *a, rv_mcts_move_t m);
+void app_game_replay(app_t *a, int n);
+rv_status_t app_game_set_swap(app_t *a, bool on);
+
 /* An integer key of the job's configuration, or @p def. */
 int64_t app_config_int(rv_context_t *ctx, const char *key, int64_t def);
 

@@ -1,7 +1,8 @@
 /*
  * rivet-mcts's game, shared by its modes (rivet_mcts_main.c) and its GTP
- * engine (rivet_mcts_gtp.c): the position, its history and the search of
- * it, on worker 0 of the job.
+ * engine (rivet_mcts_gtp.c): each change of the game (rivet_mcts_game.c)
+ * made at the distributed search's root too, and the search of it, on
+ * worker 0 of the job.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,57 +14,29 @@
 
 rv_status_t app_new_game(app_t *a, int size)
 {
-    if (a->game == rv_mcts_hex()) {
-        if (rv_mcts_hex_init(a->start, size) != RV_OK)
-            return RV_ERR_INVALID;
-        rv_mcts_hex_set_swap(a->start, a->swap);
-        a->size = size;
-    } else {
-        rv_mcts_tictactoe_init(a->start);
-    }
-    memcpy(a->state, a->start, a->game->state_max);
-    a->nhistory = 0;
-    return rv_mcts_position(a->w, a->state);
+    rv_status_t st = app_game_reset(a, size);
+    return st != RV_OK ? st : rv_mcts_position(a->w, a->state);
 }
 
 rv_status_t app_play(app_t *a, rv_mcts_move_t m)
 {
+    /* The search refuses an illegal move before the game records it. */
     rv_status_t st = rv_mcts_play(a->w, m);
-    if (st != RV_OK)
-        return st;
-    a->game->apply(a->state, m);
-    a->history[a->nhistory++] = m;
-    return RV_OK;
-}
-
-/* The position after the first @p n moves of the game's history, at the
- * search's root too. */
-static rv_status_t replay(app_t *a, int n)
-{
-    a->nhistory = n;
-    memcpy(a->state, a->start, a->game->state_max);
-    for (int i = 0; i < a->nhistory; i++)
-        a->game->apply(a->state, a->history[i]);
-    return rv_mcts_position(a->w, a->state);
+    return st != RV_OK ? st : app_game_record(a, m);
 }
 
 rv_status_t app_undo(app_t *a)
 {
     if (a->nhistory == 0)
         return RV_ERR_INVALID;
-    return replay(a, a->nhistory - 1);
+    app_game_replay(a, a->nhistory - 1);
+    return rv_mcts_position(a->w, a->state);
 }
 
 rv_status_t app_set_swap(app_t *a, bool on)
 {
-    if (a->game != rv_mcts_hex())
-        return RV_ERR_INVALID;
-    for (int i = 0; !on && i < a->nhistory; i++)
-        if (a->history[i] == RV_MCTS_HEX_SWAP)
-            return RV_ERR_INVALID;
-    a->swap = on;
-    rv_mcts_hex_set_swap(a->start, on);
-    return replay(a, a->nhistory);
+    rv_status_t st = app_game_set_swap(a, on);
+    return st != RV_OK ? st : rv_mcts_position(a->w, a->state);
 }
 
 int64_t app_config_int(rv_context_t *ctx, const char *key, int64_t def)

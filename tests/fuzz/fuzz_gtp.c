@@ -7,8 +7,8 @@
  *
  * The first byte chooses the game (Hex or tic-tac-toe) and the Hex board's
  * size; the rest is the stream. The program's game functions (app_*),
- * which run the distributed search in rivet-mcts, are replaced here by the
- * same bookkeeping on one process. genmove is answered by the sequential
+ * which also move the distributed search's root in rivet-mcts, are here
+ * its game's bookkeeping alone (rivet_mcts_game.c), on one process. genmove is answered by the sequential
  * UCT search (a few rollouts) on tic-tac-toe, and on Hex by a result made
  * from the legal moves, as the search would rank them: the parser and what
  * GTP prints of a result are under test here, not the search, whose
@@ -31,61 +31,32 @@ static FILE *devnull;
 
 rv_status_t app_new_game(app_t *a, int size)
 {
-    if (a->game == rv_mcts_hex()) {
-        if (rv_mcts_hex_init(a->start, size) != RV_OK)
-            return RV_ERR_INVALID;
-        rv_mcts_hex_set_swap(a->start, a->swap);
-        a->size = size;
-    } else {
-        rv_mcts_tictactoe_init(a->start);
-    }
-    memcpy(a->state, a->start, a->game->state_max);
-    a->nhistory = 0;
-    return RV_OK;
+    return app_game_reset(a, size);
 }
 
 rv_status_t app_play(app_t *a, rv_mcts_move_t m)
 {
     rv_mcts_move_t legal[RV_MCTS_MAX_MOVES];
     int n = a->game->legal_moves(a->state, legal);
-    bool ok = false;
 
     /* The search refuses a move that is not legal; so does this one. */
-    for (int i = 0; i < n && !ok; i++)
-        ok = legal[i] == m;
-    if (!ok || a->nhistory == RV_MCTS_MAX_MOVES)
-        return RV_ERR_INVALID;
-    a->game->apply(a->state, m);
-    a->history[a->nhistory++] = m;
-    return RV_OK;
-}
-
-static rv_status_t replay(app_t *a, int n)
-{
-    a->nhistory = n;
-    memcpy(a->state, a->start, a->game->state_max);
-    for (int i = 0; i < a->nhistory; i++)
-        a->game->apply(a->state, a->history[i]);
-    return RV_OK;
+    for (int i = 0; i < n; i++)
+        if (legal[i] == m)
+            return app_game_record(a, m);
+    return RV_ERR_INVALID;
 }
 
 rv_status_t app_undo(app_t *a)
 {
     if (a->nhistory == 0)
         return RV_ERR_INVALID;
-    return replay(a, a->nhistory - 1);
+    app_game_replay(a, a->nhistory - 1);
+    return RV_OK;
 }
 
 rv_status_t app_set_swap(app_t *a, bool on)
 {
-    if (a->game != rv_mcts_hex())
-        return RV_ERR_INVALID;
-    for (int i = 0; !on && i < a->nhistory; i++)
-        if (a->history[i] == RV_MCTS_HEX_SWAP)
-            return RV_ERR_INVALID;
-    a->swap = on;
-    rv_mcts_hex_set_swap(a->start, on);
-    return replay(a, a->nhistory);
+    return app_game_set_swap(a, on);
 }
 
 rv_status_t app_search(app_t *a, double seconds, rv_mcts_result_t *res)
