@@ -30,8 +30,8 @@
 # restore the committed ones with git if the runs were not meant to
 # replace them.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-results=$here/results
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init ab
 rounds=3
 a="" b="" csv="" keys="" col="" name="" summary_only=0 denom=""
 while getopts "A:B:c:k:v:n:N:sd:h" o; do
@@ -45,7 +45,7 @@ while getopts "A:B:c:k:v:n:N:sd:h" o; do
     N) name=$OPTARG ;;
     s) summary_only=1 ;;
     d) denom=$OPTARG ;;
-    *) sed -n "2,32p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -55,7 +55,7 @@ runs=$results/ab-$name-runs.csv
 out=$results/ab-$name.csv
 if [ $summary_only -eq 0 ]; then
 [ -n "$a" ] && [ -n "$b" ] && [ -n "$csv" ] && [ -n "$keys" ] && [ -n "$col" ] &&
-  [ $# -ge 1 ] || { sed -n "2,32p" "$0"; exit 2; }
+  [ $# -ge 1 ] || usage
 
 echo "build,round,key,value" >"$runs"
 for r in $(seq 1 "$rounds"); do
@@ -77,7 +77,6 @@ done
 rm -f "$results/.ab-$name.log"
 fi
 
-median_awk=$(cat "$here/median.awk")
 echo "key,a_median,b_median,b_over_a,a_spread,b_spread" >"$out"
 # With -d, each value over its run's denominator row (rows without one
 # are left out).

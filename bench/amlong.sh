@@ -103,12 +103,10 @@
 # selected parts' earlier runs files.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init amlong-pingpong
 . "$here/machine-state.sh"
 . "$here/peer-info.sh"
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
-build=$top/build
 reps=3
 transports="shm tcp"
 summary_only=0
@@ -126,21 +124,15 @@ while getopts "r:t:b:p:g:P:ash" o; do
     b) build=$OPTARG ;;
     g) gasnet_dir=$OPTARG ;;
     P) peers=$OPTARG ;;
-    *) sed -n "2,73p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/amlong-pingpong-runs.csv
-csv=$results/amlong-pingpong.csv
-png=$results/amlong-pingpong.png
 protocols="reassembly put_sync_send"
 pp_sizes=0,1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768
 pp_sizes_tcp=$pp_sizes,65000,65536,131072,262144,524288,1048576
 pp_sizes=$pp_sizes,65536,131072,262144,524288,1048576
 
-fail() { echo "amlong: $*" >&2; exit 1; }
 part() { [[ " $parts " == *" $1 "* ]]; } # part NAME: is it selected?
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

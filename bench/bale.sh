@@ -58,12 +58,10 @@
 # goes on.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init bale
 . "$here/machine-state.sh"
 . "$here/peer-info.sh"
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
-build=$top/build
 bale_sh=${BALE_SH:-}
 bale_dir=${BALE_DIR:-}
 reps=5
@@ -88,19 +86,12 @@ while getopts "P:B:r:b:t:l:m:a:n:o:sh" o; do
     n) n=$OPTARG ;;
     o) run_timeout=$OPTARG ;;
     s) summary_only=1 ;;
-    *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
-       exit 2 ;;
+    *) usage ;;
   esac
 done
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/bale-runs.csv
-csv=$results/bale.csv
-png=$results/bale.png
 peers_csv=$results/bale-peers.csv
 
-fail() { echo "bale: $*" >&2; exit 1; }
 
 table_size() { # app -> entries per worker, as Bale's runs
   case $1 in histo) echo 1000 ;; ig) echo 100000 ;; esac

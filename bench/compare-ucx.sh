@@ -49,9 +49,8 @@
 # runs file of an earlier run again.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init compare-ucx
 reps=3
 transports="shm tcp"
 summary_only=0
@@ -67,15 +66,11 @@ while getopts "r:t:b:z:W:P:sh" o; do
     z) only_sizes=$OPTARG ;;
     W) window=$OPTARG ;;
     P) peers=$OPTARG ;;
-    *) sed -n "2,49p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 [[ "$window" =~ ^[1-9][0-9]*$ ]] || { echo "compare-ucx: -W wants a count" >&2; exit 2; }
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/compare-ucx-runs.csv
-csv=$results/compare-ucx.csv
 protos=$results/compare-ucx-proto.csv
 states=$results/compare-ucx-state.csv
 proto_header="transport,size,window,rivet_proto,ucx_proto,rivet_am_send,ucx_am_send,rivet_lanes,ucx_lanes,cpu,ucx_version"

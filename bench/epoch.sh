@@ -19,10 +19,8 @@
 # workers than cores are oversubscribed (marked in the summary).
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init epoch
 reps=3
 iters=200000
 configs="1x1 1x2 2x1 4x1"
@@ -34,16 +32,10 @@ while getopts "r:n:c:b:sh" o; do
     c) configs=$OPTARG ;;
     b) build=$OPTARG ;;
     s) summary_only=1 ;;
-    *) sed -n "2,21p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/epoch-runs.csv
-csv=$results/epoch.csv
-png=$results/epoch.png
-fail() { echo "epoch: $*" >&2; exit 1; }
 
 # figure|arguments
 workloads="fig2|-m delete -r 1024

@@ -14,19 +14,18 @@
 # Over verbs, only where the build's RDMA device exists (else those rows
 # say "skipped"): make check-verbs runs the same tests in its guest.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init faults
 out=$here/results/faults.csv
-while getopts B:o: opt; do
+while getopts B:o:h opt; do
   case $opt in
     B) build=$OPTARG ;;
     o) out=$OPTARG ;;
-    *) echo "usage: $0 [-B BUILD] [-o CSV]" >&2; exit 2 ;;
+    *) usage ;;
   esac
 done
 [ -f "$build/CTestTestfile.cmake" ] ||
-  { echo "$0: $build is not a configured build (make build)" >&2; exit 1; }
+  fail "$build is not a configured build (make build)"
 cmake --build "$build" -j "$(nproc)" > /dev/null
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -34,8 +34,8 @@
 # regression input in tests/fuzz/crashes/NAME with its fix.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init fuzz
 build=$top/build-fuzz
 runs=10000000
 secs=1800
@@ -56,7 +56,7 @@ while getopts "b:n:t:o:msj:xL:h" o; do
     j) jobs=$OPTARG ;;
     x) nobuild=1 ;;
     L) maxlen=(-max_len="$OPTARG") ;;
-    *) sed -n "2,37p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 shift $((OPTIND - 1))

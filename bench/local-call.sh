@@ -17,10 +17,8 @@
 # the per-run ratios). With -s, it only summarizes an earlier runs file.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init local-call
 reps=5
 calls=10000000
 summary_only=0
@@ -30,15 +28,10 @@ while getopts "r:n:b:sh" o; do
     n) calls=$OPTARG ;;
     b) build=$OPTARG ;;
     s) summary_only=1 ;;
-    *) sed -n "2,18p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/local-call-runs.csv
-csv=$results/local-call.csv
-fail() { echo "local-call: $*" >&2; exit 1; }
 
 if [ $summary_only -eq 0 ]; then
   [ -x "$build/bin/rv-local-call" ] || fail "$build/bin/rv-local-call not built"

@@ -34,10 +34,8 @@
 # state is "unprobed". With -s it only summarizes earlier runs files.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init mcts-scaling
 . "$here/machine-state.sh"
 reps=5
 rollouts=100000
@@ -52,19 +50,13 @@ while getopts "r:n:p:b:P:sh" o; do
     b) build=$OPTARG ;;
     P) peers=$OPTARG ;;
     s) summary_only=1 ;;
-    *) sed -n "2,35p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/mcts-scaling-runs.csv
-csv=$results/mcts-scaling.csv
-png=$results/mcts-scaling.png
 pruns=$results/mcts-playouts-runs.csv
 pcsv=$results/mcts-playouts.csv
 states=$results/mcts-scaling-state.csv
-fail() { echo "mcts-scaling: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

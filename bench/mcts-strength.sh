@@ -38,10 +38,9 @@
 # "unprobed".
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init mcts-strength
 . "$here/machine-state.sh"
-build=$top/build
 games=200
 rollouts=5000
 ms=2,5,20
@@ -57,16 +56,12 @@ while getopts "g:n:t:x:b:P:ah" o; do
     b) build=$OPTARG ;;
     P) peers=$OPTARG ;;
     a) append=1 ;;
-    *) sed -n "2,38p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
-results=$here/results
-mkdir -p "$results"
-csv=$results/mcts-strength.csv
 log=$results/mcts-strength-games.txt
 states=$results/mcts-strength-state.csv
 header="mode,games,distributed_wins,win_rate,ci_low,ci_high,rollouts_distributed,rollouts_uct,ms_per_move,ms_distributed,ms_uct,state,machine"
-fail() { echo "mcts-strength: $*" >&2; exit 1; }
 [ -x "$build/bin/rv-mcts-match" ] || fail "$build/bin/rv-mcts-match not built"
 [[ -z "$extra" || "$extra" =~ ^[0-9]+:[0-9.]+$ ]] || fail "-x wants GAMES:MS"
 tmp=$(mktemp -d)

@@ -38,9 +38,8 @@
 # mode (a requester and an executor per process, at least) is
 # oversubscribed; the summary says so.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init offload
 reps=3
 secs=1
 requesters="1 2 4 8"
@@ -56,11 +55,9 @@ while getopts "r:t:q:b:n:mph" o; do
     n) outname=$OPTARG ;;
     m) label=1 ;;
     p) plot_only=1 ;;
-    *) sed -n "2,35p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
-results=$here/results
-mkdir -p "$results"
 runs=$results/$outname-runs.csv
 csv=$results/$outname.csv
 cruns=$results/$outname-completers-runs.csv
@@ -138,7 +135,6 @@ fi # plot_only
 
 # Medians over the repetitions (of the runs written so far, with -p), the
 # machine's label kept where the runs have one.
-median_awk=$(cat "$here/median.awk")
 medians() { # runs-file header out-file
   local head=$2
   head -1 "$1" | grep -q ',machine$' && head="$head,machine"

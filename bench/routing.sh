@@ -33,10 +33,9 @@
 #   destination (see the end of this script);
 #   bench/results/routing.png.
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init routing
 . "$here/machine-state.sh"
-top=$(dirname "$here")
-build=$top/build
 workers="2 4 8 16 32"
 routings="direct host twohop"
 n=200000
@@ -50,13 +49,9 @@ while getopts "w:R:n:r:b:P:h" o; do
     r) reps=$OPTARG ;;
     b) build=$OPTARG ;;
     P) peers=$OPTARG ;;
-    *) sed -n "2,35p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
-results=$here/results
-mkdir -p "$results"
-runs=$results/routing-runs.csv
-csv=$results/routing.csv
 model=$results/routing-model.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

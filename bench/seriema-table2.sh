@@ -28,9 +28,8 @@
 # With -s, it only summarizes the runs file of an earlier run again.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init seriema-table2
 reps=3
 transports="shm tcp"
 summary_only=0
@@ -40,25 +39,16 @@ while getopts "r:t:b:sh" o; do
     r) reps=$OPTARG ;;
     t) transports=$OPTARG ;;
     b) build=$OPTARG ;;
-    *) sed -n "2,28p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/seriema-table2-runs.csv
-csv=$results/seriema-table2.csv
 ratios=$results/seriema-table2-ratios.csv
-png=$results/seriema-table2.png
 
 modes="send write trad ovfl"
 sizes="8 64 256"
 raw_only_sizes="4096"
 
-fail() {
-  echo "seriema-table2: $*" >&2
-  exit 1
-}
 
 if [ $summary_only -eq 1 ]; then
   [ -s "$runs" ] || fail "no runs file $runs to summarize"

@@ -26,15 +26,14 @@
 # RSS and descriptors after the warm-up (the first fifth of the test's
 # time), as percent per 10 minutes of their mean: the target is below 1.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init soak
 seconds=1800
 job=$top/configs/test-ucx-shm.yaml
 out=$here/results/soak.csv
 loads=am,store,mcts
 plot_only=0
-while getopts d:B:c:o:l:p opt; do
+while getopts d:B:c:o:l:ph opt; do
   case $opt in
     d) seconds=$OPTARG ;;
     B) build=$OPTARG ;;
@@ -42,8 +41,7 @@ while getopts d:B:c:o:l:p opt; do
     o) out=$OPTARG ;;
     l) loads=$OPTARG ;;
     p) plot_only=1 ;;
-    *) echo "usage: $0 [-d SECONDS] [-B BUILD] [-c JOB.yaml] [-o CSV] [-l LOADS] [-p]" >&2
-       exit 2 ;;
+    *) usage ;;
   esac
 done
 IFS=, read -r -a load_list <<< "$loads"

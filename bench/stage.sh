@@ -37,9 +37,8 @@
 # c2c-probe.c, each run is labelled with the machine's state.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init stage
 reps=3
 nfiles=4
 mib=32
@@ -53,13 +52,9 @@ while getopts "r:f:m:b:P:ph" o; do
     b) build=$OPTARG ;;
     P) peers=$OPTARG ;;
     p) plot_only=1 ;;
-    *) sed -n "2,36p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
-results=$here/results
-runs=$results/stage-runs.csv
-csv=$results/stage.csv
-png=$results/stage.png
 . "$here/machine-state.sh"
 tmp=$(mktemp -d /tmp/rivet-stage.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -120,7 +115,6 @@ for ((rep = 1; rep <= reps; rep++)); do
   done
 done
 
-median_awk=$(cat "$here/median.awk")
 cpu=$(machine_model)
 awk -F, -v files="$nfiles" -v mib="$mib" -v cpu="$cpu" "$median_awk"'
   NR > 1 { k = $2 "," $3; v[k] = v[k] " " $7; s[k] = s[k] (s[k] ? ";" : "") $8

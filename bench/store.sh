@@ -66,15 +66,12 @@
 # earlier runs file.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
-build=$top/build
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init store
 reps=3
 sizes=1024,4096,16384,32768,65536,262144,1048576,4194304,16777216
 summary_only=0
 peers=${PEERS_DIR:-}
-results=$here/results
 while getopts "r:s:b:P:o:Sh" o; do
   case $o in
     r) reps=$OPTARG ;;
@@ -83,16 +80,11 @@ while getopts "r:s:b:P:o:Sh" o; do
     P) peers=$OPTARG ;;
     o) results=$OPTARG ;;
     S) summary_only=1 ;;
-    *) sed -n "2,66p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
 
-mkdir -p "$results"
-runs=$results/store-runs.csv
-csv=$results/store.csv
-png=$results/store.png
 state_csv=$results/store-state.csv
-fail() { echo "store: $*" >&2; exit 1; }
 port=$((20000 + RANDOM % 20000))
 . "$here/ucx-perftest.sh"
 # ucx_perftest's client is the side that fetches: where rivet's rank 0 is.

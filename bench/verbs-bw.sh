@@ -46,14 +46,12 @@
 # on a small machine starve each other).
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init verbs-bw
 . "$here/guest.sh"
 modes="all_signaled manual automatic ib_send_bw ib_write_bw"
 now() { echo "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
-fail() { echo "verbs-bw: $*" >&2; exit 1; }
 
 # --- inside the guest ----------------------------------------------------
 # verbs-bw.sh --in-guest BUILD RUNS LOGDIR REPS ITERS SIZES
@@ -119,7 +117,6 @@ if [ "${1:-}" = --in-guest ]; then
 fi
 
 # --- on the host ---------------------------------------------------------
-build=$top/build
 reps=3
 iters=131072
 sizes="8 16 32 64 128 256 512 1024 2048 4096"
@@ -131,16 +128,11 @@ while getopts "r:n:s:b:Sh" o; do
     s) sizes=$OPTARG ;;
     b) build=$OPTARG ;;
     S) summary_only=1 ;;
-    *) sed -n "2,46p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
-case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+build=$(bench_abs "$build")
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/verbs-bw-runs.csv
-csv=$results/verbs-bw.csv
-png=$results/verbs-bw.png
 
 t0=$(now)
 if [ $summary_only -eq 0 ]; then

@@ -27,14 +27,12 @@
 # qemu guest runs.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-median_awk=$(cat "$here/median.awk")
-top=$(dirname "$here")
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init verbs-rndv
 . "$here/guest.sh"
 modes="read write_imm rivet"
 now() { echo "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
-fail() { echo "verbs-rndv: $*" >&2; exit 1; }
 
 # --- inside the guest ----------------------------------------------------
 # verbs-rndv.sh --in-guest BUILD RUNS LOGDIR REPS SIZES WINDOWS
@@ -61,7 +59,6 @@ if [ "${1:-}" = --in-guest ]; then
 fi
 
 # --- on the host ---------------------------------------------------------
-build=$top/build
 reps=5
 sizes=16384,65536,262144,1048576,4194304
 windows=1,8
@@ -73,16 +70,11 @@ while getopts "r:s:W:b:Sh" o; do
     W) windows=$OPTARG ;;
     b) build=$OPTARG ;;
     S) summary_only=1 ;;
-    *) sed -n "2,27p" "$0"; exit 2 ;;
+    *) usage ;;
   esac
 done
-case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+build=$(bench_abs "$build")
 
-results=$here/results
-mkdir -p "$results"
-runs=$results/verbs-rndv-runs.csv
-csv=$results/verbs-rndv.csv
-png=$results/verbs-rndv.png
 
 t0=$(now)
 if [ $summary_only -eq 0 ]; then
