@@ -1,7 +1,15 @@
 # The transport test matrix. Every multi-process test is registered by
-# rivet_job_test(), once per transport configuration and job shape it
-# names, so that this file alone says which configurations exist and how a
-# test runs over each.
+# rivet_job_test(), once per cell of the matrix and job shape it asks for,
+# so that this file alone says which configurations exist, how a test runs
+# over each, and which cells are not run and why. The matrix has two axes:
+# the transport configurations below and the progress engine's modes
+# (inline, thread, dynamic, direct). A test says what it needs of a
+# transport (NEEDS: ucx, verbs, rdma, one-host, hosts, emulated; or ON,
+# a list) and which modes (MODES), and runs on every cell that has them,
+# less the exceptions (RIVET_TEST_EXCEPTIONS: the cells cut, each with its
+# reason); RIVET_TEST_FULL moves cells from make check to check-full.
+# The build writes every cell asked for, run or not and why, to
+# test-matrix.csv.
 #
 # Transport configurations (job file in configs/; ctest label):
 #   ucx-shm       UCX over shared memory          test-ucx-shm.yaml  ucx-shm
@@ -115,57 +123,240 @@ foreach(base verbs ucx-rc)
   set(rivet_tp_${tp}_launcher ${PROJECT_SOURCE_DIR}/scripts/rdma-hosts.sh)
 endforeach()
 
-# The progress engine's modes (progress.mode) over a transport: the same
-# configuration, named <transport>-<mode>, with the worker threads'
-# operations offloaded to an executor thread per process (thread, dynamic)
-# or posted under a lock to one shared transport worker (direct).
-#   ucx-shm-thread ucx-shm-dynamic ucx-shm-direct
-#   ucx-tcp-thread ucx-tcp-dynamic
-#   ucx-hosts-dynamic
-#   verbs-thread   verbs-dynamic
-foreach(derived ucx-shm:thread ucx-shm:dynamic ucx-shm:direct ucx-tcp:thread
-    ucx-tcp:dynamic ucx-hosts:dynamic verbs:thread verbs:dynamic)
-  string(REPLACE ":" ";" parts ${derived})
-  list(GET parts 0 base)
-  list(GET parts 1 mode)
-  set(tp ${base}-${mode})
-  list(APPEND RIVET_TEST_TRANSPORTS ${tp})
-  foreach(what file label rdma timeout launcher)
-    set(rivet_tp_${tp}_${what} ${rivet_tp_${base}_${what}})
+# The matrix's second axis, the progress engine's modes (progress.mode):
+# every configuration above in each, named <transport>-<mode> (inline, the
+# default, keeps the transport's name), with the worker threads'
+# operations offloaded to an executor thread per process (thread,
+# dynamic) or posted under a lock to one shared transport worker
+# (direct).
+set(RIVET_TEST_BASES ${RIVET_TEST_TRANSPORTS})
+set(RIVET_TEST_MODES inline thread dynamic direct)
+foreach(base IN LISTS RIVET_TEST_BASES)
+  foreach(mode thread dynamic direct)
+    set(tp ${base}-${mode})
+    list(APPEND RIVET_TEST_TRANSPORTS ${tp})
+    foreach(what file label rdma timeout launcher)
+      set(rivet_tp_${tp}_${what} ${rivet_tp_${base}_${what}})
+    endforeach()
+    set(rivet_tp_${tp}_env ${rivet_tp_${base}_env} RIVET_PROGRESS_MODE=${mode})
   endforeach()
-  set(rivet_tp_${tp}_env ${rivet_tp_${base}_env} RIVET_PROGRESS_MODE=${mode})
 endforeach()
 
+# What each configuration is, for a test to say what it needs (NEEDS):
+#   ucx, verbs  the plugin
+#   rdma        an RDMA device (a Soft-RoCE guest under make check-verbs)
+#   one-host    rivetrun's jobs on this machine
+#   hosts       a job across two hosts
+#   emulated    UCX's one-sided operations emulated over its AMs where
+#               the transport has none (shm, tcp)
+set(rivet_tp_ucx-shm_caps ucx one-host emulated)
+set(rivet_tp_ucx-tcp_caps ucx one-host emulated)
+set(rivet_tp_ucx-hosts_caps ucx hosts emulated)
+set(rivet_tp_ucx-rc_caps ucx rdma one-host)
+set(rivet_tp_verbs_caps verbs rdma one-host)
+set(rivet_tp_verbs-shared_caps verbs rdma one-host)
+set(rivet_tp_verbs-hosts_caps verbs rdma hosts)
+set(rivet_tp_ucx-rc-hosts_caps ucx rdma hosts)
+
+# The exceptions: cells of the matrix a test that asks for them does not
+# run, and why, in this one table. A row is
+#   "TEST CONFIGURATION WHY"
+# two regular expressions without spaces, over the test's name as
+# registered (with @TRANSPORT@ and @SHAPE@ in it) and over the
+# configuration, then the reason. Every cell a test asked for, run or not, is listed with its
+# reason in the build's test-matrix.csv.
+set(RIVET_TEST_EXCEPTIONS
+  # make check-verbs runs every RDMA test in a 2-vCPU guest whose RDMA
+  # device is emulated in software, inside CI's hour: the progress modes
+  # run over one RDMA configuration, verbs with a queue pair per thread.
+  "^(am|rma|epoch|conformance|mcts|store)- ^(ucx-rc|verbs-shared)-(thread|dynamic|direct)$ RDMA guest time: verbs carries the progress modes"
+  "^(am|rma|epoch|conformance)- ^verbs-direct$ RDMA guest time: direct differs from thread only in who posts, checked over UCX"
+  "^(mcts|store)- ^verbs-(thread|dynamic|direct)$ RDMA guest time: am, rma, epoch and conformance carry the modes over verbs"
+  # The search's and the store's variants (aggregation, owners,
+  # thresholds, eviction) differ above the transport; over RDMA the guest
+  # runs each layer's plain test (a search plays 50 times slower there).
+  "^(mcts-ttt-|mcts-@TRANSPORT@-@SHAPE@-|store-@TRANSPORT@-@SHAPE@-|store-evict-) ^(ucx-rc|verbs|verbs-shared)$ RDMA guest time: the variants differ above the transport, checked over UCX shm and tcp"
+  "^(mcts|store)-@TRANSPORT@-@SHAPE@$ ^(ucx-rc|verbs-shared)$ RDMA guest time: the layer runs over verbs there (mcts-verbs-2x1, store-verbs-2x1)"
+  "-(completers|trad)- ^verbs-thread$ RDMA guest time: completer threads are above the transport, run over verbs under dynamic"
+  "^(am|rma)-@TRANSPORT@-(completers|trad)- ^verbs RDMA guest time: completer threads and trad under dynamic are above the transport, checked over UCX shm and tcp, and conformance over verbs"
+  "-k2- ^(ucx-rc|verbs) RDMA guest time: two executors per process are above the transport, checked over UCX shm and tcp"
+  # Two hosts are whole-machine jobs run one at a time (make
+  # check-multinode, ~2 min): dynamic, the mode with the most threads,
+  # stands for the others there.
+  "^(am|rma|epoch|conformance)- ^ucx-hosts-(thread|direct)$ two-host jobs run alone: dynamic stands for the modes"
+  "^(am|rma|epoch|conformance)- ^(verbs|ucx-rc)-hosts- two emulated RDMA hosts: the modes run over one host's verbs"
+  # Two emulated RDMA hosts (two guests joined by a socket) take about 7
+  # minutes for four jobs: the layers run over verbs between them, UCX rc
+  # the conformance suite.
+  "^(am|rma|epoch|mcts)- ^ucx-rc-hosts$ two emulated RDMA hosts: UCX rc between them runs the conformance suite"
+)
+
+# Cells that make check leaves to make check-full (label stress), so that
+# it stays a few minutes on two cores, in rows as the exceptions'.
+set(RIVET_TEST_FULL
+  # A search over tcp takes 5 to 17 s; make check runs its plain one
+  # (mcts-ucx-tcp-2x2), check-full the variants and the progress modes.
+  "^mcts-(ttt-@TRANSPORT@|@TRANSPORT@-@SHAPE@-) ^ucx-tcp$ a search over tcp takes 5 to 17 s"
+  "^mcts- ^ucx-(shm|tcp)-(thread|dynamic|direct)$ a search under each progress mode takes 4 to 17 s"
+)
+
+# rivet_matrix_match(OUT NAME CELL TABLE): the reason of the first row of
+# TABLE (RIVET_TEST_EXCEPTIONS or RIVET_TEST_FULL) that matches test NAME
+# over configuration CELL, else empty; the row is marked used.
+function(rivet_matrix_match out name cell table)
+  set(${out} "" PARENT_SCOPE)
+  foreach(row IN LISTS ${table})
+    string(REGEX MATCH "^([^ ]+) ([^ ]+) (.+)$" row_ok "${row}")
+    if(NOT row_ok)
+      message(FATAL_ERROR "${table}: '${row}' is not "
+        "\"TEST-REGEX CONFIGURATION-REGEX WHY\" (no ';' in WHY)")
+    endif()
+    set(test_re "${CMAKE_MATCH_1}")
+    set(cell_re "${CMAKE_MATCH_2}")
+    set(reason "${CMAKE_MATCH_3}")
+    if(name MATCHES "${test_re}" AND cell MATCHES "${cell_re}")
+      set_property(GLOBAL APPEND PROPERTY RIVET_TEST_ROWS_USED "${row}")
+      set(${out} "${reason}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
+# rivet_matrix_cells(OUT NAME NEEDS ON MODES SHAPES): the configurations
+# test NAME runs over (see rivet_job_test); every cell asked for goes to
+# the global property RIVET_TEST_MATRIX, with the exception's reason when
+# it is not run.
+function(rivet_matrix_cells out name needs only modes shapes)
+  set(bases ${RIVET_TEST_BASES})
+  if(only)
+    set(bases ${only})
+  endif()
+  if(NOT modes)
+    set(modes inline)
+  elseif(modes STREQUAL "all")
+    set(modes ${RIVET_TEST_MODES})
+  endif()
+  string(REPLACE ";" " " shapes "${shapes}")
+  set(cells "")
+  set(long "")
+  foreach(base IN LISTS bases)
+    if(NOT base IN_LIST RIVET_TEST_BASES)
+      message(FATAL_ERROR "rivet_job_test(${name}): no transport '${base}' "
+        "(there are: ${RIVET_TEST_BASES})")
+    endif()
+    set(has TRUE)
+    foreach(cap IN LISTS needs)
+      if(NOT cap IN_LIST rivet_tp_${base}_caps)
+        set(has FALSE)
+      endif()
+    endforeach()
+    if(NOT has)
+      continue()
+    endif()
+    foreach(mode IN LISTS modes)
+      if(NOT mode IN_LIST RIVET_TEST_MODES)
+        message(FATAL_ERROR "rivet_job_test(${name}): no progress mode "
+          "'${mode}' (there are: ${RIVET_TEST_MODES})")
+      endif()
+      set(cell ${base}-${mode})
+      if(mode STREQUAL "inline")
+        set(cell ${base})
+      endif()
+      set(why run)
+      rivet_matrix_match(except "${name}" "${cell}" RIVET_TEST_EXCEPTIONS)
+      if(except)
+        set(why "${except}")
+      endif()
+      if(why STREQUAL "run")
+        list(APPEND cells ${cell})
+        rivet_matrix_match(full "${name}" "${cell}" RIVET_TEST_FULL)
+        if(full)
+          list(APPEND long ${cell})
+          set(why "check-full: ${full}")
+        endif()
+      endif()
+      set_property(GLOBAL APPEND PROPERTY RIVET_TEST_MATRIX
+        "${name},${cell},${shapes},\"${why}\"")
+    endforeach()
+  endforeach()
+  set(${out} ${cells} PARENT_SCOPE)
+  set(${out}_long ${long} PARENT_SCOPE)
+endfunction()
+
+# rivet_write_test_matrix(): writes every cell the job tests asked for, run
+# or not and why, to the build's test-matrix.csv
+# (test,configuration,shapes,run), once every test is registered; an
+# exception that matched no cell stops the configuration.
+function(rivet_write_test_matrix)
+  # An exception that no test asks for hides nothing: a stale row.
+  get_property(used GLOBAL PROPERTY RIVET_TEST_ROWS_USED)
+  foreach(row IN LISTS RIVET_TEST_EXCEPTIONS RIVET_TEST_FULL)
+    if(NOT row IN_LIST used)
+      message(FATAL_ERROR "RIVET_TEST_EXCEPTIONS or RIVET_TEST_FULL: no "
+        "test asks for the cells of '${row}'; remove the row")
+    endif()
+  endforeach()
+  get_property(rows GLOBAL PROPERTY RIVET_TEST_MATRIX)
+  set(text "test,configuration,shapes,run\n")
+  foreach(row IN LISTS rows)
+    string(REPLACE "@TRANSPORT@" "*" row "${row}")
+    string(REPLACE "@SHAPE@" "*" row "${row}")
+    string(APPEND text "${row}\n")
+  endforeach()
+  file(WRITE ${CMAKE_BINARY_DIR}/test-matrix.csv "${text}")
+endfunction()
+
 # rivet_job_test(NAME PROGRAM target LAYER layer
-#                TRANSPORTS config... SHAPES PxT...
+#                {[NEEDS capability...] [ON transport...] [MODES mode...]
+#                 | TRANSPORTS configuration...}
+#                SHAPES PxT...
 #                [ENV VAR=value...] [ARGS arg...] [WRAP command...]
 #                [TIMEOUT seconds] [LABELS label...])
 #
-# Registers one ctest per transport configuration and shape: PROGRAM (a
-# target) run through rivetrun as P processes of T worker threads with the
-# configuration's job file. NAME is the test's name, in which @TRANSPORT@
-# and @SHAPE@ stand for the configuration and the shape (conformance-
-# @TRANSPORT@-@SHAPE@ gives conformance-ucx-shm-2x1); names must come out
-# unique. ARGS are the program's arguments (default: the test's name, which
-# the CMocka job tests print as their group name). ENV adds to, or
-# overrides, the configuration's environment. WRAP is a command the job
-# command is appended to, such as tests/expect.sh with its checks and
-# "--" (a regular expression there keeps its square brackets balanced:
-# CMake does not split a list inside brackets). TIMEOUT is the launcher's
-# (rivetrun --timeout), by default the configuration's. The test's labels
-# are the configuration's, LAYER, and LABELS.
+# Registers one ctest per cell of the matrix the test asks for and shape:
+# PROGRAM (a target) run through rivetrun as P processes of T worker
+# threads with the configuration's job file. The cells are every
+# transport (of RIVET_TEST_BASES, or of ON) that has every capability of
+# NEEDS, in each of MODES (default inline; all: every mode), less the
+# table of exceptions above. TRANSPORTS instead names the configurations
+# outright, for a test about one of them. NAME is the test's name, in
+# which @TRANSPORT@ and @SHAPE@ stand for the configuration and the shape
+# (conformance-@TRANSPORT@-@SHAPE@ gives conformance-ucx-shm-2x1); names
+# must come out unique. ARGS are the program's arguments (default: the
+# test's name, which the CMocka job tests print as their group name). ENV
+# adds to, or overrides, the configuration's environment. WRAP is a
+# command the job command is appended to, such as tests/expect.sh with its
+# checks and "--" (a regular expression there keeps its square brackets
+# balanced: CMake does not split a list inside brackets). TIMEOUT is the
+# launcher's (rivetrun --timeout), by default the configuration's. The
+# test's labels are the configuration's, LAYER, and LABELS.
 function(rivet_job_test name)
   cmake_parse_arguments(PARSE_ARGV 1 J "" "PROGRAM;LAYER;TIMEOUT"
-    "TRANSPORTS;SHAPES;ENV;ARGS;WRAP;LABELS")
+    "TRANSPORTS;NEEDS;ON;MODES;SHAPES;ENV;ARGS;WRAP;LABELS")
   if(J_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "rivet_job_test(${name}): unknown arguments "
       "${J_UNPARSED_ARGUMENTS}")
   endif()
-  foreach(required PROGRAM LAYER TRANSPORTS SHAPES)
+  foreach(required PROGRAM LAYER SHAPES)
     if(NOT J_${required})
       message(FATAL_ERROR "rivet_job_test(${name}): ${required} is required")
     endif()
   endforeach()
+  if(J_TRANSPORTS AND (J_NEEDS OR J_ON OR J_MODES))
+    message(FATAL_ERROR "rivet_job_test(${name}): TRANSPORTS names the "
+      "configurations; NEEDS, ON and MODES choose them from the matrix")
+  endif()
+  set(J_TRANSPORTS_long "")
+  if(NOT J_TRANSPORTS)
+    rivet_matrix_cells(J_TRANSPORTS "${name}" "${J_NEEDS}" "${J_ON}"
+      "${J_MODES}" "${J_SHAPES}")
+  else()
+    string(REPLACE ";" " " shapes "${J_SHAPES}")
+    foreach(tp IN LISTS J_TRANSPORTS)
+      set_property(GLOBAL APPEND PROPERTY RIVET_TEST_MATRIX
+        "${name},${tp},${shapes},named")
+    endforeach()
+  endif()
 
   # Variables the test's ENV sets replace the configuration's.
   set(overridden "")
@@ -227,6 +418,9 @@ function(rivet_job_test name)
       list(APPEND env ${J_ENV})
 
       set(labels ${rivet_tp_${tp}_label} ${J_LAYER} ${J_LABELS})
+      if(tp IN_LIST J_TRANSPORTS_long)
+        list(APPEND labels stress)
+      endif()
       math(EXPR ctest_timeout "${timeout} + ${RIVET_TEST_TIMEOUT_MARGIN}")
       add_test(NAME ${test} COMMAND ${cmd})
       set_tests_properties(${test} PROPERTIES
