@@ -2,17 +2,17 @@
  * The registered memory test: one CMocka group ("mem") over several files,
  * one for each allocator,
  *
- *   test_mem.c           the chunk allocator, over the mock transport and
+ *   test_mem.c           the chunk allocator, over the loop transport and
  *                        over the real UCX plugin; main
  *   test_mem_huge.c      the chunk allocator's huge pages
  *   test_mem_circular.c  the circular and linear-circular sub-allocators,
  *                        and the statistics of every sub-allocator
  *   test_mem_general.c   the general sub-allocator
  *
- * and what they share. Each file has its own mock transport
- * (mock_transport.h keeps its state per file): the chunk allocators a file
- * makes with make_chunks register through that file's mock, whose counts
- * its checks read. Include after <cmocka.h>.
+ * and what they share. The chunk allocators a test makes with make_chunks
+ * register through the loop transport, rivet's test transport, built into
+ * this program (tests/install/loop_transport.h), whose counts its checks
+ * read; each test resets them first. Include after <cmocka.h>.
  */
 #ifndef RIVET_TESTS_MEM_TEST_H
 #define RIVET_TESTS_MEM_TEST_H
@@ -20,7 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mock_transport.h"
+#include "loop_transport.h"
+#include "mem_check.h"
 #include "rv_regmem.h"
 
 /* skip(), counted: test_mem's main tells ctest a machine-dependent test
@@ -35,26 +36,12 @@ extern int mem_skipped;
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
 
-/* Whether [p, p+len) lies inside one live registration. */
-static inline bool registered(const void *p, size_t len)
-{
-    bool ok = false;
-    pthread_mutex_lock(&mock.lock);
-    for (int i = 0; i < mock.nlive && !ok; i++) {
-        const char *a = mock.live[i]->addr;
-        ok = (const char *)p >= a &&
-             (const char *)p + len <= a + mock.live[i]->len;
-    }
-    pthread_mutex_unlock(&mock.lock);
-    return ok;
-}
-
-/* A chunk allocator over this file's mock transport. */
+/* A chunk allocator over the loop transport. */
 static inline rv_mem_chunk_allocator_t *
 make_chunks(size_t chunk, rv_huge_pages_t hp, rv_mem_source_t source, int node)
 {
     rv_mem_chunk_params_t p = {
-        .ops = &mock_ops,
+        .ops = &loop_ops,
         .tp = NULL,
         .numa_node = node,
         .chunk_size = chunk,

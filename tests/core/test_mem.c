@@ -2,7 +2,7 @@
  * Registered memory: the per-NUMA-zone chunk allocator and the circular,
  * linear-circular and general sub-allocators (core/rv_regmem.h).
  *
- * Most tests run over a mock transport that counts registrations and keeps
+ * Most tests run over the loop transport, built in, that counts registrations and keeps
  * the registered ranges, so that "one registration per chunk" and "every
  * allocation lies in registered memory" can be checked exactly. One test
  * runs the chunk allocator over the real UCX plugin, on both of its paths.
@@ -67,7 +67,7 @@ void test_chunk_register_once(void **state)
     rv_mem_chunk_t *c[8], *again, *region;
     (void)state;
 
-    mock_reset(false);
+    loop_mem_reset(false);
     rv_mem_chunk_allocator_t *a =
         make_chunks(chunk, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
     assert_int_equal(rv_mem_chunk_source(a), RV_MEM_SOURCE_MMAP);
@@ -80,24 +80,24 @@ void test_chunk_register_once(void **state)
         assert_non_null(c[i]->rkey);
         assert_int_equal(c[i]->rkey_len, sizeof(void *));
         assert_ptr_equal(*(rv_tmem_t *const *)c[i]->rkey, c[i]->tmem);
-        assert_true(registered(c[i]->addr, chunk));
+        assert_true(loop_mem_registered(c[i]->addr, chunk));
         memset(c[i]->addr, i, chunk);
     }
-    assert_int_equal(mock.registers, 8);
-    assert_int_equal(mock.packs, 8);
-    assert_int_equal(mock.allocs, 0);
-    assert_int_equal(mock.overlaps, 0);
+    assert_int_equal(loop_mem.registers, 8);
+    assert_int_equal(loop_mem.packs, 8);
+    assert_int_equal(loop_mem.allocs, 0);
+    assert_int_equal(loop_mem.overlaps, 0);
 
     /* A freed chunk comes back registered: no new registration. */
     rv_mem_chunk_free(a, c[3]);
     assert_int_equal(rv_mem_chunk_alloc(a, 1, &again), RV_OK);
     assert_ptr_equal(again, c[3]);
-    assert_int_equal(mock.registers, 8);
+    assert_int_equal(loop_mem.registers, 8);
 
     /* A region of 3 chunks is one registration, gone when freed. */
     assert_int_equal(rv_mem_chunk_alloc(a, 3, &region), RV_OK);
     assert_int_equal(region->len, 3 * chunk);
-    assert_int_equal(mock.registers, 9);
+    assert_int_equal(loop_mem.registers, 9);
     rv_mem_stats_t s = rv_mem_chunk_stats(a);
     assert_int_equal(s.bytes_reserved, 11 * chunk);
     assert_int_equal(s.bytes_registered, 11 * chunk);
@@ -105,7 +105,7 @@ void test_chunk_register_once(void **state)
     assert_int_equal(s.registrations, 9);
     assert_int_equal(s.chunks[RV_MEM_PAGE_NORMAL], 11);
     rv_mem_chunk_free(a, region);
-    assert_int_equal(mock.deregisters, 1);
+    assert_int_equal(loop_mem.deregisters, 1);
 
     /* Cached chunks go on trim; the rest on destroy. */
     rv_mem_chunk_free(a, c[0]);
@@ -117,12 +117,12 @@ void test_chunk_register_once(void **state)
     s = rv_mem_chunk_stats(a);
     assert_int_equal(s.bytes_reserved, 6 * chunk);
     assert_int_equal(s.deregistrations, 3);
-    assert_int_equal(mock.registers, 9);
+    assert_int_equal(loop_mem.registers, 9);
 
     rv_mem_chunk_allocator_destroy(a);
-    assert_int_equal(mock.deregisters, 9);
-    assert_int_equal(mock.releases, mock.packs);
-    assert_int_equal(mock.nlive, 0);
+    assert_int_equal(loop_mem.deregisters, 9);
+    assert_int_equal(loop_mem.releases, loop_mem.packs);
+    assert_int_equal(loop_mem.nlive, 0);
 }
 
 /* The transport path: chunks from ops->mem_alloc, never mem_register. */
@@ -132,7 +132,7 @@ void test_chunk_transport_source(void **state)
     rv_mem_chunk_t *c[3];
     (void)state;
 
-    mock_reset(true);
+    loop_mem_reset(true);
     rv_mem_chunk_allocator_t *a =
         make_chunks(chunk, RV_HUGE_AUTO, RV_MEM_SOURCE_TRANSPORT, 0);
     for (int i = 0; i < 3; i++) {
@@ -141,14 +141,14 @@ void test_chunk_transport_source(void **state)
         assert_int_equal(c[i]->numa_node, 0);
         check_placement(c[i]->addr, chunk, 0);
     }
-    assert_int_equal(mock.allocs, 3);
-    assert_int_equal(mock.registers, 0);
+    assert_int_equal(loop_mem.allocs, 3);
+    assert_int_equal(loop_mem.registers, 0);
     rv_mem_stats_t s = rv_mem_chunk_stats(a);
     assert_int_equal(s.registrations, 3);
     assert_int_equal(s.chunks[RV_MEM_PAGE_TRANSPORT], 3);
     rv_mem_chunk_allocator_destroy(a);
-    assert_int_equal(mock.deregisters, 3);
-    assert_int_equal(mock.releases, 3);
+    assert_int_equal(loop_mem.deregisters, 3);
+    assert_int_equal(loop_mem.releases, 3);
 
     /* AUTO follows caps.mem_alloc_mapped, unless huge pages are required. */
     a = make_chunks(chunk, RV_HUGE_AUTO, RV_MEM_SOURCE_AUTO, -1);
@@ -157,7 +157,7 @@ void test_chunk_transport_source(void **state)
     a = make_chunks(chunk, RV_HUGE_REQUIRE, RV_MEM_SOURCE_AUTO, -1);
     assert_int_equal(rv_mem_chunk_source(a), RV_MEM_SOURCE_MMAP);
     rv_mem_chunk_allocator_destroy(a);
-    mock_reset(false);
+    loop_mem_reset(false);
     a = make_chunks(chunk, RV_HUGE_AUTO, RV_MEM_SOURCE_AUTO, -1);
     assert_int_equal(rv_mem_chunk_source(a), RV_MEM_SOURCE_MMAP);
     rv_mem_chunk_allocator_destroy(a);
@@ -166,7 +166,7 @@ void test_chunk_transport_source(void **state)
 void test_chunk_bad_params(void **state)
 {
     rv_mem_chunk_params_t p = {
-        .ops = &mock_ops,
+        .ops = &loop_ops,
         .numa_node = -1,
         .chunk_size = 2 * MIB,
         .huge_pages = RV_HUGE_AUTO,
@@ -176,7 +176,7 @@ void test_chunk_bad_params(void **state)
     char err[4096];
     (void)state;
 
-    mock_reset(false);
+    loop_mem_reset(false);
     p.chunk_size = 5000;
     assert_int_equal(rv_mem_chunk_allocator_create(&p, &a), RV_ERR_INVALID);
     p.chunk_size = 2 * MIB;
@@ -223,7 +223,7 @@ void test_numa_placement(void **state)
     for (int node = 0; node <= numa_max_node(); node++) {
         if (!numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned)node))
             continue;
-        mock_reset(false);
+        loop_mem_reset(false);
         rv_mem_chunk_allocator_t *a =
             make_chunks(chunk, RV_HUGE_AUTO, RV_MEM_SOURCE_MMAP, node);
         assert_int_equal(rv_mem_chunk_alloc(a, 1, &c), RV_OK);

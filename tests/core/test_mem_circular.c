@@ -31,7 +31,7 @@ static bool test_completed(void *arg, uint32_t channel, uint64_t seq)
     return channel < 4 && done_seq[channel] >= seq;
 }
 
-/* Over a fresh mock, with nothing done yet: a chunk allocator of @p chunk
+/* Over fresh loop transport counts, with nothing done yet: a chunk allocator of @p chunk
  * bytes, returned in @p a_p, and a circular allocator over it of units of
  * @p unit bytes, at most @p max_units (0: no limit), recycled by
  * test_completed. */
@@ -39,7 +39,7 @@ static rv_mem_circular_t *make_circular(size_t chunk, size_t unit,
                                         size_t max_units,
                                         rv_mem_chunk_allocator_t **a_p)
 {
-    mock_reset(false);
+    loop_mem_reset(false);
     memset(done_seq, 0, sizeof(done_seq));
     rv_mem_chunk_allocator_t *a =
         make_chunks(chunk, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
@@ -63,7 +63,7 @@ void test_circular_recycle(void **state)
 
     rv_mem_chunk_allocator_t *a;
     rv_mem_circular_t *c = make_circular(chunk, unit, 32, &a);
-    assert_int_equal(mock.registers, 1);
+    assert_int_equal(loop_mem.registers, 1);
 
     /* 16 units from the first chunk, in address order, tagged with
      * alternating channels and freed. */
@@ -71,7 +71,7 @@ void test_circular_recycle(void **state)
         assert_int_equal(rv_mem_circular_alloc(c, &u[i]), RV_OK);
         assert_int_equal(u[i]->len, unit);
         assert_ptr_equal(u[i]->addr, (char *)u[0]->chunk->addr + i * unit);
-        assert_true(registered(u[i]->addr, unit));
+        assert_true(loop_mem_registered(u[i]->addr, unit));
         rv_mem_circular_tag(u[i], (uint32_t)(i % 2), (uint64_t)(i / 2 + 1));
         rv_mem_circular_free(c, u[i]);
     }
@@ -79,9 +79,9 @@ void test_circular_recycle(void **state)
     for (int i = 16; i < 32; i++) {
         assert_int_equal(rv_mem_circular_alloc(c, &u[i]), RV_OK);
         assert_ptr_not_equal(u[i]->chunk, u[0]->chunk);
-        assert_true(registered(u[i]->addr, unit));
+        assert_true(loop_mem_registered(u[i]->addr, unit));
     }
-    assert_int_equal(mock.registers, 2);
+    assert_int_equal(loop_mem.registers, 2);
     rv_mem_stats_t s = rv_mem_circular_stats(c);
     assert_int_equal(s.bytes_reserved, 2 * chunk);
     assert_int_equal(s.bytes_in_use, 32 * unit);
@@ -105,14 +105,14 @@ void test_circular_recycle(void **state)
         expect_recycled(c, u[i]);
     /* Then the second chunk's units, then the first's again. */
     expect_recycled(c, u[16]);
-    assert_int_equal(mock.registers, 2);
+    assert_int_equal(loop_mem.registers, 2);
 
     rv_mem_circular_destroy(c);
     rv_mem_stats_t cs = rv_mem_chunk_stats(a);
     assert_int_equal(cs.bytes_in_use, 0);
     assert_int_equal(cs.bytes_reserved, 2 * chunk); /* cached */
     rv_mem_chunk_allocator_destroy(a);
-    assert_int_equal(mock.nlive, 0);
+    assert_int_equal(loop_mem.nlive, 0);
 }
 
 /* The same protocol driven by a completed-sequence array. */
@@ -122,7 +122,7 @@ void test_circular_seq_array(void **state)
     rv_mem_unit_t *u[4], *x;
     (void)state;
 
-    mock_reset(false);
+    loop_mem_reset(false);
     rv_mem_chunk_allocator_t *a =
         make_chunks(16 * KIB, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
     rv_mem_circular_params_t p = {
@@ -181,7 +181,7 @@ static rv_status_t linear_fill(rv_mem_linear_t *l, size_t unit,
         assert_int_equal((uintptr_t)addr % 8, 0);
         assert_true((char *)addr >= (char *)un->addr &&
                     (char *)addr + 100 <= (char *)un->addr + unit);
-        assert_true(registered(addr, 100));
+        assert_true(loop_mem_registered(addr, 100));
         if (un != cur) {
             /* rollover: the new unit starts at its beginning */
             assert_ptr_equal(addr, un->addr);
@@ -222,7 +222,7 @@ void test_linear(void **state)
     assert_int_equal(linear_fill(l, unit, &f), RV_ERR_AGAIN);
     assert_int_equal(f.units_seen, 16);
     assert_int_equal(f.last_seq_of_first, 39);
-    assert_int_equal(mock.registers, 1);
+    assert_int_equal(loop_mem.registers, 1);
 
     /* The first unit comes back only once its last record completed. */
     done_seq[0] = f.last_seq_of_first - 1;
@@ -281,7 +281,7 @@ void test_stats_add_up(void **state)
     assert_int_equal(s1.bytes_reserved + s2.bytes_reserved, cs.bytes_in_use);
     assert_int_equal(cs.bytes_reserved, cs.bytes_in_use); /* nothing cached */
     assert_int_equal(cs.bytes_registered, cs.bytes_reserved);
-    assert_int_equal(cs.registrations, (uint64_t)mock.registers);
+    assert_int_equal(cs.registrations, (uint64_t)loop_mem.registers);
     /* regions count their chunks */
     assert_int_equal(cs.chunks[RV_MEM_PAGE_NORMAL] * chunk, cs.bytes_reserved);
     assert_int_equal(s1.chunks[RV_MEM_PAGE_NORMAL] +

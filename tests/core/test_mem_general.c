@@ -26,11 +26,11 @@ typedef struct live {
     const rv_mem_chunk_t *chunk;
 } live_t;
 
-/* A general allocator over 64 KiB chunks, with the mock's counts reset;
+/* A general allocator over 64 KiB chunks, with the loop transport's counts reset;
  * *@p a_p gets the chunk allocator, destroyed after it. */
 static rv_mem_general_t *general_64k(rv_mem_chunk_allocator_t **a_p)
 {
-    mock_reset(false);
+    loop_mem_reset(false);
     *a_p = make_chunks(64 * KIB, RV_HUGE_OFF, RV_MEM_SOURCE_MMAP, -1);
     rv_mem_general_t *g = NULL;
     assert_int_equal(rv_mem_general_create(*a_p, &g), RV_OK);
@@ -72,7 +72,7 @@ static void general_alloc_one(shadow_t *sh, size_t chunk, int op)
     assert_int_equal((uintptr_t)cp % eff, 0);
     assert_true(cp >= (char *)ch->addr &&
                 cp + len <= (char *)ch->addr + ch->len);
-    assert_true(registered(cp, len));
+    assert_true(loop_mem_registered(cp, len));
     assert_ptr_equal(rv_mem_general_lookup(sh->g, cp), ch);
     for (int i = 0; i < sh->nlive; i++)
         assert_true(cp + len <= sh->lv[i].addr ||
@@ -99,7 +99,7 @@ static void general_free_one(shadow_t *sh, size_t chunk)
 }
 
 /* The statistics of the general and chunk allocators agree with the
- * shadow list and with the mock's registrations. */
+ * shadow list and with the loop transport's registrations. */
 static void general_check_stats(const shadow_t *sh,
                                 rv_mem_chunk_allocator_t *a)
 {
@@ -108,8 +108,8 @@ static void general_check_stats(const shadow_t *sh,
     assert_int_equal(gs.bytes_in_use, sh->expect_in_use);
     assert_int_equal(gs.bytes_reserved, cs.bytes_in_use);
     assert_true(cs.bytes_reserved >= cs.bytes_in_use);
-    assert_int_equal(cs.registrations, (uint64_t)mock.registers);
-    assert_int_equal(mock.overlaps, 0);
+    assert_int_equal(cs.registrations, (uint64_t)loop_mem.registers);
+    assert_int_equal(loop_mem.overlaps, 0);
 }
 
 /* Randomized alloc/free against a shadow list: no overlap (checked
@@ -159,8 +159,8 @@ void test_general_random(void **state)
     assert_int_equal(rv_mem_chunk_stats(a).bytes_in_use, 0);
     rv_mem_general_destroy(g);
     rv_mem_chunk_allocator_destroy(a);
-    assert_int_equal(mock.deregisters, mock.registers);
-    assert_int_equal(mock.nlive, 0);
+    assert_int_equal(loop_mem.deregisters, loop_mem.registers);
+    assert_int_equal(loop_mem.nlive, 0);
 }
 
 /* Coalescing in detail: neighbours merge on either side. */
@@ -197,7 +197,7 @@ void test_general_coalesce(void **state)
             rv_mem_general_free(g, p[i]);
     rv_mem_general_free(g, big);
     assert_int_equal(rv_mem_general_stats(g).free_blocks, 1);
-    assert_int_equal(mock.registers, 1);
+    assert_int_equal(loop_mem.registers, 1);
 
     /* Bad requests. */
     assert_int_equal(rv_mem_general_alloc(g, 0, 0, &q, NULL), RV_ERR_INVALID);
@@ -272,7 +272,7 @@ void test_general_threads(void **state)
     rv_mem_stats_t s = rv_mem_general_stats(g);
     assert_int_equal(s.bytes_in_use, 0);
     assert_int_equal(s.free_blocks, s.bytes_reserved / (64 * KIB));
-    assert_int_equal(mock.overlaps, 0);
+    assert_int_equal(loop_mem.overlaps, 0);
     rv_mem_general_destroy(g);
     rv_mem_chunk_allocator_destroy(a);
 }
@@ -286,21 +286,21 @@ void test_general_reserve(void **state)
     assert_int_equal(rv_mem_general_reserve(g, 3 * 64 * KIB - 1), RV_OK);
     rv_mem_stats_t s = rv_mem_general_stats(g);
     assert_int_equal(s.bytes_reserved, 3 * 64 * KIB);
-    assert_int_equal(mock.registers, 3);
+    assert_int_equal(loop_mem.registers, 3);
     /* What is held and free already counts. */
     assert_int_equal(rv_mem_general_reserve(g, 64 * KIB), RV_OK);
-    assert_int_equal(mock.registers, 3);
+    assert_int_equal(loop_mem.registers, 3);
 
     void *p[6];
     for (int i = 0; i < 6; i++)
         assert_int_equal(rv_mem_general_alloc(g, 32 * KIB, 0, &p[i], NULL),
                          RV_OK);
-    assert_int_equal(mock.registers, 3);
+    assert_int_equal(loop_mem.registers, 3);
     assert_int_equal(rv_mem_general_stats(g).bytes_in_use, 6 * 32 * KIB);
     /* Past the reserve, chunks are taken as before. */
     void *q;
     assert_int_equal(rv_mem_general_alloc(g, 32 * KIB, 0, &q, NULL), RV_OK);
-    assert_int_equal(mock.registers, 4);
+    assert_int_equal(loop_mem.registers, 4);
     rv_mem_general_free(g, q);
     for (int i = 0; i < 6; i++)
         rv_mem_general_free(g, p[i]);

@@ -73,10 +73,10 @@ static void huge_fallback_child(int fd, long free2m)
     rv_mem_chunk_t *c;
     dup2(fd, STDERR_FILENO);
     rv_log_level = RV_LOG_INFO;
-    mock_reset(false);
+    loop_mem_reset(false);
 
     rv_mem_chunk_params_t p = {
-        .ops = &mock_ops,
+        .ops = &loop_ops,
         .numa_node = 0,
         .chunk_size = 2 * MIB,
         .huge_pages = RV_HUGE_OFF,
@@ -111,7 +111,7 @@ static void huge_fallback_child(int fd, long free2m)
     rv_mem_chunk_allocator_destroy(off);
     rv_mem_chunk_allocator_destroy(a1);
     rv_mem_chunk_allocator_destroy(a2);
-    CHILD_CHECK(mock.nlive == 0);
+    CHILD_CHECK(loop_mem.nlive == 0);
     fflush(stderr);
     _exit(fails == 0 ? 0 : 1);
 }
@@ -180,7 +180,7 @@ void test_huge_require_fails(void **state)
         print_message("2MiB huge pages are free: require cannot fail\n");
         mem_skip();
     }
-    mock_reset(false);
+    loop_mem_reset(false);
     rv_mem_chunk_allocator_t *a =
         make_chunks(2 * MIB, RV_HUGE_REQUIRE, RV_MEM_SOURCE_MMAP, 0);
     capture_begin();
@@ -189,7 +189,7 @@ void test_huge_require_fails(void **state)
     assert_null(c);
     assert_non_null(strstr(err, "error: memory.huge_pages is require"));
     assert_non_null(strstr(err, "nr_hugepages"));
-    assert_int_equal(mock.registers, 0);
+    assert_int_equal(loop_mem.registers, 0);
     rv_mem_stats_t s = rv_mem_chunk_stats(a);
     assert_int_equal(s.bytes_reserved, 0);
     rv_mem_chunk_allocator_destroy(a);
@@ -267,7 +267,7 @@ void test_huge_real(void **state)
     long free1 = read_long(HUGE_2M_DIR "free_hugepages");
     assert_true(free1 >= free0 + want);
 
-    mock_reset(false);
+    loop_mem_reset(false);
     rv_mem_chunk_allocator_t *a =
         make_chunks(2 * MIB, RV_HUGE_REQUIRE, RV_MEM_SOURCE_MMAP, 0);
     for (int i = 0; i < 2; i++) {
@@ -296,7 +296,7 @@ void test_huge_real(void **state)
     }
     rv_mem_chunk_allocator_destroy(a);
     assert_int_equal(read_long(HUGE_2M_DIR "free_hugepages"), free1);
-    assert_int_equal(mock.deregisters, 3);
+    assert_int_equal(loop_mem.deregisters, 3);
     if (free0 != 0) {
         /* Huge pages free before ours: require succeeds past our
          * reservation, so its failure is not checked, and says so. */

@@ -3,7 +3,7 @@
  * the table itself, the device locality query against sysfs-like folders
  * written here (a local_cpus file as the kernel writes it) with the
  * calling thread bound to chosen CPUs, and the registered-memory
- * allocators called through the table over a mock transport. Each binding
+ * allocators called through the table over the loop transport. Each binding
  * runs in a thread of its own, so the test itself stays unbound.
  */
 #include <pthread.h>
@@ -19,7 +19,8 @@
 
 #include <cmocka.h>
 
-#include "mock_transport.h"
+#include "loop_transport.h"
+#include "mem_check.h"
 #include "rv_core.h"
 #include "rv_regmem.h"
 
@@ -160,16 +161,16 @@ static void test_allocators(void **state)
     rv_mem_general_t *gen;
     const rv_mem_chunk_t *chunk;
     void *p;
-    mock_reset(false);
+    loop_mem_reset(false);
     assert_int_equal(rv_config_load(NULL, &cfg, NULL, 0), RV_OK);
-    svc->mem_chunk_params_init(&cp, cfg, &mock_ops, NULL, -1);
+    svc->mem_chunk_params_init(&cp, cfg, &loop_ops, NULL, -1);
     cp.huge_pages = RV_HUGE_OFF;
     cp.source = RV_MEM_SOURCE_MMAP;
     assert_int_equal(svc->mem_chunk_allocator_create(&cp, &chunks), RV_OK);
     assert_int_equal(svc->mem_general_create(chunks, &gen), RV_OK);
     assert_int_equal(svc->mem_general_alloc(gen, 100, 0, &p, &chunk), RV_OK);
     assert_ptr_equal(svc->mem_general_lookup(gen, p), chunk);
-    assert_int_equal(mock.registers, 1);
+    assert_int_equal(loop_mem.registers, 1);
     memset(p, 0xab, 100);
     assert_true(svc->mem_general_stats(gen).bytes_in_use >= 100);
     svc->mem_general_free(gen, p);
@@ -177,7 +178,7 @@ static void test_allocators(void **state)
     svc->mem_general_destroy(gen);
     svc->mem_chunk_allocator_destroy(chunks);
     rv_config_free(cfg);
-    assert_int_equal(mock.deregisters, mock.registers);
+    assert_int_equal(loop_mem.deregisters, loop_mem.registers);
 }
 
 static int setup(void **state)

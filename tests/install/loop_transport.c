@@ -8,13 +8,16 @@
  * allocators (reached through the services table, as every plugin reaches
  * core) and queued for the destination, whose progress delivers it.
  * Registration is bookkeeping, since every worker shares the address
- * space. One-sided operations are unsupported: each of them returns the
- * shared stub's RV_ERR_UNSUPPORTED, as rv_transport.h asks of an operation
- * a transport cannot do.
+ * space, and counted (loop_transport.h): the unit tests of core's
+ * registered-memory allocators build this file into their own process and
+ * read the counts. One-sided operations are unsupported: each of them
+ * returns the shared stub's RV_ERR_UNSUPPORTED, as rv_transport.h asks of
+ * an operation a transport cannot do.
  *
  * Threads: the transport is shared by the workers; a worker's queue is
  * protected by its mutex, since any worker appends to it.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS under -std=c11 */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -22,8 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include <rv_regmem.h>
 #include <rv_transport.h>
+
+#include "loop_transport.h"
 
 #define LOOP_MAX_HDR 64             /* AM header bytes */
 #define LOOP_MAX_AM ((size_t)1 << 30) /* largest payload */
@@ -58,12 +65,6 @@ struct rv_tworker {
     loop_msg_t *head, *tail;        /* queued for this worker */
 };
 
-struct rv_tmem {
-    void *addr;
-    size_t len;
-};
-
-extern const rv_transport_ops_t rv_transport_ops;
 
 /* ---------------------------------------------------------------------- */
 /* The shared stub                                                         */
@@ -72,13 +73,6 @@ static rv_status_t unsupported(const char *op)
 {
     rv_debug("loop: %s is not supported", op);
     return RV_ERR_UNSUPPORTED;
-}
-
-static rv_status_t loop_mem_alloc(rv_transport_t *tp, size_t len,
-                                  rv_tmem_t **mem_p, void **addr_p)
-{
-    (void)tp, (void)len, (void)mem_p, (void)addr_p;
-    return unsupported("mem_alloc");
 }
 
 static rv_status_t loop_rkey_unpack(rv_tworker_t *tw, uint32_t peer,
@@ -181,8 +175,9 @@ static rv_status_t loop_init(const rv_transport_params_t *params,
     if (tp->workers == NULL)
         goto err_free;
     rv_mem_chunk_params_t cp;
-    svc->mem_chunk_params_init(&cp, tp->config, &rv_transport_ops, tp, -1);
-    cp.source = RV_MEM_SOURCE_MMAP; /* registered by loop_mem_register */
+    svc->mem_chunk_params_init(&cp, tp->config, &LOOP_OPS, tp, -1);
+    if (!loop_mem.mapped)
+        cp.source = RV_MEM_SOURCE_MMAP; /* registered by loop_mem_register */
     if ((st = svc->mem_chunk_allocator_create(&cp, &tp->chunks)) != RV_OK)
         goto err_free;
     if ((st = svc->mem_general_create(tp->chunks, &tp->pool)) != RV_OK)
@@ -198,6 +193,7 @@ err_free:
     return st;
 }
 
+/* @p tp is NULL when an allocator of a unit test asks (loop_transport.h). */
 static void loop_query(rv_transport_t *tp, rv_transport_caps_t *caps)
 {
     memset(caps, 0, sizeof(*caps));
@@ -205,45 +201,139 @@ static void loop_query(rv_transport_t *tp, rv_transport_caps_t *caps)
     caps->max_am_size = LOOP_MAX_AM;
     caps->eager_limit = LOOP_MAX_AM;
     caps->ordered_am = true;
+    pthread_mutex_lock(&loop_mem.lock);
+    caps->mem_alloc_mapped = loop_mem.mapped;
+    pthread_mutex_unlock(&loop_mem.lock);
     snprintf(caps->description, sizeof(caps->description),
              "loop: in-memory queues between the %u threads of a process",
-             tp->nworkers);
+             tp != NULL ? tp->nworkers : 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Registered memory: bookkeeping, counted (loop_transport.h)              */
+
+loop_mem_t loop_mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void loop_mem_reset(bool mapped)
+{
+    pthread_mutex_lock(&loop_mem.lock);
+    loop_mem.mapped = mapped;
+    loop_mem.registers = loop_mem.allocs = loop_mem.deregisters = 0;
+    loop_mem.packs = loop_mem.releases = loop_mem.overlaps = 0;
+    loop_mem.nlive = 0;
+    pthread_mutex_unlock(&loop_mem.lock);
+}
+
+bool loop_mem_registered(const void *p, size_t len)
+{
+    bool ok = false;
+    pthread_mutex_lock(&loop_mem.lock);
+    for (int i = 0; i < loop_mem.nlive && !ok; i++) {
+        const char *a = loop_mem.live[i]->addr;
+        ok = (const char *)p >= a &&
+             (const char *)p + len <= a + loop_mem.live[i]->len;
+    }
+    pthread_mutex_unlock(&loop_mem.lock);
+    return ok;
+}
+
+/* Records a registration of [addr, addr+len), counting an overlap with a
+ * live one (an allocator that registers memory twice). */
+static rv_status_t mem_track(void *addr, size_t len, bool allocated,
+                             rv_tmem_t **mem_p)
+{
+    struct rv_tmem *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return RV_ERR_NO_MEMORY;
+    *m = (struct rv_tmem){.addr = addr, .len = len, .allocated = allocated};
+    pthread_mutex_lock(&loop_mem.lock);
+    for (int i = 0; i < loop_mem.nlive; i++) {
+        char *a = loop_mem.live[i]->addr;
+        if ((char *)addr < a + loop_mem.live[i]->len && a < (char *)addr + len)
+            loop_mem.overlaps++;
+    }
+    if (loop_mem.nlive < LOOP_MAX_REGS)
+        loop_mem.live[loop_mem.nlive++] = m;
+    if (allocated)
+        loop_mem.allocs++;
+    else
+        loop_mem.registers++;
+    pthread_mutex_unlock(&loop_mem.lock);
+    *mem_p = m;
+    return RV_OK;
+}
+
+/* Memory the transport maps itself (caps.mem_alloc_mapped): shared and
+ * touched, as a transport's own segment is. */
+static rv_status_t loop_mem_alloc(rv_transport_t *tp, size_t len,
+                                  rv_tmem_t **mem_p, void **addr_p)
+{
+    (void)tp;
+    if (!loop_mem.mapped)
+        return unsupported("mem_alloc");
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return RV_ERR_NO_MEMORY;
+    memset(p, 0, len < 4096 ? len : 4096);
+    rv_status_t st = mem_track(p, len, true, mem_p);
+    if (st != RV_OK) {
+        munmap(p, len);
+        return st;
+    }
+    *addr_p = p;
+    return RV_OK;
 }
 
 static rv_status_t loop_mem_register(rv_transport_t *tp, void *addr,
                                      size_t len, rv_tmem_t **mem_p)
 {
     (void)tp;
-    rv_tmem_t *mem = malloc(sizeof(*mem));
-    if (mem == NULL)
-        return RV_ERR_NO_MEMORY;
-    *mem = (rv_tmem_t){.addr = addr, .len = len};
-    *mem_p = mem;
-    return RV_OK;
+    return mem_track(addr, len, false, mem_p);
 }
 
 static void loop_mem_deregister(rv_transport_t *tp, rv_tmem_t *mem)
 {
     (void)tp;
+    pthread_mutex_lock(&loop_mem.lock);
+    for (int i = 0; i < loop_mem.nlive; i++) {
+        if (loop_mem.live[i] == mem) {
+            loop_mem.live[i] = loop_mem.live[--loop_mem.nlive];
+            break;
+        }
+    }
+    loop_mem.deregisters++;
+    pthread_mutex_unlock(&loop_mem.lock);
+    if (mem->allocated)
+        munmap(mem->addr, mem->len);
     free(mem);
 }
 
+/* The key names the registration (one address space: the job's one
+ * process); nothing unpacks it, since one-sided operations are
+ * unsupported. */
 static rv_status_t loop_rkey_pack(rv_transport_t *tp, rv_tmem_t *mem,
                                   void **buf_p, size_t *len_p)
 {
     (void)tp;
-    rv_tmem_t *copy = malloc(sizeof(*copy));
-    if (copy == NULL)
+    rv_tmem_t **key = malloc(sizeof(*key));
+    if (key == NULL)
         return RV_ERR_NO_MEMORY;
-    *copy = *mem;
-    *buf_p = copy;
-    *len_p = sizeof(*copy);
+    *key = mem;
+    pthread_mutex_lock(&loop_mem.lock);
+    loop_mem.packs++;
+    pthread_mutex_unlock(&loop_mem.lock);
+    *buf_p = key;
+    *len_p = sizeof(*key);
     return RV_OK;
 }
 
 static void loop_rkey_buffer_release(rv_transport_t *tp, void *buf)
 {
     (void)tp;
+    pthread_mutex_lock(&loop_mem.lock);
+    loop_mem.releases++;
+    pthread_mutex_unlock(&loop_mem.lock);
     free(buf);
 }
 
@@ -394,8 +484,7 @@ static void loop_am_release(rv_tworker_t *tw, void *desc)
     tw->tp->svc->mem_general_free(tw->tp->pool, desc);
 }
 
-__attribute__((visibility("default"))) const rv_transport_ops_t
-    rv_transport_ops = {
+__attribute__((visibility("default"))) const rv_transport_ops_t LOOP_OPS = {
         .name = "loop",
         .abi_version = RV_TRANSPORT_ABI_VERSION,
         .init = loop_init,

@@ -6,7 +6,7 @@
  * which checks at completion that each WR's buffer still holds the WR's
  * stamp: a buffer recycled while its WR is in flight is caught there, and
  * by TSan as a race. Threads post with buffers from their own circular
- * allocator (core's chunk allocator over a mock transport), tagged with
+ * allocator (core's chunk allocator over the loop transport), tagged with
  * (channel, flush); some are delayed between begin and post, some posts
  * and markers fail, some WRs are caller-signaled, pollers are sometimes
  * delayed between taking CQEs and reporting them.

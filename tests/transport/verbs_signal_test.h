@@ -16,17 +16,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mock_transport.h"
+#include "loop_transport.h"
+#include "mem_check.h"
 #include "rv_regmem.h"
 #include "verbs_signal.h"
 
 #define KIB ((size_t)1024)
 
-/* The chunk allocator over a mock transport (registration is bookkeeping). */
+/* The chunk allocator over the loop transport (registration is
+ * bookkeeping). */
 static inline rv_mem_chunk_allocator_t *make_chunks(size_t chunk)
 {
     rv_mem_chunk_params_t p = {
-        .ops = &mock_ops,
+        .ops = &loop_ops,
         .tp = NULL,
         .numa_node = -1,
         .chunk_size = chunk,
