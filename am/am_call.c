@@ -90,52 +90,58 @@ static rv_status_t call_out(rv_worker_t *w, const call_desc_t *cd)
     return wait_local(w, &local, cd->sync);
 }
 
-/* rv_call past its open run: kept out of line, so that the fast path
- * stays a few instructions with no stack frame to build. */
-static __attribute__((noinline)) rv_status_t
-call_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h, const void *args,
-          size_t len, rv_sync_t *sync, unsigned flags)
+/* Whether rv_call's call is plain, for its fast path: the call of
+ * irregular traffic (Bale's histogram: 8 bytes, no synchronizer). */
+static inline bool plain_call(const am_worker_t *aw, rv_tid_t dest, size_t len,
+                              const rv_sync_t *sync, unsigned flags)
 {
-    am_worker_t *aw = am_of(w);
-    if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
-        dest < aw->nworkers &&
-        call_fast(aw, dest,
-                  &(am_elem_t){.kind = AM_REC_RUN,
-                               .h = h,
-                               .alen = (uint32_t)len,
-                               .args = args}))
-        return RV_OK;
+    return aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
+           dest < aw->nworkers;
+}
+
+/* A call as rv_call_buffer makes it: described, through its channel. */
+static rv_status_t call_described(rv_worker_t *w, rv_tid_t dest,
+                                  rv_handler_id_t h, const void *args,
+                                  size_t len, void *ret, size_t ret_len,
+                                  rv_sync_t *sync, unsigned flags)
+{
     call_desc_t cd = {.dest = dest,
                       .h = h,
                       .args = args,
                       .len = len,
+                      .ret = ret,
+                      .ret_len = ret_len,
                       .sync = sync,
                       .flags = flags,
                       .notifications = 1};
     return call_out(w, &cd);
 }
 
+/* A plain rv_call past its open run: kept out of line, so that the fast
+ * path stays a few instructions with no stack frame to build. */
+static __attribute__((noinline)) rv_status_t
+call_slow(rv_worker_t *w, am_worker_t *aw, rv_tid_t dest, rv_handler_id_t h,
+          const void *args, size_t len)
+{
+    if (call_fast(aw, dest,
+                  &(am_elem_t){.kind = AM_REC_RUN,
+                               .h = h,
+                               .alen = (uint32_t)len,
+                               .args = args}))
+        return RV_OK;
+    return call_described(w, dest, h, args, len, NULL, 0, NULL, 0);
+}
+
 rv_status_t rv_call(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
                     const void *args, size_t len, rv_sync_t *sync,
                     unsigned flags)
 {
-    /* The call of irregular traffic (Bale's histogram: 8 bytes, no
-     * synchronizer); anything else takes call_out. */
     am_worker_t *aw = am_of(w);
-    if (aw != NULL && sync == NULL && flags == 0 && len <= AM_FAST_ARGS &&
-        dest < aw->nworkers) {
-        if (am_cursor_put_plain(aw, dest, h, args, len))
-            return RV_OK;
-        return call_slow(w, dest, h, args, len, sync, flags);
-    }
-    call_desc_t cd = {.dest = dest,
-                      .h = h,
-                      .args = args,
-                      .len = len,
-                      .sync = sync,
-                      .flags = flags,
-                      .notifications = 1};
-    return call_out(w, &cd);
+    if (!plain_call(aw, dest, len, sync, flags))
+        return call_described(w, dest, h, args, len, NULL, 0, sync, flags);
+    if (am_cursor_put_plain(aw, dest, h, args, len))
+        return RV_OK;
+    return call_slow(w, aw, dest, h, args, len);
 }
 
 rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
@@ -154,45 +160,43 @@ rv_status_t rv_call_buffer(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
     return call_out(w, &cd);
 }
 
-/* rv_call_return past its open run (see call_slow). */
-static __attribute__((noinline)) rv_status_t
-call_return_slow(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
-                 const void *args, size_t len, void *ret, size_t ret_len,
-                 rv_sync_t *sync, unsigned flags)
+/* Whether rv_call_return's call is plain, for its fast path:
+ * index-gather's call (Bale), small arguments and result, one
+ * synchronizer for many calls. */
+static inline bool plain_return(const am_worker_t *aw, rv_tid_t dest,
+                                size_t len, size_t ret_len,
+                                const rv_sync_t *sync, unsigned flags)
 {
-    am_worker_t *aw = am_of(w);
-    if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
-        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET && dest < aw->nworkers) {
-        am_elem_t e = {.kind = AM_REC_RETRUN,
-                       .h = h,
-                       .alen = (uint32_t)len,
-                       .ret_len = (uint32_t)ret_len,
-                       .pre = {(uintptr_t)sync, (uintptr_t)ret},
-                       .sync = sync,
-                       .args = args};
-        uint64_t token = 0;
-        bool remote = am_local_thread(aw, dest) < 0;
-        if (remote) {
-            /* Another process: the call carries its pending slot. */
-            token = am_pend_add(aw, sync, ret, (uint32_t)ret_len, dest, 1);
-            e.pre[0] = e.pre[1] = token;
-        }
-        atomic_fetch_add_explicit(&sync->pending, 1, memory_order_relaxed);
-        if ((!remote || token != 0) && call_fast(aw, dest, &e))
-            return RV_OK;
-        atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
-        am_pend_cancel(aw, token);
+    return aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
+           len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET && dest < aw->nworkers;
+}
+
+/* A plain rv_call_return past its open run (see call_slow). */
+static __attribute__((noinline)) rv_status_t
+call_return_slow(rv_worker_t *w, am_worker_t *aw, rv_tid_t dest,
+                 rv_handler_id_t h, const void *args, size_t len, void *ret,
+                 size_t ret_len, rv_sync_t *sync, unsigned flags)
+{
+    am_elem_t e = {.kind = AM_REC_RETRUN,
+                   .h = h,
+                   .alen = (uint32_t)len,
+                   .ret_len = (uint32_t)ret_len,
+                   .pre = {(uintptr_t)sync, (uintptr_t)ret},
+                   .sync = sync,
+                   .args = args};
+    uint64_t token = 0;
+    bool remote = am_local_thread(aw, dest) < 0;
+    if (remote) {
+        /* Another process: the call carries its pending slot. */
+        token = am_pend_add(aw, sync, ret, (uint32_t)ret_len, dest, 1);
+        e.pre[0] = e.pre[1] = token;
     }
-    call_desc_t cd = {.dest = dest,
-                      .h = h,
-                      .args = args,
-                      .len = len,
-                      .ret = ret,
-                      .ret_len = ret_len,
-                      .sync = sync,
-                      .flags = flags,
-                      .notifications = 1};
-    return call_out(w, &cd);
+    atomic_fetch_add_explicit(&sync->pending, 1, memory_order_relaxed);
+    if ((!remote || token != 0) && call_fast(aw, dest, &e))
+        return RV_OK;
+    atomic_fetch_sub_explicit(&sync->pending, 1, memory_order_relaxed);
+    am_pend_cancel(aw, token);
+    return call_described(w, dest, h, args, len, ret, ret_len, sync, flags);
 }
 
 rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
@@ -201,17 +205,16 @@ rv_status_t rv_call_return(rv_worker_t *w, rv_tid_t dest, rv_handler_id_t h,
 {
     if (ret == NULL)
         return RV_ERR_INVALID;
-    /* Index-gather's call (Bale): small arguments and result, one
-     * synchronizer for many calls. A call the open run takes is already
-     * counted by the synchronizer (am_cursor.c); else the count is raised
-     * first: the local bypass may run it before call_fast returns
-     * (another thread). */
+    /* A call the open run takes is already counted by the synchronizer
+     * (am_cursor.c); else the count is raised first: the local bypass may
+     * run it before call_fast returns (another thread). */
     am_worker_t *aw = am_of(w);
-    if (aw != NULL && sync != NULL && (flags & ~RV_NOTIFY_CONSUMED) == 0 &&
-        len <= AM_FAST_ARGS && ret_len <= AM_FAST_RET && dest < aw->nworkers &&
-        am_cursor_put_ret(aw, dest, h, args, len, sync, ret, ret_len))
+    if (!plain_return(aw, dest, len, ret_len, sync, flags))
+        return call_described(w, dest, h, args, len, ret, ret_len, sync, flags);
+    if (am_cursor_put_ret(aw, dest, h, args, len, sync, ret, ret_len))
         return RV_OK;
-    return call_return_slow(w, dest, h, args, len, ret, ret_len, sync, flags);
+    return call_return_slow(w, aw, dest, h, args, len, ret, ret_len, sync,
+                            flags);
 }
 
 /* The wire flags of extension @p x. */
