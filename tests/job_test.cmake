@@ -307,8 +307,7 @@ function(rivet_write_test_matrix)
 endfunction()
 
 # rivet_job_test(NAME PROGRAM target LAYER layer
-#                {[NEEDS capability...] [ON transport...] [MODES mode...]
-#                 | TRANSPORTS configuration...}
+#                [NEEDS capability...] [ON transport...] [MODES mode...]
 #                SHAPES PxT...
 #                [ENV VAR=value...] [ARGS arg...] [WRAP command...]
 #                [TIMEOUT seconds] [LABELS label...])
@@ -318,8 +317,7 @@ endfunction()
 # threads with the configuration's job file. The cells are every
 # transport (of RIVET_TEST_BASES, or of ON) that has every capability of
 # NEEDS, in each of MODES (default inline; all: every mode), less the
-# table of exceptions above. TRANSPORTS instead names the configurations
-# outright, for a test about one of them. NAME is the test's name, in
+# table of exceptions above. NAME is the test's name, in
 # which @TRANSPORT@ and @SHAPE@ stand for the configuration and the shape
 # (conformance-@TRANSPORT@-@SHAPE@ gives conformance-ucx-shm-2x1); names
 # must come out unique. ARGS are the program's arguments (default: the
@@ -332,7 +330,7 @@ endfunction()
 # test's labels are the configuration's, LAYER, and LABELS.
 function(rivet_job_test name)
   cmake_parse_arguments(PARSE_ARGV 1 J "" "PROGRAM;LAYER;TIMEOUT"
-    "TRANSPORTS;NEEDS;ON;MODES;SHAPES;ENV;ARGS;WRAP;LABELS")
+    "NEEDS;ON;MODES;SHAPES;ENV;ARGS;WRAP;LABELS")
   if(J_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "rivet_job_test(${name}): unknown arguments "
       "${J_UNPARSED_ARGUMENTS}")
@@ -342,21 +340,8 @@ function(rivet_job_test name)
       message(FATAL_ERROR "rivet_job_test(${name}): ${required} is required")
     endif()
   endforeach()
-  if(J_TRANSPORTS AND (J_NEEDS OR J_ON OR J_MODES))
-    message(FATAL_ERROR "rivet_job_test(${name}): TRANSPORTS names the "
-      "configurations; NEEDS, ON and MODES choose them from the matrix")
-  endif()
-  set(J_TRANSPORTS_long "")
-  if(NOT J_TRANSPORTS)
-    rivet_matrix_cells(J_TRANSPORTS "${name}" "${J_NEEDS}" "${J_ON}"
-      "${J_MODES}" "${J_SHAPES}")
-  else()
-    string(REPLACE ";" " " shapes "${J_SHAPES}")
-    foreach(tp IN LISTS J_TRANSPORTS)
-      set_property(GLOBAL APPEND PROPERTY RIVET_TEST_MATRIX
-        "${name},${tp},${shapes},named")
-    endforeach()
-  endif()
+  rivet_matrix_cells(cells "${name}" "${J_NEEDS}" "${J_ON}" "${J_MODES}"
+    "${J_SHAPES}")
 
   # Variables the test's ENV sets replace the configuration's.
   set(overridden "")
@@ -365,11 +350,7 @@ function(rivet_job_test name)
     list(APPEND overridden ${var})
   endforeach()
 
-  foreach(tp IN LISTS J_TRANSPORTS)
-    if(NOT tp IN_LIST RIVET_TEST_TRANSPORTS)
-      message(FATAL_ERROR "rivet_job_test(${name}): no transport "
-        "configuration '${tp}' (there are: ${RIVET_TEST_TRANSPORTS})")
-    endif()
+  foreach(tp IN LISTS cells)
     set(timeout ${rivet_tp_${tp}_timeout})
     if(J_TIMEOUT)
       set(timeout ${J_TIMEOUT})
@@ -418,7 +399,7 @@ function(rivet_job_test name)
       list(APPEND env ${J_ENV})
 
       set(labels ${rivet_tp_${tp}_label} ${J_LAYER} ${J_LABELS})
-      if(tp IN_LIST J_TRANSPORTS_long)
+      if(tp IN_LIST cells_long)
         list(APPEND labels stress)
       endif()
       math(EXPR ctest_timeout "${timeout} + ${RIVET_TEST_TIMEOUT_MARGIN}")
