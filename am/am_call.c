@@ -42,7 +42,8 @@ static rv_status_t wait_local(rv_worker_t *w, rv_sync_t *local, rv_sync_t *sync)
 static bool call_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 {
     am_cursor_seal(aw, dest);
-    if (!am_chan(aw, dest)->fast(aw, dest, e))
+    const am_chan_ops_t *c = am_chan(aw, dest);
+    if (c->fast == NULL || !c->fast(aw, dest, e))
         return false;
     aw->stats.calls_sent++;
     aw->stats.bytes_sent += e->alen;
@@ -177,6 +178,10 @@ call_return_slow(rv_worker_t *w, am_worker_t *aw, rv_tid_t dest,
                  rv_handler_id_t h, const void *args, size_t len, void *ret,
                  size_t ret_len, rv_sync_t *sync, unsigned flags)
 {
+    /* A channel without a fast entry takes a described call, which takes
+     * its own pending slot: none is taken here only to be given back. */
+    if (am_chan(aw, dest)->fast == NULL)
+        return call_described(w, dest, h, args, len, ret, ret_len, sync, flags);
     am_elem_t e = {.kind = AM_REC_RETRUN,
                    .h = h,
                    .alen = (uint32_t)len,

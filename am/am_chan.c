@@ -115,16 +115,6 @@ rv_status_t am_chan_bcast(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
     return send_call(aw, cd, s, notify);
 }
 
-/* Plain calls over send or without trad aggregation have no fast entry:
- * they are described, as every other call. */
-bool am_no_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
-{
-    (void)aw;
-    (void)dest;
-    (void)e;
-    return false;
-}
-
 /* ---------------------------------------------------------------------- */
 /* routed                                                                  */
 
@@ -149,7 +139,7 @@ bool am_routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e)
 /* The choice                                                              */
 
 static const am_chan_ops_t chan_local = {"local", local_fast, local_call};
-static const am_chan_ops_t chan_send = {"send", am_no_fast, send_call};
+static const am_chan_ops_t chan_send = {"send", NULL, send_call};
 static const am_chan_ops_t chan_routed_send = {"routed-send", am_routed_fast,
                                                send_call};
 

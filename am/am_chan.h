@@ -36,6 +36,9 @@
  * call with a result (an am_elem_t: rv_call's and rv_call_return's fast
  * paths past their cursor) and says false when it cannot (the caller then
  * describes the call and takes `call`). `call` takes any described call.
+ * A channel whose calls are all described (send, and record without trad
+ * aggregation) has no fast entry: NULL, so that rv_call_return's fast
+ * path does not take a pending slot for a call that cannot use it.
  */
 #ifndef RIVET_AM_CHAN_H
 #define RIVET_AM_CHAN_H
@@ -63,7 +66,9 @@ typedef struct {
 typedef struct am_chan_ops {
     const char *name; /* as the glossary above and the logs say it */
     /* Plain call @p e to @p dest; false when this channel cannot take it
-     * without a descriptor (the caller then takes `call`). */
+     * without a descriptor (the caller then takes `call`). NULL where
+     * every call is described (send, and record without trad): the
+     * caller then prepares nothing for a fast call. */
     bool (*fast)(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
     /* Any call; @p s its synchronizer (the caller's or a local one),
      * @p notify whether the target answers it (consumed or a result). */
@@ -117,9 +122,7 @@ typedef rv_status_t (*am_call_fn)(am_worker_t *aw, const call_desc_t *cd,
 rv_status_t am_slot_call(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
                          am_call_fn fn);
 
-/* am_chan.c: the fast entries of channels without one, and of routed
- * channels. */
-bool am_no_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
+/* am_chan.c: the routed channels' fast entry. */
 bool am_routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
 
 /* am_chan_rec.c: trad's fast entry, and the record channel of

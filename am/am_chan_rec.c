@@ -397,14 +397,14 @@ RECORD_CHANNEL(trad, RV_AGG_TRAD, write, true)
  * none over send is never chosen: that is the send channel. */
 static const am_chan_ops_t record_chans[3][2][2] = {
     [RV_AGG_NONE] =
-        {{{"record/none/send", am_no_fast, call_none_send},
+        {{{"record/none/send", NULL, call_none_send},
           {"routed-record/none/send", am_routed_fast, call_none_send}},
-         {{"record/none/write", am_no_fast, call_none_write},
+         {{"record/none/write", NULL, call_none_write},
           {"routed-record/none/write", am_routed_fast, call_none_write}}},
     [RV_AGG_OVFL] =
-        {{{"record/ovfl/send", am_no_fast, call_ovfl_send},
+        {{{"record/ovfl/send", NULL, call_ovfl_send},
           {"routed-record/ovfl/send", am_routed_fast, call_ovfl_send}},
-         {{"record/ovfl/write", am_no_fast, call_ovfl_write},
+         {{"record/ovfl/write", NULL, call_ovfl_write},
           {"routed-record/ovfl/write", am_routed_fast, call_ovfl_write}}},
     [RV_AGG_TRAD] =
         {{{"trad/send", am_trad_fast, call_trad_send},
