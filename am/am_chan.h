@@ -63,6 +63,10 @@ typedef struct {
                                what the call carries instead of pointers */
 } call_desc_t;
 
+/* A described call's entry. */
+typedef rv_status_t (*am_call_fn)(am_worker_t *aw, const call_desc_t *cd,
+                                  rv_sync_t *s, bool notify);
+
 typedef struct am_chan_ops {
     const char *name; /* as the glossary above and the logs say it */
     /* Plain call @p e to @p dest; false when this channel cannot take it
@@ -72,8 +76,7 @@ typedef struct am_chan_ops {
     bool (*fast)(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
     /* Any call; @p s its synchronizer (the caller's or a local one),
      * @p notify whether the target answers it (consumed or a result). */
-    rv_status_t (*call)(am_worker_t *aw, const call_desc_t *cd, rv_sync_t *s,
-                        bool notify);
+    am_call_fn call;
 } am_chan_ops_t;
 
 /* Chooses @p dest's channel, keeps it in aw->send.chans and returns it. */
@@ -111,10 +114,6 @@ static inline am_hdr_t am_hdr_of(const am_worker_t *aw, const call_desc_t *cd)
 /* The synchronizer a call over send gives the transport's send. */
 rv_sync_t *am_send_sync(const call_desc_t *cd, rv_sync_t *s, bool notify);
 
-/* A described call's entry. */
-typedef rv_status_t (*am_call_fn)(am_worker_t *aw, const call_desc_t *cd,
-                                  rv_sync_t *s, bool notify);
-
 /* Notifying call @p cd to another process, answered through
  * rivet.am.done, made by @p fn with a pending slot (am_pend.c) that the
  * call carries instead of pointers; the slot is given back if the call
@@ -127,7 +126,8 @@ bool am_routed_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
 
 /* am_chan_rec.c: trad's fast entry, and the record channel of
  * aggregation @p agg over the write path or send, reached directly or
- * (@p routed) with its plain calls routed. */
+ * (@p routed) with its plain calls routed; not for aggregation none over
+ * send, which is the send channel. */
 bool am_trad_fast(am_worker_t *aw, rv_tid_t dest, const am_elem_t *e);
 const am_chan_ops_t *am_record_chan(rv_aggregation_t agg, bool write,
                                     bool routed);

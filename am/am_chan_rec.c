@@ -386,21 +386,19 @@ static ALWAYS_INLINE rv_status_t record_call(am_worker_t *aw,
         return record_##agg_name##_##path(aw, cd, s, notify);                  \
     }
 
-RECORD_CHANNEL(none, RV_AGG_NONE, send, false)
 RECORD_CHANNEL(none, RV_AGG_NONE, write, true)
 RECORD_CHANNEL(ovfl, RV_AGG_OVFL, send, false)
 RECORD_CHANNEL(ovfl, RV_AGG_OVFL, write, true)
 RECORD_CHANNEL(trad, RV_AGG_TRAD, send, false)
 RECORD_CHANNEL(trad, RV_AGG_TRAD, write, true)
 
-/* [aggregation][write path][routed]. The record channel of am.aggregation
- * none over send is never chosen: that is the send channel. */
+/* [aggregation][write path][routed]. am.aggregation none over send is
+ * the send channel (am_chan.c), never a record channel: its entries stay
+ * empty. */
 static const am_chan_ops_t record_chans[3][2][2] = {
-    [RV_AGG_NONE] =
-        {{{"record/none/send", NULL, call_none_send},
-          {"routed-record/none/send", am_routed_fast, call_none_send}},
-         {{"record/none/write", NULL, call_none_write},
-          {"routed-record/none/write", am_routed_fast, call_none_write}}},
+    [RV_AGG_NONE][1] = {{"record/none/write", NULL, call_none_write},
+                        {"routed-record/none/write", am_routed_fast,
+                         call_none_write}},
     [RV_AGG_OVFL] =
         {{{"record/ovfl/send", NULL, call_ovfl_send},
           {"routed-record/ovfl/send", am_routed_fast, call_ovfl_send}},

@@ -75,8 +75,7 @@ set(rivet_rdma_job_timeout 900)
 
 # The configurations: job file, environment, label, whether they need the
 # RDMA device, and the launcher timeout of their jobs.
-set(RIVET_TEST_TRANSPORTS ucx-shm ucx-tcp ucx-hosts ucx-rc verbs
-  verbs-shared)
+set(RIVET_TEST_BASES ucx-shm ucx-tcp ucx-hosts ucx-rc verbs verbs-shared)
 set(rivet_tp_ucx-shm_file test-ucx-shm.yaml)
 set(rivet_tp_ucx-shm_env "")
 set(rivet_tp_ucx-shm_label ucx-shm)
@@ -115,7 +114,7 @@ list(APPEND rivet_tp_verbs-shared_env RIVET_TRANSPORT_VERBS_QP_SHARING=process)
 # rdma-hosts. Anywhere else the launcher reports them skipped.
 foreach(base verbs ucx-rc)
   set(tp ${base}-hosts)
-  list(APPEND RIVET_TEST_TRANSPORTS ${tp})
+  list(APPEND RIVET_TEST_BASES ${tp})
   foreach(what file env rdma timeout)
     set(rivet_tp_${tp}_${what} ${rivet_tp_${base}_${what}})
   endforeach()
@@ -129,12 +128,10 @@ endforeach()
 # operations offloaded to an executor thread per process (thread,
 # dynamic) or posted under a lock to one shared transport worker
 # (direct).
-set(RIVET_TEST_BASES ${RIVET_TEST_TRANSPORTS})
 set(RIVET_TEST_MODES inline thread dynamic direct)
 foreach(base IN LISTS RIVET_TEST_BASES)
   foreach(mode thread dynamic direct)
     set(tp ${base}-${mode})
-    list(APPEND RIVET_TEST_TRANSPORTS ${tp})
     foreach(what file label rdma timeout launcher)
       set(rivet_tp_${tp}_${what} ${rivet_tp_${base}_${what}})
     endforeach()

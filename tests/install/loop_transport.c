@@ -65,7 +65,6 @@ struct rv_tworker {
     loop_msg_t *head, *tail;        /* queued for this worker */
 };
 
-
 /* ---------------------------------------------------------------------- */
 /* The shared stub                                                         */
 
