@@ -18,6 +18,7 @@ am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
         if (d == NULL)
             return NULL;
         d->tid = dest;
+        d->write = am_write_to(aw, dest);
         aw->send.dests[dest] = d;
         aw->send.used[aw->send.nused++] = d;
     }
@@ -108,7 +109,7 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     /* A destination whose ring could not be set up (its process out of
      * registered memory) takes its runs by the send path instead: no run
      * went by its ring, so the order holds, and no call is lost. */
-    if (am_path_write(aw) && d->ring.state != RING_FAILED) {
+    if (d->write && d->ring.state != RING_FAILED) {
         am_rec_t first;
         memcpy(&first, recs, sizeof(first));
         /* A lone record goes as a ring record of its own, but for a run

@@ -146,8 +146,8 @@ static const am_chan_ops_t chan_routed_send = {"routed-send", am_routed_fast,
 const am_chan_ops_t *am_chan_pick(am_worker_t *aw, rv_tid_t dest)
 {
     const rv_am_config_t *cfg = aw->cfg;
-    bool by_send =
-        cfg->path == RV_AM_PATH_SEND && cfg->aggregation == RV_AGG_NONE;
+    bool write = am_write_to(aw, dest);
+    bool by_send = !write && cfg->aggregation == RV_AGG_NONE;
     bool routed = am_route_next(aw, dest) != dest;
     const am_chan_ops_t *c;
 
@@ -156,7 +156,7 @@ const am_chan_ops_t *am_chan_pick(am_worker_t *aw, rv_tid_t dest)
     else if (by_send)
         c = routed ? &chan_routed_send : &chan_send;
     else
-        c = am_record_chan(cfg->aggregation, am_path_write(aw), routed);
+        c = am_record_chan(cfg->aggregation, write, routed);
     aw->send.chans[dest] = c;
     return c;
 }

@@ -12,6 +12,7 @@ _Static_assert(sizeof(rv_am_path_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_aggregation_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_on_full_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(rv_am_routing_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(rv_am_intranode_t) == sizeof(int), "enum size");
 
 #define KIB (INT64_C(1) << 10)
 #define MIB (INT64_C(1) << 20)
@@ -153,6 +154,19 @@ static const rv_config_field_t am_fields[] = {
                 "calls of rv_call (no synchronizer or flag) and "
                 "rv_call_return, batched as under am.aggregation trad "
                 "whatever it says; other calls go direct.",
+    },
+    {
+        .name = "intranode",
+        .type = RV_CFG_ENUM,
+        .offset = OFF(intranode),
+        .def = "transport",
+        .values = "transport|mapped",
+        .help = "How calls reach workers of other processes of the same "
+                "host. transport: as am.path says; mapped: where the "
+                "transport maps registered memory into the processes of a "
+                "host (UCX shared memory), written into one-sided "
+                "messenger rings in the destination's memory, as am.path "
+                "write does, whatever am.path says for other hosts.",
     },
     {.name = NULL},
 };

@@ -23,6 +23,10 @@ typedef enum {
     RV_ON_FULL_RETRY /* progress's name before 0.3, read as progress */
 } rv_on_full_t;
 typedef enum {
+    RV_AM_INTRANODE_TRANSPORT,
+    RV_AM_INTRANODE_MAPPED
+} rv_am_intranode_t;
+typedef enum {
     RV_ROUTE_DIRECT,
     RV_ROUTE_HOST,
     RV_ROUTE_TWOHOP
@@ -38,9 +42,10 @@ typedef struct rv_am_config {
     int64_t chunks_per_request;   /* chunks a ring grows by */
     int64_t max_chunks;           /* most chunks of one ring */
     uint64_t chunk_bytes;         /* size of a ring chunk */
-    bool local_bypass;       /* calls within a process skip the transport */
-    int64_t max_nesting;     /* call handlers stacked on one worker */
-    rv_am_routing_t routing; /* direct | host | twohop */
+    bool local_bypass;           /* calls within a process skip the transport */
+    int64_t max_nesting;         /* call handlers stacked on one worker */
+    rv_am_routing_t routing;     /* direct | host | twohop */
+    rv_am_intranode_t intranode; /* transport | mapped */
 } rv_am_config_t;
 
 /* The am.* keys of @p ctx's configuration. */

@@ -125,6 +125,7 @@ typedef struct am_dest {
     size_t run_at, run_end;
     size_t pending; /* bytes in runs not yet transmitted */
     bool warned_limit;
+    bool write;   /* its runs go by its ring (am_write_to) */
     bool pushing; /* inside am_dest_push */
     bool waiting; /* its next run waits for its messenger (runs_waited) */
     bool warned_lost;
@@ -391,6 +392,7 @@ typedef struct am_worker {
     bool streaming;                        /* in am_stream_progress */
     rv_am_stats_t stats;
     /* am.routing (am_route.c) */
+    bool mapped_peers;    /* am.intranode mapped, and memory is mapped */
     uint32_t host_index;  /* host: this worker's place among its host's */
     uint32_t grid_cols;   /* twohop: columns of the grid of processes */
     uint32_t grid_procs;  /* twohop: the processes on the grid */
@@ -491,9 +493,23 @@ extern rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,
 
 /* The small steps of the call paths, inline: every call takes them. */
 
+/* Whether some destination of this worker takes its runs by a ring:
+ * am.path write, or am.intranode mapped where memory is mapped. */
 static inline bool am_path_write(const am_worker_t *aw)
 {
-    return aw->cfg->path == RV_AM_PATH_WRITE;
+    return aw->cfg->path == RV_AM_PATH_WRITE || aw->mapped_peers;
+}
+
+/* Whether calls to @p dest go by its ring (the write path): am.path
+ * write, or a worker of another process of this host under am.intranode
+ * mapped. Fixed for the job: its channel is chosen once. */
+static inline bool am_write_to(const am_worker_t *aw, rv_tid_t dest)
+{
+    if (aw->cfg->path == RV_AM_PATH_WRITE)
+        return true;
+    return aw->mapped_peers &&
+           rv_rank_host(aw->ctx, (rv_rank_t)(dest / (uint32_t)aw->threads)) ==
+               rv_rank_host(aw->ctx, aw->rank);
 }
 
 /* The record bytes of the run at @p off of @p b (kept in its reserve). */

@@ -188,6 +188,10 @@ static rv_status_t am_worker_start(rv_worker_t *w)
         (aw->cfg->chunk_bytes + AM_PAGE - 1) & ~(size_t)(AM_PAGE - 1);
     if (worker_memory(aw, ring_chunk) != RV_OK)
         goto err_free;
+    /* am.intranode mapped: the rings of same-host destinations are in
+     * memory this process maps, so a write to them is a store. */
+    aw->mapped_peers = aw->cfg->intranode == RV_AM_INTRANODE_MAPPED &&
+                       rv_context_caps(ctx)->mem_alloc_host_mapped;
     worker_sizes(aw, ring_chunk);
     if (am_cursors_init(aw) != RV_OK || am_route_start(aw) != RV_OK)
         goto err_free;

@@ -7,6 +7,7 @@
  *
  *   stage 0  workers bind, create their transport worker, publish address
  *   stage 1  main allgathered the job's addresses; workers connect to all
+ *            and flush, so that every connection is made
  *   stage 2  every process connected (bootstrap barrier); main queried the
  *            transport's capabilities once; the installed layers
  *            (rv_layer.h) set up each worker's state, in install order

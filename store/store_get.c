@@ -517,7 +517,13 @@ rv_status_t st_get_start(st_worker_t *sw, const rv_object_id_t *id,
     atomic_fetch_add(&user->pending, 1);
     g->next = sw->gets;
     sw->gets = g;
+    /* Its first step may progress (a call over the write path waits for
+     * its ring): that progress must not step the gets, this one among
+     * them, while this step is under way (store_progress's guard). */
+    bool busy = sw->busy;
+    sw->busy = true;
     get_step(sw, g);
+    sw->busy = busy;
     return RV_OK;
 }
 

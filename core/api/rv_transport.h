@@ -106,6 +106,10 @@ typedef struct rv_transport_caps {
      * on its loopback connection, as OpenSHMEM implementations over
      * such NICs do. False is always safe. */
     bool atomics_cpu_coherent;
+    /** mem_alloc memory is load/store to the peers on this host (UCX's
+     * shared-memory transports), whatever reaches other hosts: a store
+     * through a remote key of such a peer is a store to its memory. */
+    bool mem_alloc_host_mapped;
 } rv_transport_caps_t;
 
 /** @brief An active message as the transport delivers it to the core.

@@ -275,8 +275,8 @@ static int body_delete(rv_worker_t *w, void *arg)
     if (me == 0)
         put(w, "delete", 0, (size_t)200 << 10);
     rv_barrier(w);
-    EXPECT(rv_store_get(w, &id, 1, RV_STORE_WAIT_FOREVER, &b, NULL) == RV_OK,
-           "get");
+    rv_status_t got = rv_store_get(w, &id, 1, RV_STORE_WAIT_FOREVER, &b, NULL);
+    EXPECT(got == RV_OK, "get: %s", rv_status_str(got));
     check(&b, 0, 0, (size_t)200 << 10);
     if (me == 0)
         EXPECT(rv_store_delete(w, &id) == RV_ERR_AGAIN,

@@ -229,13 +229,18 @@ static void ucx_query(rv_transport_t *tp, rv_transport_caps_t *caps)
      * one-sided only if it is so to every host, and memory is mapped into
      * the peers only if they all share this host. */
     bool tcp = false, emulated = false, mapped = tp->nclasses > 0;
+    bool host_mapped = false;
     for (unsigned i = 0; i < tp->nclasses; i++) {
         const rv_ucx_peer_class_t *c = &tp->classes[i];
+        bool shm = strstr(c->lanes, "posix") != NULL ||
+                   strstr(c->lanes, "sysv") != NULL;
         tcp |= strstr(c->lanes, "tcp") != NULL;
         emulated |= c->emulated;
-        mapped &= strstr(c->lanes, "posix") != NULL ||
-                  strstr(c->lanes, "sysv") != NULL;
+        mapped &= shm;
+        /* A class with shared-memory lanes is of this host's peers. */
+        host_mapped |= shm;
     }
+    caps->mem_alloc_host_mapped = host_mapped;
     caps->rdma_read = !emulated && !tcp;
     caps->mem_alloc_mapped = mapped && !tp->classes_full;
     caps->rma_target_progress = emulated || tcp || tp->classes_full;
