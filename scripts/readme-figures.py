@@ -533,7 +533,7 @@ def column_unit(name):
         return ("bandwidth", 1e6)
     if name.endswith("_mps") or name.endswith("_mops"):
         return ("rate", 1e6)
-    if name.endswith("_per_s"):
+    if name.endswith("_per_s") or name.endswith("_rate_per_worker"):
         return ("rate", 1)
     for suffix, factor in (("_us", 1e-6), ("_ns", 1e-9), ("_ms", 1e-3)):
         if name.endswith(suffix):
