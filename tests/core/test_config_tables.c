@@ -78,8 +78,8 @@ void test_tables(void **state)
             assert_ptr_equal(rv__config_find_any(key, &t), f);
             assert_ptr_equal(t, tables[i]);
         }
-    /* core 16, am 11, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 8 */
-    assert_int_equal(rows, 57);
+    /* core 16, am 12, mcts 8, rma 1, store 3, testlayer 4, ucx 6, verbs 8 */
+    assert_int_equal(rows, 58);
 
     /* Enum names follow the C enums, in every component. */
     assert_string_equal(rv_config_enum_name("job.placement", RV_PLACEMENT_NONE),
@@ -101,6 +101,8 @@ void test_tables(void **state)
                         "trad");
     assert_string_equal(rv_config_enum_name("am.aggregation", RV_AGG_OVFL),
                         "ovfl");
+    assert_string_equal(
+        rv_config_enum_name("am.intranode", RV_AM_INTRANODE_MAPPED), "mapped");
     assert_string_equal(
         rv_config_enum_name("am.on_full", RV_ON_FULL_RETRY_ASYNC),
         "retry_async");
