@@ -224,7 +224,7 @@ out:
 size_t am_run_max(const am_worker_t *aw)
 {
     size_t m = aw->send.buf_bytes - sizeof(am_rec_t) - AM_REC_FOOTER;
-    if (am_path_write(aw) &&
+    if (am_some_ring(aw) &&
         aw->send.max_record - sizeof(am_rec_t) - AM_REC_FOOTER < m)
         m = aw->send.max_record - sizeof(am_rec_t) - AM_REC_FOOTER;
     return m;

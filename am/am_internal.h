@@ -391,8 +391,10 @@ typedef struct am_worker {
     unsigned busy;                         /* inside the progress hook */
     bool streaming;                        /* in am_stream_progress */
     rv_am_stats_t stats;
+    /* am.intranode mapped, and this host's peers map registered memory:
+     * calls to them go by rings (am_write_to) */
+    bool mapped_peers;
     /* am.routing (am_route.c) */
-    bool mapped_peers;    /* am.intranode mapped, and memory is mapped */
     uint32_t host_index;  /* host: this worker's place among its host's */
     uint32_t grid_cols;   /* twohop: columns of the grid of processes */
     uint32_t grid_procs;  /* twohop: the processes on the grid */
@@ -495,7 +497,7 @@ extern rv_handler_id_t am_done_id, am_dones_id, am_batch_id, am_ring_req_id,
 
 /* Whether some destination of this worker takes its runs by a ring:
  * am.path write, or am.intranode mapped where memory is mapped. */
-static inline bool am_path_write(const am_worker_t *aw)
+static inline bool am_some_ring(const am_worker_t *aw)
 {
     return aw->cfg->path == RV_AM_PATH_WRITE || aw->mapped_peers;
 }
