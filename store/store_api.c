@@ -78,7 +78,7 @@ rv_status_t rv_store_create(rv_worker_t *w, const rv_object_id_t *id,
                         .refs = 1};
         if (meta_size > 0)
             memcpy(o->mem + data_size, meta, meta_size);
-        HASH_ADD(hh, p->objs, id.bytes, RV_OBJECT_ID_SIZE, o);
+        ST_HASH_ADD(p->objs, id.bytes, RV_OBJECT_ID_SIZE, o);
     }
     pthread_mutex_unlock(&p->lock);
     if (st != RV_OK) {

@@ -47,7 +47,7 @@ static st_dent_t *dent_get(st_worker_t *sw, const rv_object_id_t *id, bool make)
         if ((d = calloc(1, sizeof(*d))) == NULL)
             return NULL;
         d->id = *id;
-        HASH_ADD(hh, sw->dir, id.bytes, RV_OBJECT_ID_SIZE, d);
+        ST_HASH_ADD(sw->dir, id.bytes, RV_OBJECT_ID_SIZE, d);
     }
     return d;
 }

@@ -414,7 +414,7 @@ static void get_fetch(st_worker_t *sw, st_get_t *g)
         o->id = g->id;
         o->state = ST_FETCHING;
         o->transferring = true;
-        HASH_ADD(hh, p->objs, id.bytes, RV_OBJECT_ID_SIZE, o);
+        ST_HASH_ADD(p->objs, id.bytes, RV_OBJECT_ID_SIZE, o);
         g->obj = o;
     }
     pthread_mutex_unlock(&p->lock);

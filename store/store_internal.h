@@ -14,6 +14,8 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "store_hash.h"
+
 #include "rv_layer.h"
 #include "rv_store.h"
 #include "store_config.h"
