@@ -56,6 +56,10 @@ am_buf_t *am_buf_get(am_worker_t *aw)
 
 void am_buf_put(am_worker_t *aw, am_buf_t *b)
 {
+    if (b->view) { /* the destination's own: unlinked, not freed */
+        b->linked = false;
+        return;
+    }
     b->next = aw->send.free_bufs;
     aw->send.free_bufs = b;
 }
@@ -106,6 +110,11 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     size_t len = am_run_len(b, off);
     uint8_t *recs = b->base + off + sizeof(am_rec_t);
     rv_status_t st;
+    if (b->view) {
+        st = am_ring_commit(d, b, off, len);
+        aw->runs_in_place++;
+        goto out;
+    }
     /* A destination whose ring could not be set up (its process out of
      * registered memory) takes its runs by the send path instead: no run
      * went by its ring, so the order holds, and no call is lost. */
@@ -132,6 +141,7 @@ static rv_status_t run_transmit(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
         if (st == RV_INPROGRESS)
             b->inflight++;
     }
+out:
     if (st == RV_OK || st == RV_INPROGRESS) {
         aw->stats.flushes++;
         if (len > aw->stats.max_aggregated_bytes)
@@ -237,7 +247,7 @@ size_t am_run_max(const am_worker_t *aw)
  * otherwise hold two buffers whenever it crosses from one to the next.
  * The push may run handlers that call d: the caller looks at d->last
  * again after it. */
-static void buf_recycle(am_worker_t *aw, am_dest_t *d)
+static void buf_recycle(am_worker_t *aw, am_dest_t *d, size_t need)
 {
     am_buf_t *b = d->last;
     if (d->bufs != b || d->pushing)
@@ -246,8 +256,36 @@ static void buf_recycle(am_worker_t *aw, am_dest_t *d)
     b = d->last;
     if (d->bufs != b || b->sent != b->used || b->inflight != 0)
         return;
+    if (b->view) {
+        /* A view goes on from the ring's new position, if it has room. */
+        size_t cap;
+        if (d->no_view)
+            return;
+        uint8_t *at = am_ring_view_at(aw, d, need, &cap);
+        if (at == NULL)
+            return;
+        b->base = at;
+        b->cap = cap;
+    }
     b->used = b->sent = 0;
     b->open = SIZE_MAX;
+}
+
+/* @p d's ring as the buffer of its next records, when it is mapped here
+ * and every run before has gone into it (so the ring's position is where
+ * the next run goes); NULL otherwise. */
+static am_buf_t *view_open(am_worker_t *aw, am_dest_t *d, size_t need)
+{
+    am_buf_t *v = &d->view;
+    size_t cap;
+    if (!d->write || v->linked || d->pending != 0 || d->no_view)
+        return NULL;
+    uint8_t *at = am_ring_view_at(aw, d, need, &cap);
+    if (at == NULL)
+        return NULL;
+    *v = (am_buf_t){
+        .base = at, .cap = cap, .open = SIZE_MAX, .view = true, .linked = true};
+    return v;
 }
 
 /* Room for a record of @p size bytes: in the open run when @p join and it
@@ -268,13 +306,18 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
     }
     size_t need = sizeof(am_rec_t) + size + AM_REC_FOOTER;
     if (b != NULL && b->used + need > b->cap) {
-        buf_recycle(aw, d);
+        buf_recycle(aw, d, need);
         b = d->last;
     }
-    if (b == NULL || b->used + need > b->cap) {
-        am_buf_t *nb = am_buf_get(aw);
-        if (nb == NULL)
-            return NULL;
+    /* A destination whose ring is mapped here takes its runs there as
+     * soon as none waits before them: from its first ring on, and again
+     * after a full ring sent runs through buffers of the worker's. */
+    am_buf_t *nb =
+        d->write && (b == NULL || !b->view) ? view_open(aw, d, need) : NULL;
+    if (nb == NULL && (b == NULL || b->used + need > b->cap) &&
+        (nb = am_buf_get(aw)) == NULL)
+        return NULL;
+    if (nb != NULL) {
         if (b != NULL) {
             b->open = SIZE_MAX;
             b->next = nb;

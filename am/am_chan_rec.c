@@ -216,7 +216,14 @@ static rv_status_t call_large(am_worker_t *aw, am_dest_t *d,
         return RV_ERR_TRANSPORT;
     if (write) {
         uint64_t token = ++d->ring.detours;
+        /* A DETOUR stands alone in the ring, never inside a batch: it is
+         * not serialized in place (a view's runs all go as batches). */
+        am_cursor_seal(aw, d->tid);
+        if (d->last != NULL && d->last->view)
+            d->last->cap = d->last->used;
+        d->no_view = true;
         uint8_t *at = am_dest_reserve(aw, d, am_rec_size(sizeof(token)), false);
+        d->no_view = false;
         if (at == NULL)
             return RV_ERR_NO_MEMORY;
         am_rec_t rec = {.len = sizeof(token), .meta = AM_REC_DETOUR};

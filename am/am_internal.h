@@ -31,6 +31,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -61,12 +62,22 @@ typedef struct {
  * runs: [16 B reserve][records...][8 B reserve]. The reserves take the
  * batch record's header and footer when the run goes as one ring record.
  * Bytes below `sent` have been transmitted; [sent, used) are pending runs
- * (each run's length is kept in the first word of its reserve). */
+ * (each run's length is kept in the reserve's third word, where a ring
+ * record keeps its length: its first word is a ring record's sequence
+ * number, which must not be written before the record is whole).
+ *
+ * A view is no memory of its own: it is the destination's ring, mapped
+ * here, from the ring's position on (am_ring_view_at), so that records
+ * are serialized straight into the memory the destination reads and a
+ * run is transmitted by writing its header in place (am_ring_commit).
+ * The destination keeps one (am_dest_t.view); it is never freed. */
 typedef struct am_buf {
     uint8_t *base;
     size_t cap, used, sent;
     size_t open;       /* offset of the open run, or SIZE_MAX */
     unsigned inflight; /* transmissions not yet complete */
+    bool view;         /* the destination's ring itself */
+    bool linked;       /* a view: in its destination's list */
     struct am_buf *next;
 } am_buf_t;
 
@@ -78,6 +89,7 @@ typedef struct am_ochunk {
     uint64_t raddr;
     size_t len;
     rv_trkey_t *rkey;
+    uint8_t *mapped;   /* the chunk's address here, or NULL (rv_tw_rkey_ptr) */
     uint64_t left_end; /* stream offset when the sender last left it */
 } am_ochunk_t;
 
@@ -130,7 +142,9 @@ typedef struct am_dest {
     bool waiting; /* its next run waits for its messenger (runs_waited) */
     bool warned_lost;
     bool buffered; /* has had a batch buffer (job.stats) */
+    bool no_view;  /* the next record must not go in place (a DETOUR) */
     am_oring_t ring;
+    am_buf_t view; /* its mapped ring as a buffer (am_buf_t) */
     /* call completions gathered for it (am_reply.c) */
     uint8_t *rbuf;
     size_t rlen, rcap;
@@ -395,15 +409,17 @@ typedef struct am_worker {
      * calls to them go by rings (am_write_to) */
     bool mapped_peers;
     /* am.routing (am_route.c) */
-    uint32_t host_index;  /* host: this worker's place among its host's */
-    uint32_t grid_cols;   /* twohop: columns of the grid of processes */
-    uint32_t grid_procs;  /* twohop: the processes on the grid */
-    uint64_t routed_made; /* calls forwarded, and routed answers made:
-                             made by this worker for rv_quiesce */
-    bool warned_route;    /* a routed call naming no worker was dropped */
-    uint64_t runs_waited; /* runs its messenger could not take when they
-                             were pushed (job.stats; not in rv_am_stats_t,
-                             whose size the ABI fixes) */
+    uint32_t host_index;    /* host: this worker's place among its host's */
+    uint32_t grid_cols;     /* twohop: columns of the grid of processes */
+    uint32_t grid_procs;    /* twohop: the processes on the grid */
+    uint64_t routed_made;   /* calls forwarded, and routed answers made:
+                               made by this worker for rv_quiesce */
+    bool warned_route;      /* a routed call naming no worker was dropped */
+    uint64_t runs_waited;   /* runs its messenger could not take when they
+                               were pushed (job.stats; not in rv_am_stats_t,
+                               whose size the ABI fixes) */
+    uint64_t runs_in_place; /* runs written straight into a mapped ring
+                               (a view; job.stats, as runs_waited) */
     /* rv_quiesce_hook: the program's own queues, drained each wave */
     rv_quiesce_hook_fn quiesce_hook;
     void *quiesce_arg;
@@ -518,14 +534,14 @@ static inline bool am_write_to(const am_worker_t *aw, rv_tid_t dest)
 static inline size_t am_run_len(const am_buf_t *b, size_t off)
 {
     uint32_t len;
-    memcpy(&len, b->base + off, sizeof(len));
+    memcpy(&len, b->base + off + offsetof(am_rec_t, len), sizeof(len));
     return len;
 }
 
 static inline void am_run_set_len(am_buf_t *b, size_t off, size_t len)
 {
     uint32_t l = (uint32_t)len;
-    memcpy(b->base + off, &l, sizeof(l));
+    memcpy(b->base + off + offsetof(am_rec_t, len), &l, sizeof(l));
 }
 
 /* am_batch.c: batch buffers and runs */
@@ -690,6 +706,15 @@ rv_status_t am_ring_request(am_worker_t *aw, am_dest_t *d, uint32_t n,
  * raised), RV_ERR_AGAIN (no room now) or an error. */
 rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
                           uint8_t *rec, size_t len);
+/* Where @p d's next records may be serialized in place: the address
+ * here of its ring's position, with *cap bytes of room (at least
+ * @p need), moving to the next chunk when this one has less. NULL when
+ * the ring is not mapped here, not ready, or full for now. */
+uint8_t *am_ring_view_at(am_worker_t *aw, am_dest_t *d, size_t need,
+                         size_t *cap);
+/* Transmits the run of @p len bytes at @p off of view @p b, which is the
+ * ring's position, by writing its header and footer in place. */
+rv_status_t am_ring_commit(am_dest_t *d, am_buf_t *b, size_t off, size_t len);
 unsigned am_ring_progress(am_worker_t *aw);
 void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s);
 void am_ring_fini(am_worker_t *aw);

@@ -269,7 +269,7 @@ static void am_worker_drain(rv_worker_t *w)
 typedef struct {
     rv_am_stats_t s;
     uint64_t routed_made, batch_dests, batch_buffer_bytes, reply_buffer_bytes;
-    uint64_t runs_waited;
+    uint64_t runs_waited, runs_in_place;
 } am_stats_line_t;
 
 #define AM_STAT(_name, _help)                                                  \
@@ -297,6 +297,9 @@ static const rv_stat_t am_stats[] = {
             "messenger gathers calls past am.flush_bytes"),
     AM_STAT_X(runs_waited, "runs the messenger could not take at once (ring "
                            "not yet granted or full, send queue full)"),
+    AM_STAT_X(runs_in_place, "runs serialized straight into a ring mapped "
+                             "here (a same-host destination on the write "
+                             "path), with no copy of their own"),
     AM_STAT(detours, "write-path calls too large for a chunk, sent over "
                      "send in order"),
     AM_STAT(calls_lost, "calls accepted, then refused by the transport"),
@@ -329,6 +332,7 @@ static void print_stats(am_worker_t *aw)
     am_stats_line_t l = {.s = aw->stats,
                          .routed_made = aw->routed_made,
                          .runs_waited = aw->runs_waited,
+                         .runs_in_place = aw->runs_in_place,
                          .batch_dests = aw->send.buffered_dests,
                          .batch_buffer_bytes =
                              aw->send.bufs_made * aw->send.buf_bytes};

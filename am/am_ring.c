@@ -320,6 +320,76 @@ rv_status_t am_ring_write(am_worker_t *aw, am_dest_t *d, am_buf_t *b,
     return RV_OK;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Serializing in place (a ring mapped here)                               */
+
+/*
+ * On a peer of this host whose memory is mapped here (UCX's shared-memory
+ * transports), the sender need not build a run in a buffer of its own and
+ * copy it into the ring: it serializes the calls at the ring's position
+ * directly (a view, am_buf_t), and transmits a run by writing its footer
+ * and then, with a release store, the sequence word of its header. That
+ * is the large-record protocol above with the CPU's store order for the
+ * fence: the receiver's acquire load of the sequence word sees the whole
+ * body, and until then the word holds an older record's bytes, which do
+ * not match its sequence number. Every byte of a call is copied once,
+ * from the caller's arguments into the destination's memory, as GASNet-EX
+ * smp's AM Medium does into a peer's segment.
+ */
+
+uint8_t *am_ring_view_at(am_worker_t *aw, am_dest_t *d, size_t need,
+                         size_t *cap)
+{
+    am_oring_t *r = &d->ring;
+    if (r->state != RING_READY || need > aw->send.max_record)
+        return NULL;
+    am_ochunk_t *ch = &r->chunks[r->cur];
+    if (ch->mapped == NULL)
+        return NULL;
+    if (r->pos + need + AM_ROT_SIZE > ch->len) {
+        if (!ring_rotate(aw, d))
+            return NULL;
+        ch = &r->chunks[r->cur];
+        if (ch->mapped == NULL || need + AM_ROT_SIZE > ch->len)
+            return NULL;
+    }
+    /* A chunk is written again only once the receiver has left it. */
+    if (r->pos == 0 &&
+        ch->left_end > __atomic_load_n(&r->ctrl->consumed, __ATOMIC_ACQUIRE))
+        return NULL;
+    *cap = ch->len - AM_ROT_SIZE - r->pos;
+    return ch->mapped + r->pos;
+}
+
+rv_status_t am_ring_commit(am_dest_t *d, am_buf_t *b, size_t off, size_t len)
+{
+    am_oring_t *r = &d->ring;
+    uint8_t *at = b->base + off;
+    if (at != r->chunks[r->cur].mapped + r->pos) {
+        /* The view's runs are the ring's next bytes: anything else is a
+         * defect of this file, and the run must not be half-published. */
+        rv_error("ring to worker %u: a run serialized in place is not at the "
+                 "ring's position",
+                 d->tid);
+        return RV_ERR_INVALID;
+    }
+    /* Every run goes as a batch, a lone call too: a view never holds a
+     * record that must stand alone (a DETOUR goes by copy, call_large). */
+    am_rec_t hdr = {.seq = (uint32_t)r->seq,
+                    .len = (uint32_t)len,
+                    .meta = AM_REC_BATCH | AM_REC_LARGE};
+    size_t size = am_rec_size(len);
+    uint64_t footer = large_footer(r->nonce, r->seq, &hdr);
+    memcpy(at + size - AM_REC_FOOTER, &footer, sizeof(footer));
+    memcpy(at + sizeof(hdr.seq), (const uint8_t *)&hdr + sizeof(hdr.seq),
+           sizeof(hdr) - sizeof(hdr.seq));
+    __atomic_store_n((uint32_t *)(void *)at, hdr.seq, __ATOMIC_RELEASE);
+    r->seq++;
+    r->pos += size;
+    r->stream += size;
+    return RV_OK;
+}
+
 void am_ring_note(am_worker_t *aw, am_dest_t *d, rv_sync_t *s)
 {
     am_oring_t *r = &d->ring;

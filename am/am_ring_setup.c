@@ -238,6 +238,8 @@ static am_ochunk_t *chunks_parse(rv_worker_t *w, const rv_msg_t *msg,
         p += desc.rkey_len;
         list[i].raddr = desc.addr;
         list[i].len = desc.len;
+        list[i].mapped =
+            rv_tw_rkey_ptr(w, msg->src, list[i].rkey, desc.addr, desc.len);
     }
     if (i == rep->nchunks)
         return list;

@@ -466,6 +466,30 @@ static inline rv_status_t rv_tw_flush(rv_worker_t *w, uint32_t peer,
 }
 
 /**
+ * @brief rv_transport_ops_t.rkey_ptr on the worker's transport worker:
+ * where [@p raddr, @p raddr + @p len) of @p peer's region is mapped in
+ * this process, so that the layer stores into it itself.
+ * @param [in] w     the calling worker
+ * @param [in] peer  a worker of the process the region belongs to
+ * @param [in] rkey  the region's key, unpacked by @p w
+ * @param [in] raddr the range's address in @p peer's process
+ * @param [in] len   its bytes
+ * @return the address here, valid while @p rkey lives, or NULL when the
+ *         range is not mapped here (another host, a transport that maps
+ *         nothing, an offloaded transport, a range outside the region):
+ *         use rv_tw_put then
+ * @note From @p w's own thread.
+ */
+static inline void *rv_tw_rkey_ptr(rv_worker_t *w, uint32_t peer,
+                                   rv_trkey_t *rkey, uint64_t raddr, size_t len)
+{
+    const rv_worker_view_t *v = rv__worker_view(w);
+    return v->tops->rkey_ptr == NULL
+               ? NULL
+               : v->tops->rkey_ptr(v->tw, peer, rkey, raddr, len);
+}
+
+/**
  * @brief rv_transport_ops_t.rkey_unpack for the worker's transport
  * worker: makes a packed remote key of @p peer's process usable by @p w.
  * @param [in]  w      the calling worker

@@ -62,7 +62,8 @@ typedef enum rv_mem_page_kind {
 /** @brief Where a chunk allocator takes its memory from. */
 typedef enum rv_mem_source {
     /** RV_MEM_SOURCE_TRANSPORT when the transport's caps say
-     * mem_alloc_mapped (and huge pages are not required), else
+     * mem_alloc_mapped or mem_alloc_host_mapped (and huge pages are not
+     * required), else
      * RV_MEM_SOURCE_MMAP. */
     RV_MEM_SOURCE_AUTO,
     /** mmap (huge pages per memory.huge_pages), mbind, fault in, then

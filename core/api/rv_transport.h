@@ -53,7 +53,7 @@ extern "C" {
  * services table below, and the layouts of the rv_regmem.h structures the
  * services take. A plugin built for another version is not loaded.
  */
-#define RV_TRANSPORT_ABI_VERSION 4
+#define RV_TRANSPORT_ABI_VERSION 5
 
 /** The AM header bytes every transport carries at least
  * (rv_transport_caps_t.max_am_header): core's message header and the
@@ -486,6 +486,16 @@ typedef struct rv_transport_ops {
      * (RV_TID_ALL: all peers). */
     rv_status_t (*flush)(rv_tworker_t *tw, uint32_t peer, rv_completion_fn cb,
                          void *arg);
+
+    /* mapped memory (since version 5) ---------------------------------- */
+    /** The address in this process at which [@p raddr, @p raddr + @p len)
+     * of @p peer's region behind @p rkey is mapped (a peer on this host
+     * over shared memory), or NULL when it is not mapped here or the range
+     * leaves the region. Stores through it are stores to the peer's
+     * memory, ordered as the CPU orders them; the pointer is valid while
+     * @p rkey lives. NULL (the op itself) where memory is never mapped. */
+    void *(*rkey_ptr)(rv_tworker_t *tw, uint32_t peer, rv_trkey_t *rkey,
+                      uint64_t raddr, size_t len);
 } rv_transport_ops_t;
 
 /** @brief The symbol every plugin exports. */

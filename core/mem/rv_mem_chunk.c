@@ -16,7 +16,8 @@
  *   single chunks on trim or destroy.
  *
  * Exception to "mmap, then register": when the transport's memory is
- * mapped into its peers (caps.mem_alloc_mapped: UCX on shared memory, where
+ * mapped into its peers, or those of this host (caps.mem_alloc_mapped,
+ * mem_alloc_host_mapped: UCX with shared memory, where
  * ucp_mem_map(ALLOCATE) places memory in a segment that peers map, so their
  * put/get are plain loads and stores; memory merely registered goes through
  * CMA or copies instead: on UCX 1.13 a 4 MiB get runs at the memcpy limit
@@ -182,10 +183,14 @@ static rv_status_t choose_source(rv_mem_chunk_allocator_t *a)
         memset(&caps, 0, sizeof(caps));
         a->p.ops->query(a->p.tp, &caps);
         /* Huge pages can only be required of memory rivet maps itself. */
-        a->p.source =
-            caps.mem_alloc_mapped && a->p.huge_pages != RV_HUGE_REQUIRE
-                ? RV_MEM_SOURCE_TRANSPORT
-                : RV_MEM_SOURCE_MMAP;
+        /* Mapped into the peers of this host is enough: across hosts,
+         * memory of mem_alloc serves the network transports as well as
+         * registered memory does, and the peers of the host write it with
+         * stores instead of a CMA system call per put. */
+        bool mapped = caps.mem_alloc_mapped || caps.mem_alloc_host_mapped;
+        a->p.source = mapped && a->p.huge_pages != RV_HUGE_REQUIRE
+                          ? RV_MEM_SOURCE_TRANSPORT
+                          : RV_MEM_SOURCE_MMAP;
     }
     if (a->p.huge_pages == RV_HUGE_REQUIRE) {
         if (a->p.source == RV_MEM_SOURCE_TRANSPORT) {

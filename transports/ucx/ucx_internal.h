@@ -289,6 +289,8 @@ rv_status_t rv_ucx_emu_flush_all(struct rv_tworker *tw, rv_completion_fn cb,
                                  void *arg);
 
 /* ucx_rma.c */
+void *rv_ucx_rkey_ptr(struct rv_tworker *tw, uint32_t peer, rv_trkey_t *rkey,
+                      uint64_t raddr, size_t len);
 rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
                        rv_trkey_t *rkey, const void *src, size_t len,
                        rv_completion_fn cb, void *arg);

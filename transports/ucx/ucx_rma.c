@@ -70,6 +70,16 @@ static uint8_t *mapped_at(const struct rv_tworker *tw, uint32_t peer,
     return rkey->mapped + (raddr - rkey->base);
 }
 
+void *rv_ucx_rkey_ptr(struct rv_tworker *tw, uint32_t peer, rv_trkey_t *rkey,
+                      uint64_t raddr, size_t len)
+{
+    /* A peer whose RMA is emulated is reached through messages even when
+     * its memory is mapped: its writes are applied by its own progress. */
+    if (peer < tw->nworkers && tw->emulate[peer])
+        return NULL;
+    return mapped_at(tw, peer, rkey, raddr, len);
+}
+
 rv_status_t rv_ucx_put(struct rv_tworker *tw, uint32_t peer, uint64_t raddr,
                        rv_trkey_t *rkey, const void *src, size_t len,
                        rv_completion_fn cb, void *arg)

@@ -289,4 +289,5 @@ const rv_transport_ops_t rv_transport_ops = {
     .atomic_cswap64 = rv_ucx_atomic_cswap64,
     .fence = rv_ucx_fence,
     .flush = rv_ucx_flush,
+    .rkey_ptr = rv_ucx_rkey_ptr,
 };
