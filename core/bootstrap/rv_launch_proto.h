@@ -58,6 +58,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "rv_status.h"
 
@@ -175,5 +176,10 @@ int rv__launch_shm_dir_create(const char *name, char *path, size_t len);
  * and the segments in it, if it is this user's; nothing otherwise. Safe
  * from several processes at once. */
 void rv__launch_shm_dir_remove(const char *name);
+
+/* Removes this user's private SysV segments (key 0) that one of the
+ * @p n processes @p pids made and no process holds: those of a rank
+ * killed inside UCX's shmget/IPC_RMID window. Returns how many. */
+int rv__launch_sysv_sweep(const pid_t *pids, size_t n);
 
 #endif

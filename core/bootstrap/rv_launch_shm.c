@@ -21,8 +21,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,4 +98,56 @@ void rv__launch_shm_dir_remove(const char *name)
     closedir(d);
     (void)unlinkat(root, name, AT_REMOVEDIR);
     close(root);
+}
+
+/*
+ * SysV segments. UCX's sysv transport (and its sysv allocation method)
+ * makes a private segment with shmget, attaches it, and marks it removed
+ * (IPC_RMID) right after, so that it goes with its last user. A process
+ * killed between the shmget and the IPC_RMID leaves a segment that no one
+ * holds and no one will remove: the directory above does not help, a
+ * SysV segment has no name. When a job ends, its launcher removes every
+ * private segment of this user that a process of the job made and no
+ * process holds (/proc/sysvipc/shm: key 0, nattch 0, cpid one of the
+ * job's). A segment a program made with a key, or one still attached, is
+ * left alone.
+ */
+static bool pid_in(pid_t pid, const pid_t *pids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] > 0 && pids[i] == pid)
+            return true;
+    return false;
+}
+
+int rv__launch_sysv_sweep(const pid_t *pids, size_t n)
+{
+    FILE *f = fopen("/proc/sysvipc/shm", "re");
+    char line[512];
+    int removed = 0;
+
+    if (f == NULL)
+        return 0;
+    /* key shmid perms size cpid lpid nattch uid ... (the first line names
+     * them) */
+    if (fgets(line, sizeof(line), f) == NULL) {
+        fclose(f);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        long long key, size;
+        int shmid, cpid, lpid;
+        unsigned perms, uid;
+        unsigned long nattch;
+        if (sscanf(line, "%lld %d %o %lld %d %d %lu %u", &key, &shmid, &perms,
+                   &size, &cpid, &lpid, &nattch, &uid) != 8)
+            continue;
+        if (key != 0 || nattch != 0 || uid != (unsigned)geteuid() ||
+            !pid_in((pid_t)cpid, pids, n))
+            continue;
+        if (shmctl(shmid, IPC_RMID, NULL) == 0)
+            removed++;
+    }
+    fclose(f);
+    return removed;
 }

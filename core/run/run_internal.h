@@ -79,7 +79,9 @@ typedef struct outstream {
 } outstream_t;
 
 typedef struct rank_proc {
-    pid_t pid; /* also its process group id */
+    pid_t pid;        /* also its process group id */
+    pid_t joined_pid; /* the process that joined as the rank (its HELLO),
+                         when a wrapper started it; 0: none yet */
     bool exited;
     bool contributed; /* to the allgather round in progress */
     bool in_job;      /* joined (HELLO) and has not left (FINI) */

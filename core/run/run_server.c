@@ -311,6 +311,7 @@ static void on_hello(launcher_t *l, conn_t *c)
      * programs in turn), or after rivetrun closed it. */
     c->rank = r;
     l->ranks[r].conn = c;
+    l->ranks[r].joined_pid = c->peer_pid;
     l->ranks[r].in_job = true;
     l->ranks[r].heard_at = run_now_ms();
 
@@ -593,11 +594,32 @@ void run_server_stop(launcher_t *l)
     round_free(l);
 }
 
+/* The SysV segments the job's ranks left (rv__launch_sysv_sweep). */
+static void sysv_sweep(launcher_t *l)
+{
+    size_t n = 0;
+    pid_t *pids;
+
+    if (l->ranks == NULL ||
+        (pids = calloc(2 * (size_t)l->size, sizeof(*pids))) == NULL)
+        return;
+    for (int r = 0; r < l->size; r++) {
+        pids[n++] = l->ranks[r].pid;
+        pids[n++] = l->ranks[r].joined_pid;
+    }
+    int k = rv__launch_sysv_sweep(pids, n);
+    if (k > 0)
+        run_say("removed %d SysV shared-memory segment%s a killed rank left", k,
+                k == 1 ? "" : "s");
+    free(pids);
+}
+
 void run_server_close(launcher_t *l)
 {
     run_server_stop(l);
     run_conns_sweep(l);
     free(l->conns);
     l->conns = NULL;
+    sysv_sweep(l);
     run_dir_remove(l);
 }

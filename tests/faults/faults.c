@@ -28,6 +28,10 @@
  *                    segment as UCX's posix transport does (a file in
  *                    UCX_POSIX_DIR, else /dev/shm, filled before it is
  *                    unlinked): the file must not outlive the job
+ *   sigkill-in-sysv  SIGKILL to itself between making a private SysV
+ *                    segment and marking it removed, as a rank killed
+ *                    inside UCX's sysv allocation is: the segment must
+ *                    not outlive the job
  *   stall            no fault, but the victim's workers stop progressing
  *                    for STALL_S seconds while the others wait on them;
  *                    the job must finish (exit 0): no false death
@@ -41,6 +45,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,6 +124,19 @@ __attribute__((no_sanitize("undefined"))) static void poke_null(void)
     *p = 1;
 }
 
+/* Makes and attaches a private SysV segment as UCX's sysv transport does
+ * (ucs_sysv_alloc), and dies of SIGKILL before marking it removed. */
+static void die_in_sysv(void)
+{
+    int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    if (id < 0 || shmat(id, NULL, 0) == (void *)-1) {
+        fprintf(stderr, "faults: cannot make a SysV segment: %s\n",
+                strerror(errno));
+        _exit(9);
+    }
+    kill(getpid(), SIGKILL);
+}
+
 /* Makes a segment file where UCX's posix transport would, and dies of
  * SIGKILL between filling it and unlinking it, as a rank killed inside
  * UCX's uct_posix_mem_alloc does. */
@@ -164,6 +183,8 @@ static void fault(void)
         kill(getpid(), SIGKILL);
     } else if (is("sigkill-in-segment")) {
         die_in_segment();
+    } else if (is("sigkill-in-sysv")) {
+        die_in_sysv();
     } else if (is("stall")) {
         sleep(STALL_S); /* no progress at all meanwhile */
         return;

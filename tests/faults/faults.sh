@@ -39,7 +39,7 @@ case $scenario in
   segv) want_rc=139; want_bt=1 ;;
   sigbus) want_rc=135; want_bt=1 ;;
   sigfpe) want_rc=136; want_bt=1 ;;
-  sigkill-rank|sigkill-in-segment|kill-in-*) want_rc=137 ;;
+  sigkill-rank|sigkill-in-segment|sigkill-in-sysv|kill-in-*) want_rc=137 ;;
   sigint-rivetrun) want_rc=130; want_named="received signal 2 " ;;
   sigterm-rivetrun) want_rc=143; want_named="received signal 15 " ;;
   sigkill-rivetrun) want_rc=137 ;;
