@@ -262,8 +262,12 @@ static void buf_recycle(am_worker_t *aw, am_dest_t *d, size_t need)
         if (d->no_view)
             return;
         uint8_t *at = am_ring_view_at(aw, d, need, &cap);
-        if (at == NULL)
+        if (at == NULL) {
+            /* The ring may have rotated past the view meanwhile: closed,
+             * so that no record lands where its ROTATE now lies. */
+            b->cap = b->used;
             return;
+        }
         b->base = at;
         b->cap = cap;
     }

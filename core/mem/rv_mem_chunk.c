@@ -186,7 +186,10 @@ static rv_status_t choose_source(rv_mem_chunk_allocator_t *a)
         /* Mapped into the peers of this host is enough: across hosts,
          * memory of mem_alloc serves the network transports as well as
          * registered memory does, and the peers of the host write it with
-         * stores instead of a CMA system call per put. */
+         * stores instead of a CMA system call per put. (Where the
+         * transport also registers it with an RDMA device, the pages are
+         * pinned before the mbind below, which then cannot move them:
+         * their zone is where the transport first touched them.) */
         bool mapped = caps.mem_alloc_mapped || caps.mem_alloc_host_mapped;
         a->p.source = mapped && a->p.huge_pages != RV_HUGE_REQUIRE
                           ? RV_MEM_SOURCE_TRANSPORT
