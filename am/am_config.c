@@ -168,8 +168,9 @@ static const rv_config_field_t am_fields[] = {
                 "messenger rings in the destination's memory, as am.path "
                 "write does, whatever am.path says for other hosts. A "
                 "ring mapped into the caller's process is written in "
-                "place: calls are serialized straight into it, each byte "
-                "copied once (job.stats: runs_in_place).",
+                "place under aggregation none and ovfl: calls are "
+                "serialized straight into it, each byte copied once "
+                "(job.stats: runs_in_place).",
     },
     {.name = NULL},
 };
