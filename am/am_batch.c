@@ -19,6 +19,14 @@ am_dest_t *am_dest(am_worker_t *aw, rv_tid_t dest)
             return NULL;
         d->tid = dest;
         d->write = am_write_to(aw, dest);
+        /* Not under trad aggregation: its run stays open for many calls,
+         * and every call rewrote the run's length and its run record's,
+         * in the very cache line whose sequence word an idle receiver
+         * polls, so each call paid a coherence miss (write-path trad at
+         * 8 B fell from 32 M to 12-20 M calls/s on shm). Such runs go by
+         * copy until the ring tells the receiver when to look by a word of
+         * its own. */
+        d->in_place = d->write && aw->cfg->aggregation != RV_AGG_TRAD;
         aw->send.dests[dest] = d;
         aw->send.used[aw->send.nused++] = d;
     }
@@ -282,14 +290,7 @@ static am_buf_t *view_open(am_worker_t *aw, am_dest_t *d, size_t need)
 {
     am_buf_t *v = &d->view;
     size_t cap;
-    /* Not under trad aggregation: its run stays open for many calls, and
-     * every call rewrote the run's length and its run record's, in the
-     * very cache line whose sequence word an idle receiver polls, so each
-     * call paid a coherence miss (write-path trad at 8 B fell from 32 M
-     * to 12-20 M calls/s on shm). Such runs go by copy until the ring
-     * tells the receiver when to look by a word of its own. */
-    if (!d->write || v->linked || d->pending != 0 || d->no_view ||
-        aw->cfg->aggregation == RV_AGG_TRAD)
+    if (!d->in_place || v->linked || d->pending != 0 || d->no_view)
         return NULL;
     uint8_t *at = am_ring_view_at(aw, d, need, &cap);
     if (at == NULL)
@@ -324,7 +325,7 @@ uint8_t *am_dest_reserve(am_worker_t *aw, am_dest_t *d, size_t size, bool join)
      * soon as none waits before them: from its first ring on, and again
      * after a full ring sent runs through buffers of the worker's. */
     am_buf_t *nb =
-        d->write && (b == NULL || !b->view) ? view_open(aw, d, need) : NULL;
+        d->in_place && (b == NULL || !b->view) ? view_open(aw, d, need) : NULL;
     if (nb == NULL && (b == NULL || b->used + need > b->cap) &&
         (nb = am_buf_get(aw)) == NULL)
         return NULL;

@@ -137,9 +137,11 @@ typedef struct am_dest {
     size_t run_at, run_end;
     size_t pending; /* bytes in runs not yet transmitted */
     bool warned_limit;
-    bool write;   /* its runs go by its ring (am_write_to) */
-    bool pushing; /* inside am_dest_push */
-    bool waiting; /* its next run waits for its messenger (runs_waited) */
+    bool write;    /* its runs go by its ring (am_write_to) */
+    bool in_place; /* and may be serialized in it (a view), where the
+                      ring is mapped here: not under trad (am_dest) */
+    bool pushing;  /* inside am_dest_push */
+    bool waiting;  /* its next run waits for its messenger (runs_waited) */
     bool warned_lost;
     bool buffered; /* has had a batch buffer (job.stats) */
     bool no_view;  /* the next record must not go in place (a DETOUR) */
