@@ -108,13 +108,12 @@ static void *worker_main(void *p)
         if (status != RV_OK)
             rv_abort(ctx, 1, "cannot connect to a peer worker");
     }
-    /* Every connection is made before any layer sends. Over UCX's tcp
-     * transport, two workers that connect to each other at once race to
-     * keep one of their two sockets, and a message sent while that race
-     * is still open was lost now and then (the store's calibration call,
-     * one job start in about 25 under AddressSanitizer): the flush waits
+    /* Every connection is made before any layer sends: the flush waits
      * until each endpoint is connected, and the workers still progress
-     * the others' connections while they wait below. */
+     * the others' connections while they wait below. (A call lost at job
+     * start, once blamed on UCX's tcp connections, was a layer's message
+     * reaching a worker that had not started that layer: see
+     * rv__layers_start.) */
     flush_all(w);
     step(w, &ctx->nready, STAGE_START);
     if (rv__layers_start(w) != RV_OK)

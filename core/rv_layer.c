@@ -42,6 +42,17 @@ void *rv_layer_context(rv_context_t *ctx, int slot)
     return slot >= 0 && slot < ctx->nlayers ? ctx->layers[slot].state : NULL;
 }
 
+/* Each layer starts on every worker of the job before any worker starts
+ * the next one (a barrier of the core's own messages, whose handlers
+ * exist from rv_init, after each start). A layer's state on a worker is
+ * made by its start, and what reaches that worker for the layer before
+ * then has nowhere to go; yet a worker progresses before its layers have
+ * started (waiting for the job's next stage, or in a lower layer's start)
+ * while a quicker peer's layers may already send to it. The store's start
+ * calibrates with a call to worker 0, which was dropped when worker 0's
+ * am had not started (a hang in about one job start in 25 under
+ * AddressSanitizer). With the barriers, a layer's start may send through
+ * the layers below it: they have started everywhere. */
 rv_status_t rv__layers_start(rv_worker_t *w)
 {
     rv_context_t *ctx = w->ctx;
@@ -50,6 +61,8 @@ rv_status_t rv__layers_start(rv_worker_t *w)
         if (ops->worker_start == NULL)
             continue;
         rv_status_t st = ops->worker_start(w);
+        if (st == RV_OK)
+            st = rv_barrier(w);
         if (st != RV_OK) {
             rv_error("layer '%s' cannot start on worker %u: %s", ops->name,
                      w->tid, rv_status_str(st));

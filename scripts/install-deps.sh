@@ -10,6 +10,7 @@ pkgs=("$@")
   libyaml-dev libcmocka-dev libnuma-dev libhwloc-dev uthash-dev liburcu-dev
   libucx-dev ucx-utils
   libpmix-dev openmpi-bin
+  slurmctld slurmd slurm-client munge
   libibverbs-dev
   nettle-dev
   gnuplot-nox procps doxygen python3 groff-base

@@ -19,6 +19,10 @@
 #                 between them (scripts/
 #                 multinode.sh: two sets of
 #                 namespaces, under mpirun)
+#   ucx-hosts-srun  the same two hosts under       test-ucx-hosts.yaml multinode
+#                 Slurm's srun and its PMIx
+#                 plugin (a cluster of the two
+#                 made for each job)
 #   ucx-rc        UCX over RC queue pairs         test-ucx-rc.yaml   ucx-rc
 #   verbs         rivet's libibverbs transport,   test-verbs.yaml    verbs
 #                 queue pairs per thread
@@ -31,8 +35,10 @@
 #                 rdma-hosts.sh: two guests)
 #
 # ucx-hosts runs its jobs through scripts/multinode.sh instead of rivetrun
-# (same options): half the processes on each host. It needs root and
-# mpirun, else its tests report themselves skipped; `make check-multinode`
+# (same options): half the processes on each host; ucx-hosts-srun through
+# the same script with RIVET_TEST_MN_LAUNCHER=srun. They need root and
+# mpirun (Slurm's daemons and munge), else their tests report themselves
+# skipped; `make check-multinode`
 # runs them (label multinode), `make check` leaves them out.
 #
 # The RDMA configurations need an RDMA device. They are registered in every build
@@ -75,7 +81,8 @@ set(rivet_rdma_job_timeout 900)
 
 # The configurations: job file, environment, label, whether they need the
 # RDMA device, and the launcher timeout of their jobs.
-set(RIVET_TEST_BASES ucx-shm ucx-tcp ucx-hosts ucx-rc verbs verbs-shared)
+set(RIVET_TEST_BASES ucx-shm ucx-tcp ucx-hosts ucx-hosts-srun ucx-rc verbs
+  verbs-shared)
 set(rivet_tp_ucx-shm_file test-ucx-shm.yaml)
 set(rivet_tp_ucx-shm_env "")
 set(rivet_tp_ucx-shm_label ucx-shm)
@@ -92,6 +99,10 @@ set(rivet_tp_ucx-hosts_label multinode)
 set(rivet_tp_ucx-hosts_rdma FALSE)
 set(rivet_tp_ucx-hosts_timeout ${rivet_job_timeout})
 set(rivet_tp_ucx-hosts_launcher ${PROJECT_SOURCE_DIR}/scripts/multinode.sh)
+foreach(what file label rdma timeout launcher)
+  set(rivet_tp_ucx-hosts-srun_${what} ${rivet_tp_ucx-hosts_${what}})
+endforeach()
+set(rivet_tp_ucx-hosts-srun_env RIVET_TEST_MN_LAUNCHER=srun)
 set(rivet_tp_ucx-rc_file test-ucx-rc.yaml)
 set(rivet_tp_ucx-rc_env
   RIVET_TRANSPORT_UCX_NET_DEVICES=${rivet_rdma_dev}:${rivet_rdma_port})
@@ -149,6 +160,7 @@ endforeach()
 set(rivet_tp_ucx-shm_caps ucx one-host emulated)
 set(rivet_tp_ucx-tcp_caps ucx one-host emulated)
 set(rivet_tp_ucx-hosts_caps ucx hosts emulated)
+set(rivet_tp_ucx-hosts-srun_caps ucx hosts emulated)
 set(rivet_tp_ucx-rc_caps ucx rdma one-host)
 set(rivet_tp_verbs_caps verbs rdma one-host)
 set(rivet_tp_verbs-shared_caps verbs rdma one-host)
@@ -181,6 +193,7 @@ set(RIVET_TEST_EXCEPTIONS
   # check-multinode, ~2 min): dynamic, the mode with the most threads,
   # stands for the others there.
   "^(am|rma|epoch|conformance)- ^ucx-hosts-(thread|direct)$ two-host jobs run alone: dynamic stands for the modes"
+  "^(am|conformance)- ^ucx-hosts-srun-(thread|dynamic|direct)$ the launcher is below the progress engine: its modes run under mpirun"
   "^(am|rma|epoch|conformance)- ^(verbs|ucx-rc)-hosts- two emulated RDMA hosts: the modes run over one host's verbs"
   # Two emulated RDMA hosts (two guests joined by a socket) take about 7
   # minutes for four jobs: the layers run over verbs between them, UCX rc
