@@ -109,7 +109,12 @@ typedef struct rv_layer_ops {
     const char *name; /**< for messages: "am", "rma" */
     /** After the worker connected to every peer, before any worker of the
      * job runs its function. Sets the worker's state with
-     * rv_worker_layer_set. An error ends the job (rv_abort). */
+     * rv_worker_layer_set. Every worker of the job has started the layers
+     * installed before this one, and no worker starts the next layer
+     * before every worker has started this one, so the start may send
+     * through lower layers; it may receive this layer's messages from
+     * quicker workers before it returns. An error ends the job
+     * (rv_abort). */
     rv_status_t (*worker_start)(rv_worker_t *w);
     /** From every rv_progress, after the transport's progress, once the
      * layer's worker state is set; returns the events handled. Must
