@@ -5,8 +5,9 @@
 # end_s: seconds from the fault (or the signal to rivetrun) to the end of
 # the job (for sigkill-rivetrun: to the last process of the job gone);
 # transport: the configuration, "-mpirun" added when mpirun launched it
-# (ucx-hosts: two hosts, scripts/multinode.sh, under mpirun; skipped
-# where namespaces cannot be made);
+# (ucx-hosts: two hosts, scripts/multinode.sh, under mpirun, and
+# ucx-hosts-srun under Slurm's srun; skipped where namespaces cannot be
+# made);
 # named: the launcher's line naming the rank, or its signal; left: what the
 # job left behind ("nothing"); result: ctest's verdict.
 #
@@ -51,7 +52,7 @@ trap 'rm -f "$log"' EXIT
     END {
       for (n in name) {
         t = name[n]; sub(/^faults-/, "", t)
-        if (match(t, /-(ucx-shm|ucx-tcp|ucx-hosts|verbs)(-mpirun)?$/)) {
+        if (match(t, /-(ucx-shm|ucx-tcp|ucx-hosts|verbs)(-mpirun|-srun)?$/)) {
           tp = substr(t, RSTART + 1); sc = substr(t, 1, RSTART - 1)
         }
         split(summary[n], f, ",")

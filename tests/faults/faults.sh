@@ -55,12 +55,25 @@ esac
 # rank in its own words; the program's own crash handler is UCX's there
 # too.
 launcher=$(basename "${cmd[0]}")
-# Two hosts (scripts/multinode.sh) are under mpirun too; the ranks live in
-# the hosts' own PID namespaces, so the pids they print are not this
-# machine's: their survivors are looked for by the program's path.
+# Two hosts (scripts/multinode.sh) are under mpirun too, or under srun
+# (RIVET_TEST_MN_LAUNCHER=srun), which names the task: "srun: error:
+# HOST: task 1: Exited with exit code 3", "...: task 1: Killed". The ranks
+# live in the hosts' own PID namespaces, so the pids they print are not
+# this machine's: their survivors are looked for by the program's path.
 hosts=0
 [ "$launcher" = multinode.sh ] && hosts=1
-if [ "$launcher" = mpirun ] || [ "$launcher" = prterun ] || [ $hosts = 1 ]; then
+if [ $hosts = 1 ] && [ "${RIVET_TEST_MN_LAUNCHER:-}" = srun ]; then
+  case $want_rc in
+    3|4|5) want_named="srun: error: [^:]+: task 1: Exited with exit code $want_rc" ;;
+    137) want_named="srun: error: [^:]+: task 1: Killed" ;;
+    139) want_named="srun: error: [^:]+: task 1: Segmentation fault" ;;
+    0) ;;
+    *) echo "faults.sh: $scenario is not run under srun" >&2; exit 2 ;;
+  esac
+  # srun exits with the largest of its tasks' statuses, and it ends the
+  # others with SIGTERM (--kill-on-bad-exit): 143, whatever the victim's.
+  [ "$want_rc" = 0 ] || want_rc=143
+elif [ "$launcher" = mpirun ] || [ "$launcher" = prterun ] || [ $hosts = 1 ]; then
   case $want_rc in
     3|4|5) want_named="Exit code: +$want_rc" ;;
     134|135|136|137|139)
