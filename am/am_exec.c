@@ -476,12 +476,26 @@ static am_run_t *run_keep(rv_worker_t *w, rv_msg_t *msg, bool kept)
     return r;
 }
 
+/* Calls that reach a worker where am is not running: no worker of a job
+ * sends to another before every worker has started am
+ * (rv__layers_start), nor after the job's end has drained it, so this is
+ * a defect, said rather than lost in silence (it once cost a hang with
+ * nothing in the log). */
+static rv_status_t not_running(rv_worker_t *w, rv_tid_t src, const char *what)
+{
+    static atomic_uint said;
+    if (atomic_fetch_add(&said, 1) < 10)
+        rv_warn("dropped %s from worker %u: am is not running on worker %u",
+                what, src, rv_worker_tid(w));
+    return RV_OK;
+}
+
 rv_status_t am_on_batch(rv_worker_t *w, rv_msg_t *msg, void *arg)
 {
     am_worker_t *aw = am_of(w);
     (void)arg;
     if (aw == NULL)
-        return RV_OK;
+        return not_running(w, msg->src, "a batch of calls");
     am_src_t *s = am_src(aw, msg->src);
     am_run_t *r = s ? run_keep(w, msg, true) : NULL;
     if (r == NULL) {
@@ -548,7 +562,9 @@ rv_status_t am_trampoline(rv_worker_t *w, rv_msg_t *msg, void *arg)
                 msg->src, c.hdr.args_len, msg->len);
         return RV_OK;
     }
-    am_src_t *s = aw ? am_src(aw, msg->src) : NULL;
+    if (aw == NULL)
+        return not_running(w, msg->src, "a call");
+    am_src_t *s = am_src(aw, msg->src);
     if (s == NULL)
         return RV_OK;
     if ((c.hdr.flags & AM_DETOUR) || s->head != NULL || s->fetching ||
